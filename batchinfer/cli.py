@@ -1,0 +1,33 @@
+"""The ``batchinfer`` command line: one sub-command per module under ``batchinfer.commands``."""
+
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from batchinfer.errors import BatchInferError
+
+
+class _App(typer.Typer):
+    """A Typer app that turns :class:`BatchInferError` into a message and its exit code."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except BatchInferError as exc:
+            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+            raise SystemExit(exc.exit_code) from None
+
+
+app = _App(
+    name="batchinfer",
+    help="Batch inference with SageMaker Batch Transform semantics, locally or on AWS.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _main() -> None:
+    """Batch inference with SageMaker Batch Transform semantics, locally or on AWS."""
