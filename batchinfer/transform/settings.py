@@ -1,0 +1,453 @@
+"""What a transform job request says, validated as CreateTransformJob does (R1, R2, R15, R16,
+R20), with the R10 precedence of batch settings and the R21/C6 container environment.
+
+Every error names the field as ``snake_name (PascalName)``, the bad value and what is allowed.
+Standard library only: the Plan Lambda and the processing container import this module.
+"""
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from batchinfer.errors import ValidationError
+from batchinfer.transform import jsonpath
+from batchinfer.uris import parse_s3_uri
+
+MIB = 1024 * 1024
+
+# snake_case key -> CreateTransformJob field name.
+PASCAL = {
+    "content_type": "ContentType",
+    "accept": "Accept",
+    "split_type": "SplitType",
+    "batch_strategy": "BatchStrategy",
+    "max_payload_mb": "MaxPayloadInMB",
+    "max_concurrent_transforms": "MaxConcurrentTransforms",
+    "assemble_with": "AssembleWith",
+    "join_source": "JoinSource",
+    "input_filter": "InputFilter",
+    "output_filter": "OutputFilter",
+    "compression_type": "CompressionType",
+    "instance_count": "InstanceCount",
+    "instance_type": "InstanceType",
+    "invocations_timeout_seconds": "InvocationsTimeoutInSeconds",
+    "invocations_max_retries": "InvocationsMaxRetries",
+    "environment": "Environment",
+}
+
+# R2 enums.
+ENUMS: dict[str, tuple[str, ...]] = {
+    "split_type": ("None", "Line", "RecordIO", "TFRecord"),
+    "batch_strategy": ("MultiRecord", "SingleRecord"),
+    "assemble_with": ("None", "Line"),
+    "join_source": ("None", "Input"),
+    "compression_type": ("None", "Gzip"),
+}
+# Inclusive ranges (R1, R20).
+RANGES: dict[str, tuple[int, int | None]] = {
+    "max_payload_mb": (0, 100),
+    "max_concurrent_transforms": (1, None),
+    "instance_count": (1, 100),
+    "invocations_timeout_seconds": (1, 3600),
+    "invocations_max_retries": (0, 3),
+}
+MAX_PAYLOAD_X_CONCURRENCY_MB = 100
+MAX_FILTER_LENGTH = 63
+MAX_ENVIRONMENT_ENTRIES = 16
+MAX_ENVIRONMENT_VALUE_LENGTH = 10240
+DEFAULT_MAX_CONCURRENT_TRANSFORMS = 1
+DEFAULT_BATCH_STRATEGY = "MultiRecord"
+DEFAULT_MAX_PAYLOAD_MB = 6
+
+_ENV_KEY = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,1023}")
+_JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_DATA_PROCESSING_TYPES = ("text/csv", "application/json", "application/jsonlines")
+# The container's /execution-parameters spellings of BatchStrategy (R10, C5, C6).
+_STRATEGY_SPELLINGS = {
+    "MultiRecord": "MultiRecord",
+    "MULTI_RECORD": "MultiRecord",
+    "SingleRecord": "SingleRecord",
+    "SINGLE_RECORD": "SingleRecord",
+}
+_CONTAINER_STRATEGY = {"MultiRecord": "MULTI_RECORD", "SingleRecord": "SINGLE_RECORD"}
+
+
+def label(key: str) -> str:
+    """``max_payload_mb (MaxPayloadInMB)``: how errors name a field."""
+    return f"{key} ({PASCAL[key]})"
+
+
+def media_type(content_type: str | None) -> str | None:
+    """``text/csv; charset=utf-8`` -> ``text/csv``."""
+    if content_type is None:
+        return None
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def validate_job_name(name: str) -> str:
+    """Return ``name`` if it is a valid transform job name (R1), else raise ValidationError."""
+    if not isinstance(name, str) or not 1 <= len(name) <= 63 or not _JOB_NAME.fullmatch(name):
+        raise ValidationError(
+            f"job_name (TransformJobName): {name!r} is not a valid job name; allowed: 1-63 "
+            "letters, digits and hyphens, starting and ending with a letter or digit"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class EffectiveSettings:
+    """The batch settings in force after R10 precedence."""
+
+    batch_strategy: str
+    max_payload_mb: int
+    max_concurrent_transforms: int
+
+    @property
+    def max_payload_bytes(self) -> int | None:
+        """The request body limit in bytes; None when MaxPayloadInMB is 0 (no limit, R8)."""
+        return self.max_payload_mb * MIB or None
+
+
+@dataclass(frozen=True)
+class TransformSettings:
+    """The transform settings of a job request; None means "not set in the job"."""
+
+    content_type: str | None = None
+    accept: str | None = None
+    split_type: str = "None"
+    batch_strategy: str | None = None
+    max_payload_mb: int | None = None
+    max_concurrent_transforms: int | None = None
+    assemble_with: str = "None"
+    join_source: str = "None"
+    input_filter: str = "$"
+    output_filter: str = "$"
+    compression_type: str = "None"
+    instance_count: int = 1
+    instance_type: str = "ml.m5.xlarge"
+    invocations_timeout_seconds: int = 600
+    invocations_max_retries: int = 3
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "environment", dict(self.environment))
+        problems = _type_problems(self)
+        if not problems:
+            problems = _value_problems(self)
+        if problems:
+            raise ValidationError("; ".join(problems))
+
+    @classmethod
+    def keys(cls) -> frozenset[str]:
+        """The snake_case keys a request may carry for these settings."""
+        return frozenset(f.name for f in fields(cls))
+
+    @classmethod
+    def from_request(
+        cls, request: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+    ) -> "TransformSettings":
+        """Build from snake_case keys (a state machine input or config); ``defaults`` (e.g.
+        the stack config) fill keys the request leaves out or sets to null.
+
+        Enum values are matched ignoring case and underscores (``multi_record`` ->
+        ``MultiRecord``). Unknown keys are errors that suggest the closest known key.
+        """
+        merged: dict[str, Any] = {}
+        for source, mapping in (("defaults", defaults or {}), ("request", request)):
+            if not isinstance(mapping, Mapping):
+                raise ValidationError(f"{source}: expected an object of settings, got {mapping!r}")
+            for key, value in mapping.items():
+                if key not in PASCAL:
+                    raise ValidationError(f"{source}: unknown key {key!r}{_suggestion(key)}")
+                if value is not None:
+                    merged[key] = _canonical_enum(key, value)
+        return cls(**merged)
+
+    @property
+    def uses_data_processing(self) -> bool:
+        """True when a filter or a join applies (R15)."""
+        return self.input_filter != "$" or self.output_filter != "$" or self.join_source != "None"
+
+    def resolve(self, execution_parameters: Mapping[str, Any] | None = None) -> EffectiveSettings:
+        """R10: the job's value, else the container's ``/execution-parameters``, else the
+        defaults (1 concurrent transform, MultiRecord, 6 MB)."""
+        container = dict(execution_parameters or {})
+        strategy = container.get("BatchStrategy")
+        if strategy is not None:
+            if not isinstance(strategy, str) or strategy not in _STRATEGY_SPELLINGS:
+                raise ValidationError(
+                    f"container /execution-parameters BatchStrategy: {strategy!r} is not "
+                    f"allowed; allowed: {', '.join(_STRATEGY_SPELLINGS)}"
+                )
+            strategy = _STRATEGY_SPELLINGS[strategy]
+        for key in ("MaxPayloadInMB", "MaxConcurrentTransforms"):
+            value = container.get(key)
+            low, high = RANGES[_SNAKE[key]]
+            if value is not None and (
+                not _is_int(value) or value < low or (high is not None and value > high)
+            ):
+                allowed = f"{low}..{high}" if high is not None else f">= {low}"
+                raise ValidationError(
+                    f"container /execution-parameters {key}: {value!r} is not allowed; "
+                    f"allowed: an integer {allowed}"
+                )
+        return EffectiveSettings(
+            batch_strategy=_first(self.batch_strategy, strategy, DEFAULT_BATCH_STRATEGY),
+            max_payload_mb=_first(
+                self.max_payload_mb, container.get("MaxPayloadInMB"), DEFAULT_MAX_PAYLOAD_MB
+            ),
+            max_concurrent_transforms=_first(
+                self.max_concurrent_transforms,
+                container.get("MaxConcurrentTransforms"),
+                DEFAULT_MAX_CONCURRENT_TRANSFORMS,
+            ),
+        )
+
+    def container_environment(self, model_environment: Mapping[str, str] | None = None) -> dict:
+        """R21/C6: the model's Environment, then the job's, then the SAGEMAKER_* variables
+        (the batch ones only for values the job sets)."""
+        env = {**(model_environment or {}), **self.environment, "SAGEMAKER_BATCH": "true"}
+        if self.max_payload_mb is not None:
+            env["SAGEMAKER_MAX_PAYLOAD_IN_MB"] = str(self.max_payload_mb)
+        if self.batch_strategy is not None:
+            env["SAGEMAKER_BATCH_STRATEGY"] = _CONTAINER_STRATEGY[self.batch_strategy]
+        if self.max_concurrent_transforms is not None:
+            env["SAGEMAKER_MAX_CONCURRENT_TRANSFORMS"] = str(self.max_concurrent_transforms)
+        return env
+
+    def to_api(
+        self,
+        *,
+        input_uri: str | None = None,
+        data_type: str = "S3Prefix",
+        output_path: str | None = None,
+    ) -> dict[str, Any]:
+        """The CreateTransformJob request fragments these settings determine (PascalCase,
+        unset values omitted). S3 locations are included when given."""
+        data_source = None
+        if input_uri is not None:
+            if data_type not in ("S3Prefix", "ManifestFile"):
+                raise ValidationError(
+                    f"data_type (S3DataType): {data_type!r} is not allowed; "
+                    "allowed: S3Prefix, ManifestFile"
+                )
+            parse_s3_uri(input_uri, field="input (S3Uri)")
+            data_source = {"S3DataSource": {"S3DataType": data_type, "S3Uri": input_uri}}
+        if output_path is not None:
+            parse_s3_uri(output_path, field="output (S3OutputPath)")
+        request: dict[str, Any] = {
+            "TransformInput": _present(
+                DataSource=data_source,
+                ContentType=self.content_type,
+                CompressionType=self.compression_type,
+                SplitType=self.split_type,
+            ),
+            "TransformOutput": _present(
+                S3OutputPath=output_path, Accept=self.accept, AssembleWith=self.assemble_with
+            ),
+            "TransformResources": {
+                "InstanceType": self.instance_type,
+                "InstanceCount": self.instance_count,
+            },
+            "ModelClientConfig": {
+                "InvocationsTimeoutInSeconds": self.invocations_timeout_seconds,
+                "InvocationsMaxRetries": self.invocations_max_retries,
+            },
+        }
+        if self.uses_data_processing:
+            request["DataProcessing"] = {
+                "InputFilter": self.input_filter,
+                "OutputFilter": self.output_filter,
+                "JoinSource": self.join_source,
+            }
+        request.update(
+            _present(
+                BatchStrategy=self.batch_strategy,
+                MaxPayloadInMB=self.max_payload_mb,
+                MaxConcurrentTransforms=self.max_concurrent_transforms,
+                Environment=dict(self.environment) or None,
+            )
+        )
+        return request
+
+
+_SNAKE = {pascal: snake for snake, pascal in PASCAL.items()}
+_STR_FIELDS = (
+    "content_type",
+    "accept",
+    "split_type",
+    "batch_strategy",
+    "assemble_with",
+    "join_source",
+    "input_filter",
+    "output_filter",
+    "compression_type",
+    "instance_type",
+)
+_INT_FIELDS = tuple(RANGES)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _type_problems(s: TransformSettings) -> list[str]:
+    problems = []
+    for key in _STR_FIELDS:
+        value = getattr(s, key)
+        if value is not None and not isinstance(value, str):
+            problems.append(f"{label(key)}: {value!r} is not a string")
+    for key in _INT_FIELDS:
+        value = getattr(s, key)
+        if value is not None and not _is_int(value):
+            problems.append(f"{label(key)}: {value!r} is not an integer")
+    for env_key, env_value in s.environment.items():
+        if not isinstance(env_key, str) or not isinstance(env_value, str):
+            problems.append(
+                f"{label('environment')}: entry {env_key!r}: {env_value!r} must map a string "
+                "to a string"
+            )
+    return problems
+
+
+def _value_problems(s: TransformSettings) -> list[str]:
+    problems = []
+    for key, allowed in ENUMS.items():
+        value = getattr(s, key)
+        if value is not None and value not in allowed:
+            problems.append(
+                f"{label(key)}: {value!r} is not allowed; allowed: {', '.join(allowed)}"
+            )
+    for key, (low, high) in RANGES.items():
+        value = getattr(s, key)
+        if value is not None and (value < low or (high is not None and value > high)):
+            allowed = f"{low}..{high}" if high is not None else f">= {low}"
+            problems.append(f"{label(key)}: {value} is out of range; allowed: {allowed}")
+    if (
+        s.max_payload_mb is not None
+        and s.max_concurrent_transforms is not None
+        and s.max_payload_mb * s.max_concurrent_transforms > MAX_PAYLOAD_X_CONCURRENCY_MB
+    ):
+        problems.append(
+            f"{label('max_concurrent_transforms')} x {label('max_payload_mb')}: "
+            f"{s.max_concurrent_transforms} x {s.max_payload_mb} = "
+            f"{s.max_concurrent_transforms * s.max_payload_mb} MB; allowed: at most 100"
+        )
+    if not s.instance_type.startswith("ml."):
+        problems.append(
+            f"{label('instance_type')}: {s.instance_type!r} is not a SageMaker instance type; "
+            "allowed: names starting with 'ml.', e.g. ml.m5.xlarge"
+        )
+    problems += _environment_problems(s.environment)
+    problems += _data_processing_problems(s)
+    return problems
+
+
+def _environment_problems(environment: Mapping[str, str]) -> list[str]:
+    problems = []
+    if len(environment) > MAX_ENVIRONMENT_ENTRIES:
+        problems.append(f"{label('environment')}: {len(environment)} entries; allowed: at most 16")
+    for key, value in environment.items():
+        if not _ENV_KEY.fullmatch(key):
+            problems.append(
+                f"{label('environment')}: key {key!r} is not allowed; allowed: a letter or _ "
+                "then up to 1023 letters, digits or _"
+            )
+        if len(value) > MAX_ENVIRONMENT_VALUE_LENGTH:
+            problems.append(
+                f"{label('environment')}: value of {key!r} has {len(value)} characters; "
+                "allowed: at most 10240"
+            )
+    return problems
+
+
+def _data_processing_problems(s: TransformSettings) -> list[str]:
+    """R15 constraints and R16 filter syntax."""
+    problems = []
+    paths = {}
+    for key in ("input_filter", "output_filter"):
+        expression = getattr(s, key)
+        if len(expression) > MAX_FILTER_LENGTH:
+            problems.append(
+                f"{label(key)}: {expression!r} has {len(expression)} characters; "
+                "allowed: at most 63"
+            )
+            continue
+        try:
+            paths[key] = jsonpath.parse(expression, field=label(key))
+        except ValidationError as exc:
+            problems.append(str(exc))
+    if not s.uses_data_processing:
+        return problems
+    join = s.join_source == "Input"
+    # (side is used, settings key of its media type, filter key)
+    sides = (
+        (s.input_filter != "$" or join, "content_type", "input_filter"),
+        (s.output_filter != "$" or join, "accept", "output_filter"),
+    )
+    needs_lines = False
+    for used, type_key, filter_key in sides:
+        kind = media_type(getattr(s, type_key))
+        if not used:
+            continue
+        if kind not in _DATA_PROCESSING_TYPES:
+            value = getattr(s, type_key)
+            problems.append(
+                f"{label(type_key)}: {'not set' if value is None else repr(value)}; "
+                f"{'a join' if join else 'a filter'} (DataProcessing) needs one of "
+                f"{', '.join(_DATA_PROCESSING_TYPES)}"
+            )
+        elif kind == "text/csv":
+            needs_lines = True
+            path = paths.get(filter_key)
+            if path is not None and path.uses_names:
+                problems.append(
+                    f"{label(filter_key)}: {path.expression!r} selects keys, but CSV rows are "
+                    "arrays; allowed: index paths such as $[1:] or $[0,-1]"
+                )
+    if needs_lines and (s.split_type != "Line" or s.assemble_with != "Line"):
+        problems.append(
+            f"{label('split_type')} and {label('assemble_with')}: {s.split_type!r} and "
+            f"{s.assemble_with!r}; CSV data processing needs both to be 'Line'"
+        )
+    if join:
+        if media_type(s.accept) != media_type(s.content_type):
+            problems.append(
+                f"{label('accept')}: {s.accept!r} differs from {label('content_type')} "
+                f"{s.content_type!r}; a join (JoinSource Input) needs them equal"
+            )
+        if s.assemble_with != s.split_type:
+            problems.append(
+                f"{label('assemble_with')}: {s.assemble_with!r} differs from "
+                f"{label('split_type')} {s.split_type!r}; a join (JoinSource Input) needs "
+                "them equal"
+            )
+    return problems
+
+
+def _canonical_enum(key: str, value: Any) -> Any:
+    if key not in ENUMS or not isinstance(value, str):
+        return value
+    folded = value.replace("_", "").lower()
+    return next((a for a in ENUMS[key] if a.lower() == folded), value)
+
+
+def _suggestion(key: str) -> str:
+    candidates = {k: k for k in PASCAL} | {p.lower(): k for k, p in PASCAL.items()}
+    folded = str(key).replace("-", "_")
+    exact = candidates.get(folded.lower()) or candidates.get(folded.replace("_", "").lower())
+    close = [exact] if exact else difflib.get_close_matches(folded, list(PASCAL), n=1)
+    known = ", ".join(sorted(PASCAL))
+    if close:
+        return f"; did you mean {close[0]!r}? known keys: {known}"
+    return f"; known keys: {known}"
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)
+
+
+def _present(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
