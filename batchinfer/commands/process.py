@@ -1,0 +1,63 @@
+"""``batchinfer process``: the image's Processing-job mode (spec P1-P8)."""
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.processing import (
+    current_host,
+    default_workers,
+    run_processing_job,
+    write_failure_message,
+)
+from batchinfer.transform.settings import TransformSettings
+
+
+def process(
+    settings_json: Annotated[
+        str,
+        typer.Option(
+            "--settings-json",
+            help='Transform settings as snake_case JSON, e.g. \'{"content_type": "text/csv"}\'.',
+        ),
+    ] = "{}",
+    input_dir: Annotated[Path, typer.Option(help="Files to transform.")] = Path(
+        "/opt/ml/processing/input/data"
+    ),
+    model_dir: Annotated[Path, typer.Option(help="Model directory or model.tar.gz.")] = Path(
+        "/opt/ml/processing/input/model"
+    ),
+    output_dir: Annotated[Path, typer.Option(help="Where the .out files go.")] = Path(
+        "/opt/ml/processing/output"
+    ),
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: cores).")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write per-file results as JSON.")] = None,
+    message_file: Annotated[Path, typer.Option(help="Failure reason for SageMaker (P8).")] = Path(
+        "/opt/ml/output/message"
+    ),
+) -> None:
+    """Transform every input file in-process with all cores, as a transform job would."""
+    try:
+        request = json.loads(settings_json)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--settings-json") from None
+    settings = TransformSettings.from_request(request)
+    with tempfile.TemporaryDirectory(prefix="batchinfer-model-") as scratch:
+        results = run_processing_job(
+            input_dir,
+            output_dir,
+            model_dir=prepare_model_dir(model_dir, Path(scratch)),
+            settings=settings,
+            workers=workers or default_workers(),
+        )
+    if report is not None:
+        report.write_text(json.dumps(results, indent=2) + "\n")
+    failure = write_failure_message(results, message_file)
+    typer.echo(f"{current_host()}: {len(results)} files, {'failed' if failure else 'ok'}", err=True)
+    if failure:
+        typer.echo(failure, err=True)
+        raise typer.Exit(1)

@@ -1,0 +1,119 @@
+"""``batchinfer run``: a Batch Transform job on this machine, with the cloud's semantics."""
+
+import json
+from itertools import islice
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+
+from batchinfer.commands import transform_options as opt
+from batchinfer.commands.run_display import LiveProgress, summary_table
+from batchinfer.errors import ValidationError
+from batchinfer.local.inputs import collect_inputs
+from batchinfer.local.job import JobResult, LocalJob, run_job
+
+SAMPLE_LINES = 3
+
+
+def run(
+    inputs: Annotated[
+        list[Path], typer.Argument(help="Files, directories or a ManifestFile.", show_default=False)
+    ],
+    model: Annotated[Path, typer.Option(help="Model directory or model.tar.gz.")],
+    output: Annotated[Path, typer.Option(help="Directory for the .out files.")],
+    content_type: opt.ContentType = None,
+    accept: opt.Accept = None,
+    split_type: opt.SplitType = "None",
+    batch_strategy: opt.BatchStrategy = None,
+    max_payload_mb: opt.MaxPayloadMb = None,
+    max_concurrent_transforms: opt.MaxConcurrent = None,
+    instance_count: opt.InstanceCount = 1,
+    instance_type: opt.InstanceType = "ml.m5.xlarge",
+    assemble_with: opt.AssembleWith = "None",
+    join_source: opt.JoinSource = "None",
+    input_filter: opt.InputFilter = "$",
+    output_filter: opt.OutputFilter = "$",
+    compression_type: opt.CompressionType = "None",
+    env: opt.Env = None,
+    shards: Annotated[
+        str | None, typer.Option(help="Pre-split each input into N shards, or 'auto'.")
+    ] = None,
+    merge: Annotated[bool, typer.Option(help="Merge shard outputs into one per input.")] = False,
+    engine: Annotated[
+        str, typer.Option(help="transform (HTTP model servers) or processing (in-process).")
+    ] = "transform",
+    quiet: Annotated[bool, typer.Option(help="Print nothing but errors.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run manifest as JSON.")
+    ] = False,
+) -> None:
+    """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
+    settings = opt.build_settings(
+        content_type=content_type,
+        accept=accept,
+        split_type=split_type,
+        batch_strategy=batch_strategy,
+        max_payload_mb=max_payload_mb,
+        max_concurrent_transforms=max_concurrent_transforms,
+        instance_count=instance_count,
+        instance_type=instance_type,
+        assemble_with=assemble_with,
+        join_source=join_source,
+        input_filter=input_filter,
+        output_filter=output_filter,
+        compression_type=compression_type,
+        env=env,
+    )
+    job = LocalJob(
+        inputs=inputs,
+        output_dir=output,
+        model=model,
+        settings=settings,
+        engine=_engine(engine),
+        shards=_shards(shards),
+        merge=merge,
+    )
+    console = Console(stderr=True, quiet=quiet or as_json)
+    total = sum(f.size for f in collect_inputs(inputs))
+    with LiveProgress(console, total, instance_count) as progress:
+        result = run_job(job, progress, on_stage=lambda s: console.log(f"stage: {s}"))
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    elif not quiet:
+        _report(Console(), result)
+    if not result.succeeded:
+        for failure in result.failures:
+            Console(stderr=True).print(f"[red]FAILED[/] {failure.name}: {failure.error}")
+        raise typer.Exit(1)
+
+
+def _report(console: Console, result: JobResult) -> None:
+    console.print(summary_table(result))
+    first = next((f for f in result.files if f.output), None)
+    if first is None:
+        return
+    path = Path(result.output_dir) / first.output.split(", ")[0]
+    with path.open("rb") as handle:
+        lines = [
+            line.decode("utf-8", "replace").rstrip("\n") for line in islice(handle, SAMPLE_LINES)
+        ]
+    console.print(f"[bold]{path}[/] (first {len(lines)} lines):", highlight=False)
+    for line in lines:
+        console.print("  " + line, highlight=False, markup=False)
+
+
+def _engine(value: str) -> Literal["transform", "processing"]:
+    if value not in ("transform", "processing"):
+        raise ValidationError(f"--engine must be transform or processing, not {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def _shards(value: str | None) -> int | Literal["auto"] | None:
+    if value is None or value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ValidationError(f"--shards must be a whole number or 'auto', not {value!r}") from None

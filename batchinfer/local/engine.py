@@ -1,0 +1,168 @@
+"""The transform engine: model servers on localhost doing what Batch Transform instances do.
+
+It starts ``instance_count`` real model servers (C1-C4), resolves the effective batch
+settings from the job and the first server's /execution-parameters (R10), and lets each
+instance take whole files from a shared queue (R3: one file, one instance), sending up to
+MaxConcurrentTransforms requests at a time (R9). Each file is framed, processed and
+assembled by :func:`batchinfer.transform.file_transform.transform_file`, which writes its
+``.out`` only when every record succeeded (R19).
+"""
+
+import os
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from batchinfer.errors import BatchInferError
+from batchinfer.local.http_client import ModelServerClient
+from batchinfer.local.inputs import InputFile
+from batchinfer.serving.launcher import start_server
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.file_transform import FileStats, transform_file
+from batchinfer.transform.settings import EffectiveSettings, TransformSettings
+
+SERVER_START_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What became of one input file."""
+
+    file: InputFile
+    instance: int
+    output: Path
+    stats: FileStats | None = None
+    error: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class EngineReport:
+    effective: EffectiveSettings
+    outcomes: list[FileOutcome]
+
+
+class Progress:
+    """Callbacks the engine makes as it works; the CLI draws them, tests may record them."""
+
+    def instances_ready(self, count: int) -> None:
+        """All model servers answered /ping."""
+
+    def file_started(self, instance: int, file: InputFile) -> None:
+        """An instance took a file."""
+
+    def file_finished(self, outcome: FileOutcome) -> None:
+        """A file succeeded or failed."""
+
+
+def default_workers_per_instance(instance_count: int) -> int:
+    """Server workers per instance so that all instances together use every core."""
+    return max(1, (os.cpu_count() or 1) // instance_count)
+
+
+def run_transform(
+    files: list[InputFile],
+    output_dir: Path,
+    *,
+    model_dir: Path,
+    settings: TransformSettings,
+    workers_per_instance: int | None = None,
+    progress: Progress | None = None,
+) -> EngineReport:
+    """Run ``files`` through ``settings.instance_count`` local model servers."""
+    progress = progress or Progress()
+    workers = workers_per_instance or default_workers_per_instance(settings.instance_count)
+    env = settings.container_environment({})
+    servers = []
+    try:
+        for _ in range(settings.instance_count):
+            servers.append(start_server(model_dir, workers=workers, env=env))
+        for server in servers:
+            server.wait_healthy(SERVER_START_TIMEOUT)  # C4: nothing is sent before /ping is 200
+        progress.instances_ready(len(servers))
+        clients = [
+            ModelServerClient(
+                server.port,
+                content_type=settings.content_type,
+                accept=settings.accept,
+                timeout=float(settings.invocations_timeout_seconds),
+            )
+            for server in servers
+        ]
+        effective = settings.resolve(clients[0].execution_parameters())
+        outcomes = _process_files(files, output_dir, clients, settings, effective, progress)
+        for client in clients:
+            client.close()
+        return EngineReport(effective, outcomes)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def _process_files(
+    files: list[InputFile],
+    output_dir: Path,
+    clients: list[ModelServerClient],
+    settings: TransformSettings,
+    effective: EffectiveSettings,
+    progress: Progress,
+) -> list[FileOutcome]:
+    """Each instance thread takes the next whole file until none is left (R3)."""
+    pending: queue.SimpleQueue[InputFile] = queue.SimpleQueue()
+    for file in files:
+        pending.put(file)
+    outcomes: dict[str, FileOutcome] = {}
+    lock = threading.Lock()
+
+    def instance_loop(instance: int, client: ModelServerClient) -> None:
+        while True:
+            try:
+                file = pending.get_nowait()
+            except queue.Empty:
+                return
+            progress.file_started(instance, file)
+            outcome = _transform_one(file, output_dir, instance, client.invoke, settings, effective)
+            with lock:
+                outcomes[file.name] = outcome
+            progress.file_finished(outcome)
+
+    threads = [
+        threading.Thread(target=instance_loop, args=(i, c), name=f"instance-{i + 1}", daemon=True)
+        for i, c in enumerate(clients)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.2)  # short joins keep Ctrl-C responsive
+    return [outcomes[file.name] for file in files]
+
+
+def _transform_one(
+    file: InputFile,
+    output_dir: Path,
+    instance: int,
+    invoke: Callable[[bytes], bytes],
+    settings: TransformSettings,
+    effective: EffectiveSettings,
+) -> FileOutcome:
+    output = output_dir / output_name(file.name)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        stats = transform_file(
+            file.path,
+            output,
+            settings=settings,
+            effective=effective,
+            invoke=invoke,
+            name=file.name,
+            concurrency=effective.max_concurrent_transforms,
+        )
+    except BatchInferError as exc:
+        return FileOutcome(file, instance, output, error=str(exc))
+    return FileOutcome(file, instance, output, stats=stats)

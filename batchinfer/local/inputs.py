@@ -1,0 +1,74 @@
+"""Which files a local job reads, and the name each output keeps (spec R4, R12).
+
+An input is a file, a directory (every file below it, recursively, with its sub-path kept as
+the output name) or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose
+prefix is a local directory.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from batchinfer.errors import InputError, ValidationError
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: Path
+    name: str  # the object key relative to the input prefix; the output is ``name + ".out"``
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
+
+
+def is_manifest(path: Path) -> bool:
+    return path.suffix == ".manifest" or path.name.endswith(".manifest.json")
+
+
+def read_manifest(path: Path) -> list[InputFile]:
+    """The files a ManifestFile lists: ``prefix`` + each relative path (R4)."""
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable ManifestFile: {exc}") from exc
+    if not (isinstance(entries, list) and entries and isinstance(entries[0], dict)):
+        raise InputError(f'{path}: a ManifestFile is a JSON array starting with {{"prefix": ...}}')
+    prefix = entries[0].get("prefix")
+    if not isinstance(prefix, str):
+        raise InputError(f"{path}: entry 0 has no string 'prefix'")
+    if prefix.startswith("s3://"):
+        raise InputError(f"{path}: prefix {prefix} is in S3; a local job reads local files only")
+    files = []
+    for number, rel in enumerate(entries[1:], start=1):
+        if not isinstance(rel, str) or not rel:
+            raise InputError(f"{path}: entry {number} is not a relative path: {rel!r}")
+        file = Path(prefix + rel) if prefix.endswith("/") else Path(prefix) / rel
+        if not file.is_file():
+            raise InputError(f"{path}: entry {number} names {file}, which is not a file")
+        files.append(InputFile(file, rel))
+    return files
+
+
+def collect_inputs(paths: list[Path]) -> list[InputFile]:
+    """Expand files, directories and manifests into input files, sorted by name."""
+    files: list[InputFile] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file())
+            files += [InputFile(p, p.relative_to(path).as_posix()) for p in found]
+        elif path.is_file():
+            files += read_manifest(path) if is_manifest(path) else [InputFile(path, path.name)]
+        else:
+            raise InputError(f"{path}: no such file or directory")
+    if not files:
+        raise InputError(f"no input files in {', '.join(map(str, paths))}")
+    by_name: dict[str, InputFile] = {}
+    for file in files:
+        if file.name in by_name:
+            raise ValidationError(
+                f"inputs {by_name[file.name].path} and {file.path} would both write "
+                f"{file.name}.out; give them distinct names"
+            )
+        by_name[file.name] = file
+    return sorted(files, key=lambda f: f.name)

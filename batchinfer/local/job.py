@@ -1,0 +1,292 @@
+"""A whole local job: validate, prepare the model, pre-split, run an engine, merge, record.
+
+The output directory ends up exactly as the cloud job leaves its S3 output prefix (one
+``<name>.out`` per input, R12), plus ``_manifest.json`` (settings and per-file counts) and,
+only when every file succeeded, ``_SUCCESS``.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from batchinfer.errors import BatchInferError, ValidationError
+from batchinfer.local.engine import FileOutcome, Progress
+from batchinfer.local.inputs import InputFile, collect_inputs
+from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.sharding import split
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.settings import EffectiveSettings, TransformSettings
+
+Engine = Literal["transform", "processing"]
+MANIFEST = "_manifest.json"
+SUCCESS = "_SUCCESS"
+AUTO_SHARD_SIZE = 64 * 1024 * 1024
+MIN_AUTO_SPLIT = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LocalJob:
+    inputs: list[Path]
+    output_dir: Path
+    model: Path
+    settings: TransformSettings
+    engine: Engine = "transform"
+    shards: int | Literal["auto"] | None = None
+    merge: bool = False
+    workers_per_instance: int | None = None
+
+
+@dataclass
+class FileResult:
+    """One output of the job, as ``_manifest.json`` records it."""
+
+    name: str
+    input: str
+    output: str | None
+    status: str
+    records_in: int | None = None
+    records_out: int | None = None
+    bytes_in: int = 0
+    bytes_out: int = 0
+    seconds: float = 0.0
+    rows_per_second: float | None = None
+    shards: int | None = None
+    instances: list[int] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class JobResult:
+    status: str
+    output_dir: str
+    engine: str
+    started_at: str
+    seconds: float
+    settings: dict[str, Any]
+    effective: dict[str, Any]
+    files: list[FileResult]
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "SUCCEEDED"
+
+    @property
+    def failures(self) -> list[FileResult]:
+        return [f for f in self.files if f.status != "SUCCEEDED"]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        done = [f for f in self.files if f.records_in is not None]
+        data["totals"] = {
+            "files": len(self.files),
+            "failed": len(self.failures),
+            "records_in": sum(f.records_in or 0 for f in done),
+            "records_out": sum(f.records_out or 0 for f in done),
+            "bytes_in": sum(f.bytes_in for f in self.files),
+            "bytes_out": sum(f.bytes_out for f in self.files),
+            "rows_per_second": _rate(sum(f.records_in or 0 for f in done), self.seconds),
+        }
+        return data
+
+
+def _rate(records: int | None, seconds: float) -> float | None:
+    return round(records / seconds, 1) if records is not None and seconds > 0 else None
+
+
+def validate_job(job: LocalJob) -> None:
+    """Checks that depend on more than one setting of a local job (names the option)."""
+    if job.shards is not None:
+        if job.settings.split_type != "Line":
+            raise ValidationError(
+                "--shards needs --split-type Line: with SplitType None each file is one "
+                "request, and splitting it would change what the model sees"
+            )
+        if job.shards != "auto" and job.shards < 1:
+            raise ValidationError(f"--shards must be at least 1 or 'auto', not {job.shards}")
+    if job.merge:
+        if job.shards is None:
+            raise ValidationError("--merge joins the outputs of shards: it needs --shards")
+        if job.settings.assemble_with != "Line":
+            raise ValidationError(
+                "--merge needs --assemble-with Line: with None, responses are concatenated "
+                "without separators and the records of adjacent shards would run together"
+            )
+
+
+def run_job(
+    job: LocalJob,
+    progress: Progress | None = None,
+    on_stage: Callable[[str], None] = lambda _stage: None,
+) -> JobResult:
+    """Run ``job`` and write its outputs, ``_manifest.json`` and (on success) ``_SUCCESS``."""
+    validate_job(job)
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    files = collect_inputs(job.inputs)
+    job.output_dir.mkdir(parents=True, exist_ok=True)
+    (job.output_dir / SUCCESS).unlink(missing_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
+    try:
+        model_dir = prepare_model_dir(job.model, workdir)
+        groups = _split_inputs(files, job, workdir, on_stage)
+        units = [unit for group in groups for unit in group.units]
+        unit_dir = workdir / "outputs" if job.merge else job.output_dir
+        on_stage("infer")
+        effective, outcomes = _run_engine(job, units, unit_dir, model_dir, progress)
+        by_name = {outcome.file.name: outcome for outcome in outcomes}
+        on_stage("finalize")
+        results = [group.result(by_name, job) for group in groups]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    status = "SUCCEEDED" if all(r.status == "SUCCEEDED" for r in results) else "FAILED"
+    result = JobResult(
+        status=status,
+        output_dir=str(job.output_dir),
+        engine=job.engine,
+        started_at=started_at,
+        seconds=round(time.perf_counter() - started, 3),
+        settings=job.settings.to_request(),
+        effective=asdict(effective),
+        files=results,
+    )
+    (job.output_dir / MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    if result.succeeded:
+        (job.output_dir / SUCCESS).write_text("")
+    return result
+
+
+def _run_engine(
+    job: LocalJob,
+    units: list[InputFile],
+    output_dir: Path,
+    model_dir: Path,
+    progress: Progress | None,
+) -> tuple[EffectiveSettings, list[FileOutcome]]:
+    if job.engine == "processing":
+        from batchinfer.local.processing_engine import run_processing
+
+        report = run_processing(
+            units, output_dir, model_dir=model_dir, settings=job.settings, progress=progress
+        )
+    else:
+        from batchinfer.local.engine import run_transform
+
+        report = run_transform(
+            units,
+            output_dir,
+            model_dir=model_dir,
+            settings=job.settings,
+            workers_per_instance=job.workers_per_instance,
+            progress=progress,
+        )
+    return report.effective, report.outcomes
+
+
+@dataclass
+class _InputGroup:
+    """One input file and the units (itself, or its shards) the engine runs for it."""
+
+    source: InputFile
+    units: list[InputFile]
+    merged: bool
+
+    def result(self, outcomes: dict[str, FileOutcome], job: LocalJob) -> FileResult:
+        parts = [outcomes[unit.name] for unit in self.units]
+        failed = [p for p in parts if not p.succeeded]
+        output = job.output_dir / output_name(self.source.name)
+        if not failed and self.merged:
+            _concatenate([p.output for p in parts], output)
+        stats = [p.stats for p in parts if p.stats is not None]
+        seconds = max((s.seconds for s in stats), default=0.0)
+        records_in = None if failed else _sum_or_none([s.records_in for s in stats])
+        return FileResult(
+            name=self.source.name,
+            input=str(self.source.path),
+            output=None if failed else _outputs_of(self, parts, output, job.output_dir),
+            status="FAILED" if failed else "SUCCEEDED",
+            records_in=records_in,
+            records_out=None if failed else _sum_or_none([s.records_out for s in stats]),
+            bytes_in=sum(s.bytes_in for s in stats),
+            bytes_out=sum(s.bytes_out for s in stats),
+            seconds=round(seconds, 3),
+            rows_per_second=_rate(records_in, seconds),
+            shards=len(self.units) if self.units[0] is not self.source else None,
+            instances=sorted({p.instance for p in parts}),
+            error="; ".join(p.error or "" for p in failed) or None,
+        )
+
+
+def _outputs_of(group: _InputGroup, parts: list[FileOutcome], merged: Path, root: Path) -> str:
+    if group.merged or len(parts) == 1:
+        path = merged if group.merged else parts[0].output
+        return path.relative_to(root).as_posix()
+    return ", ".join(p.output.relative_to(root).as_posix() for p in parts)
+
+
+def _sum_or_none(values: list[int | None]) -> int | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _split_inputs(
+    files: list[InputFile], job: LocalJob, workdir: Path, on_stage: Callable[[str], None]
+) -> list[_InputGroup]:
+    """Pre-split every input that is worth splitting (``--shards``) with the sharding library."""
+    if job.shards is None:
+        return [_InputGroup(f, [f], merged=False) for f in files]
+    on_stage("split")
+    groups = []
+    for file in files:
+        count = _shard_count(file.size, job)
+        if count == 1:
+            groups.append(_InputGroup(file, [file], merged=False))
+            continue
+        shard_dir = workdir / "shards" / file.name
+        index = split(
+            str(file.path),
+            str(shard_dir),
+            shards=count,
+            compression_type=job.settings.compression_type,
+        )
+        parent = Path(file.name).parent
+        units = [
+            InputFile(shard_dir / shard.name, (parent / shard.name).as_posix())
+            for shard in index.shards
+        ]
+        groups.append(_InputGroup(file, units, merged=job.merge))
+    return groups
+
+
+def _shard_count(size: int, job: LocalJob) -> int:
+    if job.shards != "auto":
+        return int(job.shards or 1)
+    if size < MIN_AUTO_SPLIT:
+        return 1
+    instances = job.settings.instance_count
+    by_size = -(-size // AUTO_SHARD_SIZE)
+    return max(instances, -(-by_size // instances) * instances)
+
+
+def _concatenate(parts: list[Path], target: Path) -> None:
+    """Write ``parts`` in order into ``target`` atomically, copying in the kernel."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        with partial.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    remaining = os.fstat(src.fileno()).st_size
+                    while remaining:
+                        copied = os.copy_file_range(src.fileno(), out.fileno(), remaining)
+                        if copied == 0:
+                            raise BatchInferError(f"{part}: ended early while merging")
+                        remaining -= copied
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -1,0 +1,120 @@
+"""The processing engine: ``instance_count`` Processing-job containers, run as local processes.
+
+Files are spread over instances as ShardedByS3Key does (P4: disjoint and complete, each
+instance gets ~1/n of the objects, some none when there are fewer objects than instances).
+Each instance runs ``batchinfer process`` (the image's own entrypoint) on its files with
+its share of the cores; it writes the ``.out`` files and a per-file report.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from batchinfer.errors import BatchInferError
+from batchinfer.local.engine import (
+    EngineReport,
+    FileOutcome,
+    Progress,
+    default_workers_per_instance,
+)
+from batchinfer.local.inputs import InputFile
+from batchinfer.serving.app import execution_parameters
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.file_transform import FileStats
+from batchinfer.transform.settings import TransformSettings
+
+
+def shard_by_key(files: list[InputFile], instances: int) -> list[list[InputFile]]:
+    """Disjoint, complete assignment of files (sorted by key) to instances (P4)."""
+    ordered = sorted(files, key=lambda f: f.name)
+    return [ordered[i::instances] for i in range(instances)]
+
+
+def run_processing(
+    files: list[InputFile],
+    output_dir: Path,
+    *,
+    model_dir: Path,
+    settings: TransformSettings,
+    progress: Progress | None = None,
+) -> EngineReport:
+    """Run every file through ``settings.instance_count`` processing instances."""
+    progress = progress or Progress()
+    workers = default_workers_per_instance(settings.instance_count)
+    env = {**os.environ, **settings.container_environment({})}
+    with tempfile.TemporaryDirectory(prefix="batchinfer-processing-") as scratch:
+        running = []
+        for instance, assigned in enumerate(shard_by_key(files, settings.instance_count)):
+            if not assigned:
+                continue
+            host = Path(scratch) / f"algo-{instance + 1}"
+            _stage_inputs(assigned, host / "input")
+            command = [
+                sys.executable,
+                "-m",
+                "batchinfer",
+                "process",
+                f"--settings-json={json.dumps(settings.to_request())}",
+                f"--input-dir={host / 'input'}",
+                f"--model-dir={model_dir}",
+                f"--output-dir={output_dir}",
+                f"--workers={workers}",
+                f"--report={host / 'report.json'}",
+                f"--message-file={host / 'message'}",
+            ]
+            log = (host / "log").open("wb")
+            running.append(
+                (
+                    instance,
+                    assigned,
+                    host,
+                    subprocess.Popen(command, env=env, stdout=log, stderr=log),
+                )
+            )
+            for file in assigned:
+                progress.file_started(instance, file)
+        progress.instances_ready(len(running))
+        outcomes: dict[str, FileOutcome] = {}
+        for instance, assigned, host, proc in running:
+            proc.wait()
+            for outcome in _read_report(instance, assigned, host, output_dir, proc.returncode):
+                outcomes[outcome.file.name] = outcome
+                progress.file_finished(outcome)
+    effective = settings.resolve(execution_parameters(workers))
+    return EngineReport(effective, [outcomes[f.name] for f in files])
+
+
+def _stage_inputs(files: list[InputFile], input_dir: Path) -> None:
+    """Put each assigned file at its key below the instance's input directory (a link, no copy)."""
+    for file in files:
+        target = input_dir / file.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(file.path.resolve())
+
+
+def _read_report(
+    instance: int, files: list[InputFile], host: Path, output_dir: Path, returncode: int
+) -> list[FileOutcome]:
+    try:
+        report = {r["name"]: r for r in json.loads((host / "report.json").read_text())}
+    except (OSError, ValueError) as exc:
+        log = (host / "log").read_text(errors="replace")[-2000:]
+        raise BatchInferError(
+            f"processing instance algo-{instance + 1} exited {returncode} without a report "
+            f"({exc}); its log ends:\n{log}"
+        ) from exc
+    outcomes = []
+    for file in files:
+        entry = report.get(file.name)
+        output = output_dir / output_name(file.name)
+        if entry is None:
+            error = f"algo-{instance + 1} did not report on {file.name}"
+            outcomes.append(FileOutcome(file, instance, output, error=error))
+        elif entry["error"]:
+            outcomes.append(FileOutcome(file, instance, output, error=entry["error"]))
+        else:
+            outcomes.append(FileOutcome(file, instance, output, stats=FileStats(**entry["stats"])))
+    return outcomes

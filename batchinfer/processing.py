@@ -1,0 +1,119 @@
+"""Processing mode: the inference image run as a SageMaker Processing job (spec P1-P8).
+
+Every file under the input directory is transformed in-process by the same handler the
+model server uses, with the same record framing, DataProcessing and assembly as a
+transform job (:mod:`batchinfer.transform`), so each ``<name>.out`` is byte for byte what
+Batch Transform would write. Requests run on a pool of worker processes, one per core.
+A file that fails gets no ``.out``; the others complete; the exit code is then non-zero and
+the first KB of the reason goes to ``/opt/ml/output/message`` (P8).
+"""
+
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from multiprocessing import get_context
+from pathlib import Path
+
+from batchinfer.errors import BatchInferError
+from batchinfer.local.inputs import collect_inputs
+from batchinfer.serving.app import execution_parameters
+from batchinfer.serving.errors import RequestError
+from batchinfer.serving.handlers import InferenceHandler, load_handler
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.errors import InvocationError
+from batchinfer.transform.file_transform import transform_file
+from batchinfer.transform.settings import TransformSettings
+
+RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")
+MESSAGE_LIMIT = 1024
+
+_handler: InferenceHandler | None = None
+
+
+def _load(model_dir: str) -> None:
+    global _handler
+    _handler = load_handler(Path(model_dir))
+
+
+def _invoke(body: bytes, content_type: str | None, accept: str | None) -> tuple[int, bytes]:
+    """One request in a worker process: (status, body), like the HTTP server answers."""
+    assert _handler is not None
+    try:
+        return 200, _handler.invoke(body, content_type, accept)[0]
+    except RequestError as exc:
+        return exc.status, exc.message.encode()
+    except Exception as exc:  # the server answers 500 too, and keeps serving
+        return 500, f"{type(exc).__name__}: {exc}".encode()
+
+
+def current_host(config: Path = RESOURCE_CONFIG) -> str:
+    """This instance's name from resourceconfig.json (P7), ``algo-1`` where there is none."""
+    try:
+        return str(json.loads(config.read_text())["current_host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "algo-1"
+
+
+def run_processing_job(
+    input_dir: Path,
+    output_dir: Path,
+    *,
+    model_dir: Path,
+    settings: TransformSettings,
+    workers: int,
+) -> list[dict[str, object]]:
+    """Transform every file under ``input_dir`` into ``output_dir``; one record per file."""
+    files = collect_inputs([input_dir])
+    effective = settings.resolve(execution_parameters(workers))
+    context = get_context("forkserver")
+    results: list[dict[str, object]] = []
+    with ProcessPoolExecutor(
+        workers, context, initializer=_load, initargs=(str(model_dir),)
+    ) as pool:
+
+        def invoke(body: bytes) -> bytes:
+            status, data = pool.submit(
+                _invoke, body, settings.content_type, settings.accept
+            ).result()
+            if status != 200:
+                detail = data[:500].decode("utf-8", "replace").strip()
+                raise InvocationError(detail, status=status, retryable=status >= 500)
+            return data
+
+        for file in files:
+            output = output_dir / output_name(file.name)
+            output.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                stats = transform_file(
+                    file.path,
+                    output,
+                    settings=settings,
+                    effective=effective,
+                    invoke=invoke,
+                    name=file.name,
+                    concurrency=workers,
+                )
+                results.append({"name": file.name, "stats": asdict(stats), "error": None})
+            except BatchInferError as exc:
+                results.append({"name": file.name, "stats": None, "error": str(exc)})
+    return results
+
+
+def write_failure_message(results: list[dict[str, object]], message_file: Path) -> str | None:
+    """The failure reason of the job (P8), written to ``message_file``; None if all succeeded."""
+    errors = [f"{r['name']}: {r['error']}" for r in results if r["error"]]
+    if not errors:
+        return None
+    message = f"{len(errors)} of {len(results)} files failed. " + "; ".join(errors)
+    try:
+        message_file.parent.mkdir(parents=True, exist_ok=True)
+        message_file.write_text(message[:MESSAGE_LIMIT])
+    except OSError as exc:
+        print(f"cannot write {message_file}: {exc}", file=sys.stderr)
+    return message
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
