@@ -1,0 +1,13 @@
+"""Line-aligned splitting of any-size input into shards (spec R3, R4, R6, R11).
+
+``plan_shards`` computes cut points from small reads; ``split`` materialises them for a
+local file or an S3 object and writes a SageMaker ManifestFile and a ``ShardIndex``.
+Lambda-side code: standard library and boto3 only.
+"""
+
+from batchinfer.sharding.index import Shard, ShardIndex
+from batchinfer.sharding.names import shard_name
+from batchinfer.sharding.planner import ShardPlan, plan_shards
+from batchinfer.sharding.split import split
+
+__all__ = ["Shard", "ShardIndex", "ShardPlan", "plan_shards", "shard_name", "split"]

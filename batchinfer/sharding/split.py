@@ -1,0 +1,146 @@
+"""``split``: one input object (local file or S3 object) into line-aligned shards."""
+
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from threading import Lock
+from typing import Any
+
+from batchinfer.errors import ValidationError
+from batchinfer.sharding.gzip_split import split_gzip
+from batchinfer.sharding.index import Shard, ShardIndex
+from batchinfer.sharding.local import LocalSink, LocalSource
+from batchinfer.sharding.names import index_name, manifest_name, shard_name
+from batchinfer.sharding.planner import ShardPlan, plan_shards
+from batchinfer.uris import is_s3_uri, parse_s3_uri
+
+COMPRESSION_TYPES = ("None", "Gzip")  # spec R2
+
+Progress = Callable[[int, int], None]
+
+
+def split(
+    input: str,
+    output: str,
+    *,
+    shards: int | None = None,
+    shard_size: int | None = None,
+    header: bool = False,
+    compression_type: str = "None",
+    s3_client: Any = None,
+    progress: Progress | None = None,
+) -> ShardIndex:
+    """Split ``input`` into shards under ``output`` and write its manifest and index there.
+
+    ``input`` and ``output`` are both local paths (``output`` a directory) or both
+    ``s3://`` URIs (``output`` a prefix). Give ``shards`` (a count) or ``shard_size``
+    (target bytes per shard). Plain input is cut by byte ranges and copied without passing
+    through Python (kernel copy locally, UploadPartCopy on S3); gzip input (``.gz`` or
+    ``compression_type="Gzip"``) is re-chunked into gzip shards. An input that fits one
+    shard is not copied: the index points at the input itself. With ``header`` the first
+    line is dropped from the shards and kept in the index. ``progress(done, total)`` is
+    called as bytes are processed. Shards are published only when all are written; the
+    manifest (``<name>.manifest``) and then the index (``<name>.index.json``) are written
+    last. Returns the index, whose ``location`` and ``manifest`` say where they are.
+    """
+    if compression_type not in COMPRESSION_TYPES:
+        raise ValidationError(
+            f"compression_type: {compression_type!r} must be one of {', '.join(COMPRESSION_TYPES)}"
+        )
+    if is_s3_uri(input) != is_s3_uri(output):
+        raise ValidationError(
+            f"input {input!r} and output {output!r} must both be local or both be s3:// URIs"
+        )
+    gzip = compression_type == "Gzip" or input.endswith(".gz")
+    source, sink = _open(input, output, s3_client)
+    try:
+        try:
+            if gzip:
+                header_line, made = split_gzip(
+                    source,
+                    sink,
+                    shards=shards,
+                    shard_size=shard_size,
+                    header=header,
+                    progress=progress,
+                )
+                prefix = sink.prefix
+            else:
+                plan = plan_shards(
+                    source.size,
+                    source.read_range,
+                    shards=shards,
+                    shard_size=shard_size,
+                    header=header,
+                    source=source.uri,
+                )
+                header_line = plan.header
+                prefix, made = _materialise(plan, source, sink, progress)
+            source.check_unchanged()
+            sink.commit()
+        except BaseException:
+            sink.abort()
+            raise
+    finally:
+        source.close()
+    index = ShardIndex(
+        source=source.uri,
+        etag=source.etag,
+        source_size=source.size,
+        compression="Gzip" if gzip else "None",
+        header=header_line,
+        prefix=prefix,
+        shards=made,
+        location=sink.uri(index_name(source.name)),
+        manifest=sink.uri(manifest_name(source.name)),
+    )
+    sink.put(manifest_name(source.name), json.dumps(index.manifest_entries()).encode())
+    sink.put(index_name(source.name), index.to_json().encode())
+    return index
+
+
+def _open(input: str, output: str, s3_client: Any) -> tuple[Any, Any]:
+    """The source and the sink for local or S3 locations."""
+    if not is_s3_uri(input):
+        return LocalSource(input), LocalSink(output)
+    from batchinfer.sharding.s3 import S3Sink, S3Source
+
+    if s3_client is None:
+        import boto3
+
+        s3_client = boto3.client("s3")
+    source = S3Source(s3_client, parse_s3_uri(input, field="input"))
+    return source, S3Sink(s3_client, parse_s3_uri(output, field="output"), source.content_type)
+
+
+def _materialise(
+    plan: ShardPlan, source: Any, sink: Any, progress: Progress | None
+) -> tuple[str, list[Shard]]:
+    """Copy each planned byte range into its shard; returns the prefix and the shards."""
+    if plan.whole_object:
+        return source.parent_prefix, [Shard(source.name, source.uri, 0, plan.size, plan.size)]
+    total = sum(end - start for start, end in plan.ranges)
+    done = 0
+    lock = Lock()
+
+    def on_part(size: int) -> None:
+        nonlocal done
+        with lock:
+            done += size
+            if progress is not None:
+                progress(done, total)
+
+    def copy(number: int, start: int, end: int) -> Shard:
+        name = shard_name(source.name, number)
+        writer = sink.open(name)
+        source.copy_to(writer, start, end, on_part)
+        return Shard(name, sink.uri(name), start, end, writer.finish())
+
+    pool = ThreadPoolExecutor(min(source.copy_workers, len(plan.ranges)))
+    try:
+        futures = [pool.submit(copy, n, start, end) for n, (start, end) in enumerate(plan.ranges)]
+        for future in as_completed(futures):
+            future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return sink.prefix, [future.result() for future in futures]
