@@ -1,0 +1,149 @@
+"""DataProcessing of a transform job: input filter, join and output filter (spec R15-R18).
+
+CSV records are RFC 4180 rows (arrays of strings); JSON and JSON Lines records are parsed
+JSON values, re-serialised compactly. A record keeps its line terminator through the input
+filter; joined or filtered output records end with ``\\n`` when SplitType is Line.
+"""
+
+import csv
+import json
+from typing import Any
+
+from batchinfer.errors import InputError
+from batchinfer.transform import jsonpath
+from batchinfer.transform.errors import RecordError
+from batchinfer.transform.records import Batch
+from batchinfer.transform.settings import TransformSettings, label, media_type
+
+
+class DataProcessing:
+    """The R15-R18 steps of one job for one file (``name`` is used in errors)."""
+
+    def __init__(self, settings: TransformSettings, name: str):
+        self.name = name
+        self.join = settings.join_source == "Input"
+        self.line_records = settings.split_type == "Line"
+        self.input_csv = media_type(settings.content_type) == "text/csv"
+        self.output_csv = media_type(settings.accept) == "text/csv"
+        self.input_filter = _parse(settings.input_filter, "input_filter")
+        self.output_filter = _parse(settings.output_filter, "output_filter")
+
+    @property
+    def filters_input(self) -> bool:
+        return self.input_filter is not None
+
+    @property
+    def transforms_output(self) -> bool:
+        return self.join or self.output_filter is not None
+
+    def filter_record(self, record: bytes, number: int) -> bytes:
+        """Apply the InputFilter to one record (R16), keeping its line terminator."""
+        assert self.input_filter is not None
+        text, terminator = _split_terminator(self._decode(record, number))
+        try:
+            selected = self.input_filter.apply(self._parse_record(text, number))
+        except InputError as exc:
+            raise RecordError(self.name, number, str(exc)) from None
+        return (self._serialise(selected, self.input_csv) + terminator).encode()
+
+    def process_response(self, batch: Batch, response: bytes) -> bytes:
+        """Join each prediction of ``response`` with its input record (R17, R18), then apply
+        the OutputFilter; returns the output bytes of the batch."""
+        first, last = batch.first_record, batch.last_record
+        text = self._decode(response, first, last)
+        predictions = _lines(text) if self.line_records else [text]
+        matched = len(predictions) == batch.record_count
+        if self.join and not matched:
+            raise RecordError(
+                self.name,
+                first,
+                f"the model returned {len(predictions)} predictions for "
+                f"{batch.record_count} records; a join needs one per record",
+                last,
+            )
+        originals = batch.records or ()
+        lines = []
+        for i, prediction in enumerate(predictions):
+            number = first + i if matched else first
+            try:
+                value = self._parse_prediction(prediction, number)
+                if self.join:
+                    value = self._join(originals[i], value, number)
+                if self.output_filter is not None:
+                    value = self.output_filter.apply(value)
+            except InputError as exc:
+                if isinstance(exc, RecordError):
+                    raise
+                raise RecordError(self.name, number, str(exc)) from None
+            lines.append(self._serialise(value, self.output_csv))
+        output = "\n".join(lines)
+        return (output + "\n" if self.line_records else output).encode()
+
+    def _join(self, original: bytes, prediction: Any, number: int) -> Any:
+        record = self._parse_record(_split_terminator(self._decode(original, number))[0], number)
+        if self.input_csv:
+            return record + prediction
+        if isinstance(record, dict):
+            record["SageMakerOutput"] = prediction
+            return record
+        return {"SageMakerInput": record, "SageMakerOutput": prediction}
+
+    def _parse_record(self, text: str, number: int) -> Any:
+        return self._parse(text, self.input_csv, number, "record")
+
+    def _parse_prediction(self, text: str, number: int) -> Any:
+        return self._parse(text, self.output_csv, number, "prediction")
+
+    def _parse(self, text: str, is_csv: bool, number: int, what: str) -> Any:
+        try:
+            if is_csv:
+                return next(csv.reader([text], strict=True), [])
+            return json.loads(text)
+        except (csv.Error, ValueError) as exc:
+            kind = "a CSV row" if is_csv else "JSON"
+            raise RecordError(self.name, number, f"{what} is not {kind}: {exc}") from None
+
+    @staticmethod
+    def _serialise(value: Any, is_csv: bool) -> str:
+        if is_csv:
+            return _csv_row(value if isinstance(value, list) else [value])
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+    def _decode(self, data: bytes, first: int, last: int | None = None) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordError(self.name, first, f"is not UTF-8 text: {exc}", last) from None
+
+
+def _parse(expression: str, key: str) -> jsonpath.JsonPath | None:
+    path = jsonpath.parse(expression, field=label(key))
+    return None if path.is_root else path
+
+
+def _split_terminator(text: str) -> tuple[str, str]:
+    if text.endswith("\r\n"):
+        return text[:-2], "\r\n"
+    if text.endswith("\n"):
+        return text[:-1], "\n"
+    return text, ""
+
+
+def _lines(text: str) -> list[str]:
+    """One prediction per line; a single final newline ends the last line."""
+    if text.endswith("\n"):
+        text = text[:-1]
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _csv_row(fields: list[Any]) -> str:
+    """RFC 4180 serialisation, quoting only fields that need it (as csv.QUOTE_MINIMAL)."""
+    if fields == [""]:
+        return '""'
+    out = []
+    for item in fields:
+        text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+        if any(c in text for c in ',"\r\n'):
+            text = '"' + text.replace('"', '""') + '"'
+        out.append(text)
+    return ",".join(out)

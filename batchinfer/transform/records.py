@@ -1,0 +1,214 @@
+"""Framing of one (decompressed) file into request bodies (spec R5-R8).
+
+SplitType None: the whole object is one request. SplitType Line: a record is the bytes up to
+and including ``\\n`` (``\\r\\n`` kept as is); a final line without ``\\n`` is a record; an
+empty line is a record. SingleRecord sends one record per request; MultiRecord as many
+consecutive records as fit in the payload limit, counted in request body bytes.
+
+Without a per-record transformation, MultiRecord batches are cut from large reads with
+``bytes.rfind`` and counted with ``bytes.count``: no Python work per record. Memory stays
+bounded by the read size plus the payload limit (no limit means the whole file is one body).
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from batchinfer.errors import ValidationError
+from batchinfer.transform.errors import RecordError
+
+MIB = 1024 * 1024
+READ_SIZE = 8 * MIB
+
+# (original record, its 1-based number) -> the bytes it contributes to the request body.
+RecordFilter = Callable[[bytes, int], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One request body and the records it holds."""
+
+    body: bytes
+    first_record: int
+    record_count: int
+    # The original records, kept only when a join needs them (R17, R18).
+    records: tuple[bytes, ...] | None = None
+
+    @property
+    def last_record(self) -> int:
+        return self.first_record + max(self.record_count, 1) - 1
+
+
+def frame(
+    source: BinaryIO,
+    *,
+    name: str,
+    split_type: str,
+    batch_strategy: str,
+    max_payload_bytes: int | None,
+    record_filter: RecordFilter | None = None,
+    keep_records: bool = False,
+    read_size: int = READ_SIZE,
+) -> Iterator[Batch]:
+    """Yield the request bodies of ``source`` in order.
+
+    ``record_filter`` rewrites each record before it is packed (the InputFilter);
+    ``keep_records`` keeps the original records on each batch. An oversize record, or an
+    oversize SplitType None object, raises RecordError naming ``name`` and the record number.
+    """
+    if split_type == "None":
+        return _whole_object(source, name, max_payload_bytes, record_filter, keep_records)
+    if split_type != "Line":
+        raise ValidationError(
+            f"split_type (SplitType): {split_type!r} is accepted by SageMaker but not "
+            "implemented by the local engine; use Line or None"
+        )
+    single = batch_strategy == "SingleRecord"
+    if record_filter is None and not keep_records:
+        if single:
+            return _single_records(source, name, max_payload_bytes, read_size)
+        if max_payload_bytes is not None:
+            return _multi_records(source, name, max_payload_bytes, read_size)
+    records = _iter_records(source, name, None, read_size)
+    return _pack(records, name, max_payload_bytes, single, record_filter, keep_records)
+
+
+def count_records(data: bytes) -> int:
+    """Number of Line records in ``data`` (a final line without ``\\n`` counts)."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _oversize(name: str, number: int, limit: int, size: int | None = None) -> RecordError:
+    mb = limit / MIB
+    size_text = f"{size} bytes" if size is not None else "more than that"
+    return RecordError(
+        name,
+        number,
+        f"is larger than MaxPayloadInMB={mb:g} ({limit} bytes): {size_text}; raise "
+        "max_payload_mb (up to 100, or 0 for no limit) or shorten the record",
+    )
+
+
+def _whole_object(
+    source: BinaryIO,
+    name: str,
+    limit: int | None,
+    record_filter: RecordFilter | None,
+    keep_records: bool,
+) -> Iterator[Batch]:
+    if limit is not None and record_filter is None:
+        data = source.read(limit + 1)
+        if len(data) > limit:
+            raise _oversize(name, 1, limit)
+    else:
+        data = source.read()
+    body = record_filter(data, 1) if record_filter else data
+    if limit is not None and len(body) > limit:
+        raise _oversize(name, 1, limit, len(body))
+    yield Batch(body, 1, 1, (data,) if keep_records else None)
+
+
+def _multi_records(source: BinaryIO, name: str, limit: int, read_size: int) -> Iterator[Batch]:
+    """Greedy MultiRecord batches: the longest run of whole records within ``limit`` bytes.
+
+    Reads go straight into one reusable buffer (``readinto``); only batch bodies are copied.
+    """
+    chunk = max(read_size, limit)
+    buf = bytearray(chunk + limit + 1)
+    view = memoryview(buf)
+    start, end, done, eof = 0, 0, 0, False
+    while True:
+        if not eof and end - start <= limit:
+            if start:
+                view[: end - start] = view[start:end]
+                start, end = 0, end - start
+            got = read_into(source, view[end : end + chunk])
+            if got:
+                end += got
+                continue
+            eof = True
+        if start == end:
+            return
+        if eof and end - start <= limit:
+            body = bytes(view[start:end])
+            yield Batch(body, done + 1, count_records(body))
+            return
+        cut = buf.rfind(b"\n", start, start + limit)
+        if cut < 0:
+            raise _oversize(name, done + 1, limit)
+        body = bytes(view[start : cut + 1])
+        count = body.count(b"\n")
+        yield Batch(body, done + 1, count)
+        done += count
+        start = cut + 1
+
+
+def read_into(source: BinaryIO, target: memoryview) -> int:
+    """Fill ``target`` from ``source`` (``readinto`` when it has one); returns the bytes read."""
+    readinto = getattr(source, "readinto", None)
+    if readinto is not None:
+        return readinto(target) or 0
+    data = source.read(len(target))
+    target[: len(data)] = data
+    return len(data)
+
+
+def _iter_records(
+    source: BinaryIO, name: str, limit: int | None, read_size: int
+) -> Iterator[bytes]:
+    """Line records one by one; a record over ``limit`` raises before it is fully buffered."""
+    buf, pos, number = b"", 0, 0
+    while True:
+        newline = buf.find(b"\n", pos)
+        if newline >= 0:
+            number += 1
+            if limit is not None and newline + 1 - pos > limit:
+                raise _oversize(name, number, limit, newline + 1 - pos)
+            yield buf[pos : newline + 1]
+            pos = newline + 1
+            continue
+        if limit is not None and len(buf) - pos > limit:
+            raise _oversize(name, number + 1, limit)
+        data = source.read(read_size)
+        if not data:
+            if pos < len(buf):
+                yield buf[pos:]
+            return
+        buf = buf[pos:] + data
+        pos = 0
+
+
+def _single_records(
+    source: BinaryIO, name: str, limit: int | None, read_size: int
+) -> Iterator[Batch]:
+    for number, record in enumerate(_iter_records(source, name, limit, read_size), 1):
+        yield Batch(record, number, 1)
+
+
+def _pack(
+    records: Iterator[bytes],
+    name: str,
+    limit: int | None,
+    single: bool,
+    record_filter: RecordFilter | None,
+    keep_records: bool,
+) -> Iterator[Batch]:
+    """Batches of filtered records, each body within ``limit`` bytes."""
+    parts: list[bytes] = []
+    originals: list[bytes] = []
+    size, first = 0, 1
+    for number, record in enumerate(records, 1):
+        part = record_filter(record, number) if record_filter else record
+        if limit is not None and len(part) > limit:
+            raise _oversize(name, number, limit, len(part))
+        if parts and (single or (limit is not None and size + len(part) > limit)):
+            yield Batch(
+                b"".join(parts), first, len(parts), tuple(originals) if keep_records else None
+            )
+            parts, originals, size, first = [], [], 0, number
+        parts.append(part)
+        size += len(part)
+        if keep_records:
+            originals.append(record)
+    if parts:
+        yield Batch(b"".join(parts), first, len(parts), tuple(originals) if keep_records else None)
