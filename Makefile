@@ -20,3 +20,12 @@ pytest: $(STAMP)
 	$(BIN)/pytest -n 2
 
 test: lint pytest
+
+# The example: a classifier trained on a dataset shipped with scikit-learn, 500k rows of
+# input generated from it, then a local job: 2 instances, auto shards, CSV join, merge.
+DEMO := .demo
+demo: $(STAMP)
+	$(BIN)/batchinfer example $(DEMO) --rows 500000
+	$(BIN)/batchinfer run $(DEMO)/input --model $(DEMO)/model --output $(DEMO)/output \
+	  --content-type text/csv --accept text/csv --split-type Line --assemble-with Line \
+	  --join-source Input --instance-count 2 --shards auto --merge

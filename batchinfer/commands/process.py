@@ -8,12 +8,6 @@ from typing import Annotated
 import typer
 
 from batchinfer.model_artifact import prepare_model_dir
-from batchinfer.processing import (
-    current_host,
-    default_workers,
-    run_processing_job,
-    write_failure_message,
-)
 from batchinfer.transform.settings import TransformSettings
 
 
@@ -41,6 +35,13 @@ def process(
     ),
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
+    from batchinfer.processing import (  # the model libraries load only when processing
+        current_host,
+        default_workers,
+        run_processing_job,
+        write_failure_message,
+    )
+
     try:
         request = json.loads(settings_json)
     except ValueError as exc:

@@ -14,7 +14,7 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from batchinfer.local.engine import FileOutcome, Progress
+from batchinfer.local.events import FileOutcome, Progress
 from batchinfer.local.inputs import InputFile
 from batchinfer.local.job import JobResult
 

@@ -12,52 +12,18 @@ import os
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from batchinfer.errors import BatchInferError
+from batchinfer.local.events import EngineReport, FileOutcome, Progress
 from batchinfer.local.http_client import ModelServerClient
 from batchinfer.local.inputs import InputFile
 from batchinfer.serving.launcher import start_server
 from batchinfer.transform.assemble import output_name
-from batchinfer.transform.file_transform import FileStats, transform_file
+from batchinfer.transform.file_transform import transform_file
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
-
-
-@dataclass(frozen=True)
-class FileOutcome:
-    """What became of one input file."""
-
-    file: InputFile
-    instance: int
-    output: Path
-    stats: FileStats | None = None
-    error: str | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        return self.error is None
-
-
-@dataclass(frozen=True)
-class EngineReport:
-    effective: EffectiveSettings
-    outcomes: list[FileOutcome]
-
-
-class Progress:
-    """Callbacks the engine makes as it works; the CLI draws them, tests may record them."""
-
-    def instances_ready(self, count: int) -> None:
-        """All model servers answered /ping."""
-
-    def file_started(self, instance: int, file: InputFile) -> None:
-        """An instance took a file."""
-
-    def file_finished(self, outcome: FileOutcome) -> None:
-        """A file succeeded or failed."""
 
 
 def default_workers_per_instance(instance_count: int) -> int:

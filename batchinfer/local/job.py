@@ -7,6 +7,7 @@ only when every file succeeded, ``_SUCCESS``.
 
 import json
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from batchinfer.errors import BatchInferError, ValidationError
-from batchinfer.local.engine import FileOutcome, Progress
+from batchinfer.local.events import FileOutcome, Progress
 from batchinfer.local.inputs import InputFile, collect_inputs
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.sharding import split
@@ -72,6 +73,7 @@ class JobResult:
     settings: dict[str, Any]
     effective: dict[str, Any]
     files: list[FileResult]
+    engine_max_rss_mib: float
 
     @property
     def succeeded(self) -> bool:
@@ -152,9 +154,10 @@ def run_job(
         engine=job.engine,
         started_at=started_at,
         seconds=round(time.perf_counter() - started, 3),
-        settings=job.settings.to_request(),
+        settings=asdict(job.settings),
         effective=asdict(effective),
         files=results,
+        engine_max_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
     (job.output_dir / MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     if result.succeeded:

@@ -11,15 +11,12 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from batchinfer.errors import BatchInferError
-from batchinfer.local.engine import (
-    EngineReport,
-    FileOutcome,
-    Progress,
-    default_workers_per_instance,
-)
+from batchinfer.local.engine import default_workers_per_instance
+from batchinfer.local.events import EngineReport, FileOutcome, Progress
 from batchinfer.local.inputs import InputFile
 from batchinfer.serving.app import execution_parameters
 from batchinfer.transform.assemble import output_name
@@ -57,7 +54,7 @@ def run_processing(
                 "-m",
                 "batchinfer",
                 "process",
-                f"--settings-json={json.dumps(settings.to_request())}",
+                f"--settings-json={json.dumps(asdict(settings))}",
                 f"--input-dir={host / 'input'}",
                 f"--model-dir={model_dir}",
                 f"--output-dir={output_dir}",

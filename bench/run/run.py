@@ -1,0 +1,149 @@
+"""Benchmark: `batchinfer run` against the script a user would write, and the predict limit.
+
+On one generated CSV (10 numeric features, ~1 GB by default) with the example model, in one
+run, it times:
+
+- batchinfer: the local engine (real HTTP model servers), sharded, all cores;
+- script: a ProcessPoolExecutor over byte-range chunks of the file, each worker doing
+  pandas.read_csv + model.predict + writing CSV (what users write instead);
+- limit: model.predict alone on already-parsed arrays, measured on a sample in one process
+  and scaled to all cores (parsing, HTTP and encoding are pure overhead on top of it).
+
+It prints rows/s and the ratios, and the engine process's peak memory. Usage:
+
+    .venv/bin/python bench/run/run.py [--size-mb 1024] [--instances 2]
+"""
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+
+from batchinfer.examples import train_example_model, write_example_csv
+
+DATA = Path(__file__).resolve().parents[1] / ".data" / "run"
+ROW_BYTES_ESTIMATE = 110
+
+
+def prepare(size_mb: int) -> tuple[Path, Path, int]:
+    """The model and an input of about ``size_mb`` MB (kept between runs)."""
+    model_dir = DATA / "model"
+    if not (model_dir / "model.joblib").exists():
+        train_example_model(model_dir)
+    data = DATA / f"input-{size_mb}mb" / "data.csv"
+    if not data.exists():
+        data.parent.mkdir(parents=True, exist_ok=True)
+        write_example_csv(data, rows=size_mb * 1_000_000 // ROW_BYTES_ESTIMATE)
+    with data.open("rb") as handle:
+        rows = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 24), b""))
+    return model_dir, data, rows
+
+
+def run_batchinfer(model_dir: Path, data: Path, instances: int) -> tuple[float, float]:
+    """Wall seconds of `batchinfer run` and its engine's peak RSS in MiB."""
+    out = DATA / "out-batchinfer"
+    shutil.rmtree(out, ignore_errors=True)
+    command = [
+        sys.executable, "-m", "batchinfer", "run", str(data), "--model", str(model_dir),
+        "--output", str(out), "--content-type", "text/csv", "--accept", "text/csv",
+        "--split-type", "Line", "--assemble-with", "Line", "--instance-count", str(instances),
+        "--shards", "auto", "--merge", "--quiet", "--json",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"batchinfer run failed:\n{done.stderr}")
+    manifest = json.loads(done.stdout)
+    return seconds, manifest["engine_max_rss_mib"]
+
+
+def _chunk_bounds(path: Path, parts: int) -> list[tuple[int, int]]:
+    size = path.stat().st_size
+    bounds, start = [], 0
+    with path.open("rb") as handle:
+        for i in range(1, parts + 1):
+            end = size if i == parts else size * i // parts
+            if end < size:
+                handle.seek(end)
+                handle.readline()
+                end = handle.tell()
+            bounds.append((start, end))
+            start = end
+    return bounds
+
+
+def _script_worker(model_path: str, path: str, start: int, end: int, out: str) -> None:
+    model = joblib.load(model_path)
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        frame = pd.read_csv(io.BytesIO(handle.read(end - start)), header=None)
+    pd.DataFrame(model.predict(frame.to_numpy())).to_csv(out, header=False, index=False)
+
+
+def run_script(model_dir: Path, data: Path, cores: int) -> float:
+    """The hand-written ProcessPoolExecutor script, in 64 MB chunks over all cores."""
+    out = DATA / "out-script"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    bounds = _chunk_bounds(data, max(cores, data.stat().st_size // (64 << 20)))
+    started = time.perf_counter()
+    with ProcessPoolExecutor(cores) as pool:
+        jobs = [
+            pool.submit(
+                _script_worker,
+                str(model_dir / "model.joblib"),
+                str(data),
+                start,
+                end,
+                str(out / f"part-{i:05d}.csv"),
+            )
+            for i, (start, end) in enumerate(bounds)
+        ]
+        for job in jobs:
+            job.result()
+    return time.perf_counter() - started
+
+
+def predict_limit(model_dir: Path, data: Path, cores: int, sample_rows: int = 500_000) -> float:
+    """Rows/s of predict alone on parsed arrays: one process on a sample, times cores."""
+    model = joblib.load(model_dir / "model.joblib")
+    features = pd.read_csv(data, header=None, nrows=sample_rows).to_numpy(dtype=np.float64)
+    started = time.perf_counter()
+    model.predict(features)
+    return len(features) / (time.perf_counter() - started) * cores
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=int, default=1024)
+    parser.add_argument("--instances", type=int, default=2)
+    args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    model_dir, data, rows = prepare(args.size_mb)
+    print(f"input: {data} ({data.stat().st_size / 1e6:,.0f} MB, {rows:,} rows), {cores} cores")
+
+    limit = predict_limit(model_dir, data, cores)
+    script_s = run_script(model_dir, data, cores)
+    ours_s, rss = run_batchinfer(model_dir, data, args.instances)
+    ours, script = rows / ours_s, rows / script_s
+    print(f"batchinfer run   {ours_s:8.2f} s  {ours:12,.0f} rows/s  engine peak RSS {rss:.0f} MiB")
+    print(f"hand script      {script_s:8.2f} s  {script:12,.0f} rows/s")
+    print(f"predict limit                {limit:12,.0f} rows/s  ({cores} cores)")
+    print(f"ratio batchinfer / script = {ours / script:.2f}  (target >= 1.0)")
+    print(f"ratio batchinfer / limit  = {ours / limit:.2f}  (target >= 0.6)")
+    print(f"engine peak memory        = {rss:.0f} MiB  (target < 300)")
+
+
+if __name__ == "__main__":
+    main()
