@@ -31,3 +31,11 @@ app = _App(
 @app.callback()
 def _main() -> None:
     """Batch inference with SageMaker Batch Transform semantics, locally or on AWS."""
+
+
+from batchinfer.commands import example, process, run, split  # noqa: E402
+
+app.command("run")(run.run)
+app.command("process")(process.process)
+app.command("example")(example.example)
+app.command("split")(split.split)
