@@ -2,3 +2,22 @@
 
 Standard library only: the local engine, the processing container and the Plan Lambda use it.
 """
+
+from batchinfer.transform.assemble import assemble, output_name
+from batchinfer.transform.errors import InvocationError, RecordError
+from batchinfer.transform.file_transform import FileStats, Invoke, transform_file, transform_stream
+from batchinfer.transform.settings import EffectiveSettings, TransformSettings, validate_job_name
+
+__all__ = [
+    "EffectiveSettings",
+    "FileStats",
+    "InvocationError",
+    "Invoke",
+    "RecordError",
+    "TransformSettings",
+    "assemble",
+    "output_name",
+    "transform_file",
+    "transform_stream",
+    "validate_job_name",
+]

@@ -140,7 +140,7 @@ class TransformSettings:
             raise ValidationError("; ".join(problems))
 
     @classmethod
-    def keys(cls) -> frozenset[str]:
+    def request_keys(cls) -> frozenset[str]:
         """The snake_case keys a request may carry for these settings."""
         return frozenset(f.name for f in fields(cls))
 
