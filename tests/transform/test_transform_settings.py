@@ -171,7 +171,7 @@ def test_from_request_defaults_nulls_and_enum_spellings():
     assert settings.batch_strategy == "SingleRecord"
     assert settings.instance_type == "ml.c5.2xlarge"
     assert settings.max_payload_mb == 4
-    with pytest.raises(ValidationError, match="defaults: unknown key 'colour'"):
+    with pytest.raises(ValidationError, match=r"defaults: unknown key 'colour'"):
         TransformSettings.from_request({}, {"colour": "red"})
     with pytest.raises(ValidationError, match=r"instance_count.*not an integer"):
         TransformSettings.from_request({"instance_count": "2"})
@@ -266,9 +266,9 @@ def test_s1_to_api_pascal_case_fragments_omit_unset_values():
     bare = TransformSettings().to_api()
     assert "DataProcessing" not in bare and "BatchStrategy" not in bare
     assert "ContentType" not in bare["TransformInput"] and "Environment" not in bare
-    with pytest.raises(ValidationError, match="S3DataType"):
+    with pytest.raises(ValidationError, match=r"S3DataType"):
         TransformSettings().to_api(input_uri="s3://b/m.json", data_type="Manifest")
-    with pytest.raises(ValidationError, match="S3Uri"):
+    with pytest.raises(ValidationError, match=r"S3Uri"):
         TransformSettings().to_api(input_uri="b/in/")
 
 
@@ -279,5 +279,5 @@ def test_r1_e10_valid_job_names(name):
 
 @pytest.mark.parametrize("name", ["job_1", "x" * 64, "", "-a", "a-", "a b"])
 def test_r1_e10_invalid_job_names(name):
-    with pytest.raises(ValidationError, match="TransformJobName"):
+    with pytest.raises(ValidationError, match=r"TransformJobName"):
         validate_job_name(name)

@@ -1,0 +1,353 @@
+"""One file through a transform job, against model M: worked examples E1-E4, E6, E8, E9 and
+rules R9, R11-R14, R19, R20."""
+
+import gzip
+import io
+import random
+import threading
+import time
+
+import pytest
+
+from batchinfer.errors import InputError, ValidationError
+from batchinfer.transform import (
+    InvocationError,
+    RecordError,
+    TransformSettings,
+    assemble,
+    output_name,
+    transform_file,
+    transform_stream,
+)
+
+CSV = dict(content_type="text/csv", accept="text/csv")
+JSONL = dict(content_type="application/jsonlines", accept="application/jsonlines")
+
+
+def run_file(tmp_path, name, data, invoke, **settings_kwargs):
+    src = tmp_path / "in" / name
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_bytes(data)
+    dst = tmp_path / "out" / output_name(name)
+    settings = TransformSettings(**settings_kwargs)
+    stats = transform_file(
+        src, dst, settings=settings, effective=settings.resolve(), invoke=invoke, name=name
+    )
+    return dst.read_bytes(), stats
+
+
+def test_e1_csv_join_with_input_and_output_filters(tmp_path, model_m):
+    seen = []
+
+    def invoke(body):
+        seen.append(body)
+        return model_m("text/csv")(body)
+
+    common = dict(
+        **CSV,
+        split_type="Line",
+        assemble_with="Line",
+        batch_strategy="MultiRecord",
+        max_payload_mb=1,
+        input_filter="$[1:]",
+        join_source="Input",
+    )
+    data = b"id1,1,2\nid2,3,4\nid3,5,6\n"
+    out, stats = run_file(tmp_path, "data.csv", data, invoke, **common, output_filter="$[0,-1]")
+    assert seen == [b"1,2\n3,4\n5,6\n"]
+    assert out == b"id1,3\nid2,7\nid3,11\n"
+    assert (stats.records_in, stats.records_out, stats.requests) == (3, 3, 1)
+    assert (stats.bytes_in, stats.bytes_out) == (len(data), len(out))
+    out, _ = run_file(tmp_path, "data.csv", data, model_m("text/csv"), **common)
+    assert out == b"id1,1,2,3\nid2,3,4,7\nid3,5,6,11\n"
+
+
+def test_e2_json_lines_join(tmp_path, model_m):
+    common = dict(
+        **JSONL,
+        split_type="Line",
+        assemble_with="Line",
+        batch_strategy="SingleRecord",
+        join_source="Input",
+    )
+    invoke = model_m("application/jsonlines")
+    record = b'{"id":"a","f":[1,2]}\n'
+    out, _ = run_file(tmp_path, "r.jsonl", record, invoke, **common, input_filter="$.f")
+    assert out == b'{"id":"a","f":[1,2],"SageMakerOutput":{"score":3}}\n'
+    out, _ = run_file(
+        tmp_path,
+        "r.jsonl",
+        record,
+        invoke,
+        **common,
+        input_filter="$.f",
+        output_filter="$['id','SageMakerOutput']",
+    )
+    assert out == b'{"id":"a","SageMakerOutput":{"score":3}}\n'
+    out, _ = run_file(tmp_path, "arr.jsonl", b"[5,6]\n", invoke, **common)
+    assert out == b'{"SageMakerInput":[5,6],"SageMakerOutput":{"score":11}}\n'
+
+
+@pytest.mark.parametrize(("assemble_with", "expected"), [("None", b"3\n7"), ("Line", b"3\n7\n")])
+def test_e3_split_none_is_one_request(tmp_path, model_m, assemble_with, expected):
+    calls = []
+
+    def invoke(body):
+        calls.append(body)
+        return model_m("text/csv")(body)
+
+    out, stats = run_file(
+        tmp_path, "d.csv", b"1,2\n3,4\n", invoke, **CSV, assemble_with=assemble_with
+    )
+    assert out == expected and calls == [b"1,2\n3,4\n"]
+    assert stats.records_in == 1 and stats.requests == 1
+    assert stats.records_out == (2 if assemble_with == "Line" else None)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "assemble_with", "expected", "requests"),
+    [
+        ("SingleRecord", "None", b"3711", 3),
+        ("SingleRecord", "Line", b"3\n7\n11\n", 3),
+        ("MultiRecord", "None", b"3\n7\n11", 1),
+        ("MultiRecord", "Line", b"3\n7\n11\n", 1),
+    ],
+)
+def test_e4_r13_batch_strategy_and_assembly(
+    tmp_path, model_m, strategy, assemble_with, expected, requests
+):
+    out, stats = run_file(
+        tmp_path,
+        "d.csv",
+        b"1,2\n3,4\n5,6\n",
+        model_m("text/csv"),
+        **CSV,
+        split_type="Line",
+        batch_strategy=strategy,
+        assemble_with=assemble_with,
+    )
+    assert out == expected
+    assert stats.requests == requests and stats.records_in == 3
+
+
+def test_e6_r11_gzip_input_is_decompressed_and_output_is_plain(tmp_path, model_m):
+    seen = []
+
+    def invoke(body):
+        seen.append(body)
+        return model_m("text/csv")(body)
+
+    out, stats = run_file(
+        tmp_path,
+        "d.csv.gz",
+        gzip.compress(b"1,2\n3,4\n"),
+        invoke,
+        **CSV,
+        split_type="Line",
+        batch_strategy="MultiRecord",
+        assemble_with="Line",
+        compression_type="Gzip",
+    )
+    assert seen == [b"1,2\n3,4\n"]
+    assert out == b"3\n7\n"
+    assert (tmp_path / "out" / "d.csv.gz.out").exists() and stats.bytes_in == 8
+
+
+def test_r11_corrupt_gzip_fails_naming_the_file(tmp_path, model_m):
+    with pytest.raises(InputError, match=r"d.csv.gz: not a valid gzip file"):
+        run_file(
+            tmp_path, "d.csv.gz", b"not gzip at all", model_m("text/csv"), compression_type="Gzip"
+        )
+    truncated = gzip.compress(b"1,2\n" * 1000)[:-20]
+    with pytest.raises(InputError, match=r"d.csv.gz: not a valid gzip file"):
+        run_file(tmp_path, "d.csv.gz", truncated, model_m("text/csv"), compression_type="Gzip")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_e8_oversize_record_fails_only_that_file(tmp_path, model_m):
+    common = dict(**CSV, split_type="Line", assemble_with="Line", max_payload_mb=1)
+    big = b"1,2\n" + b"1," * (1024 * 1024) + b"1\n"
+    with pytest.raises(RecordError, match=r"big.csv: record 2: is larger than MaxPayloadInMB=1"):
+        run_file(tmp_path, "big.csv", big, model_m("text/csv"), **common)
+    out, _ = run_file(tmp_path, "small.csv", b"1,2\n", model_m("text/csv"), **common)
+    assert out == b"3\n"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["small.csv.out"]
+
+
+def test_e9_r19_failing_request_leaves_no_output_and_no_temp_file(tmp_path, model_m):
+    common = dict(**CSV, split_type="Line", assemble_with="Line", batch_strategy="SingleRecord")
+    bad = b"1,2\n3,4\nbad,5\n6,7\n"
+    with pytest.raises(RecordError) as info:
+        run_file(tmp_path, "bad.csv", bad, model_m("text/csv"), **common)
+    message = str(info.value)
+    assert "bad.csv: record 3: request failed: HTTP 400" in message
+    assert info.value.first_record == 3
+    run_file(tmp_path, "good.csv", b"1,2\n", model_m("text/csv"), **common)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["good.csv.out"]
+
+
+def test_r19_failure_names_the_record_range_of_a_multi_record_request(tmp_path, model_m):
+    with pytest.raises(RecordError, match=r"bad.csv: records 1-3: request failed"):
+        run_file(
+            tmp_path,
+            "bad.csv",
+            b"1,2\nbad\n3,4\n",
+            model_m("text/csv"),
+            **CSV,
+            split_type="Line",
+            assemble_with="Line",
+        )
+
+
+def test_r19_handler_exceptions_fail_the_request(tmp_path):
+    def invoke(body):
+        raise ValueError("model cannot score this")
+
+    with pytest.raises(RecordError, match=r"record 1: request failed: ValueError: model cannot"):
+        run_file(tmp_path, "x.csv", b"1\n", invoke, split_type="Line")
+
+
+def test_output_records_must_equal_input_records_with_line_split_and_assembly(tmp_path):
+    """Verification: a response with more lines than its records fails the file."""
+    with pytest.raises(RecordError, match=r"x.csv: records 1-2: the model returned 3 output"):
+        run_file(
+            tmp_path,
+            "x.csv",
+            b"1\n2\n",
+            lambda body: b"a\nb\nc",
+            split_type="Line",
+            assemble_with="Line",
+        )
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_r9_r14_concurrent_requests_keep_input_order(model_m):
+    """Up to MaxConcurrentTransforms requests in flight; output order never changes."""
+    rows = [f"{i},{i}\n".encode() for i in range(60)]
+    in_flight, peak, lock = [0], [0], threading.Lock()
+    jitter = random.Random(7)
+    delays = [jitter.random() / 200 for _ in rows]
+    row_sum = model_m("text/csv")
+
+    def invoke(body):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        time.sleep(delays[int(body.split(b",")[0])])
+        with lock:
+            in_flight[0] -= 1
+        return row_sum(body)
+
+    settings = TransformSettings(
+        **CSV,
+        split_type="Line",
+        assemble_with="Line",
+        batch_strategy="SingleRecord",
+        max_concurrent_transforms=4,
+    )
+    sink = io.BytesIO()
+    stats = transform_stream(
+        io.BytesIO(b"".join(rows)),
+        sink,
+        settings=settings,
+        effective=settings.resolve(),
+        invoke=invoke,
+        name="c.csv",
+    )
+    assert sink.getvalue() == b"".join(f"{2 * i}\n".encode() for i in range(60))
+    assert 1 < peak[0] <= 4
+    assert stats.requests == 60 and stats.records_out == 60
+
+
+def test_r20_retryable_failures_are_retried_then_succeed():
+    attempts = []
+
+    def invoke(body):
+        attempts.append(body)
+        if len(attempts) < 3:
+            raise InvocationError("service unavailable", status=503, retryable=True)
+        return b"ok"
+
+    settings = TransformSettings(invocations_max_retries=2)
+    sink = io.BytesIO()
+    transform_stream(
+        io.BytesIO(b"x"),
+        sink,
+        settings=settings,
+        effective=settings.resolve(),
+        invoke=invoke,
+        name="f",
+        retry_backoff_seconds=0,
+    )
+    assert sink.getvalue() == b"ok" and len(attempts) == 3
+
+
+def test_r20_retries_are_bounded_and_4xx_is_never_retried():
+    attempts = []
+
+    def unavailable(body):
+        attempts.append(body)
+        raise InvocationError("service unavailable", status=503, retryable=True)
+
+    settings = TransformSettings(invocations_max_retries=3)
+    with pytest.raises(RecordError, match="HTTP 503: service unavailable \\(after 4 attempts\\)"):
+        transform_stream(
+            io.BytesIO(b"x"),
+            io.BytesIO(),
+            settings=settings,
+            effective=settings.resolve(),
+            invoke=unavailable,
+            name="f",
+            retry_backoff_seconds=0,
+        )
+    assert len(attempts) == 4
+    attempts.clear()
+
+    def rejected(body):
+        attempts.append(body)
+        raise InvocationError("bad request", status=400)
+
+    with pytest.raises(RecordError, match=r"HTTP 400: bad request$"):
+        transform_stream(
+            io.BytesIO(b"x"),
+            io.BytesIO(),
+            settings=settings,
+            effective=settings.resolve(),
+            invoke=rejected,
+            name="f",
+        )
+    assert len(attempts) == 1
+
+
+def test_empty_line_file_writes_an_empty_output(tmp_path, model_m):
+    out, stats = run_file(
+        tmp_path, "e.csv", b"", model_m("text/csv"), split_type="Line", assemble_with="Line"
+    )
+    assert out == b"" and stats.records_in == 0 and stats.requests == 0
+
+
+def test_missing_input_file_is_named(tmp_path, model_m):
+    settings = TransformSettings()
+    with pytest.raises(InputError, match=r"nope.csv: cannot read"):
+        transform_file(
+            tmp_path / "nope.csv",
+            tmp_path / "nope.csv.out",
+            settings=settings,
+            effective=settings.resolve(),
+            invoke=model_m("text/csv"),
+            name="nope.csv",
+        )
+
+
+def test_r13_assembly():
+    assert assemble(b"3\n7", "None") == b"3\n7"
+    assert assemble(b"3\n7", "Line") == b"3\n7\n"
+    assert assemble(b"3\n7\n", "Line") == b"3\n7\n"
+    assert assemble(b"", "Line") == b"\n"
+
+
+def test_r11_r12_output_names():
+    assert output_name("a/b.csv") == "a/b.csv.out"
+    assert output_name("x.csv.gz") == "x.csv.gz.out"
+    with pytest.raises(ValidationError, match=r"dir/"):
+        output_name("dir/")
