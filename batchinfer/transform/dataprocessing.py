@@ -97,6 +97,8 @@ class DataProcessing:
     def _parse(self, text: str, is_csv: bool, number: int, what: str) -> Any:
         try:
             if is_csv:
+                if '"' not in text:  # no quoted fields: RFC 4180 reduces to a split
+                    return text.split(",") if text else []
                 return next(csv.reader([text], strict=True), [])
             return json.loads(text)
         except (csv.Error, ValueError) as exc:
@@ -140,10 +142,17 @@ def _csv_row(fields: list[Any]) -> str:
     """RFC 4180 serialisation, quoting only fields that need it (as csv.QUOTE_MINIMAL)."""
     if fields == [""]:
         return '""'
-    out = []
-    for item in fields:
-        text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-        if any(c in text for c in ',"\r\n'):
-            text = '"' + text.replace('"', '""') + '"'
-        out.append(text)
-    return ",".join(out)
+    try:
+        texts, line = fields, ",".join(fields)
+    except TypeError:  # numbers or nested values selected from JSON
+        texts = [f if isinstance(f, str) else json.dumps(f, ensure_ascii=False) for f in fields]
+        line = ",".join(texts)
+    if line.count(",") == len(texts) - 1 and not any(c in line for c in '"\r\n'):
+        return line
+    return ",".join(_csv_field(text) for text in texts)
+
+
+def _csv_field(text: str) -> str:
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text

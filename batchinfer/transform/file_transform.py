@@ -27,6 +27,8 @@ from batchinfer.transform.errors import InvocationError, RecordError
 from batchinfer.transform.records import Batch, frame, read_into
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
+# Sends one request body and returns the response body; called from up to ``concurrency``
+# threads at once, so it must be thread-safe.
 Invoke = Callable[[bytes], bytes]
 
 RETRY_BACKOFF_SECONDS = 0.1

@@ -11,7 +11,8 @@ an array, and any segment after them applies to each selected element.
 """
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from batchinfer.errors import InputError, ValidationError
@@ -54,6 +55,10 @@ Segment = Name | Names | Wildcard | Indexes
 class JsonPath:
     expression: str
     segments: tuple[Segment, ...]
+    _select: "Selector" = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_select", _compile(self.expression, self.segments))
 
     @property
     def is_root(self) -> bool:
@@ -70,7 +75,7 @@ class JsonPath:
 
         Raises InputError naming the expression when the value has no such key or index.
         """
-        return _apply(self.expression, self.segments, value)
+        return self._select(value)
 
 
 def parse(expression: str, *, field: str = "filter") -> JsonPath:
@@ -153,47 +158,78 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
-def _apply(expression: str, segments: tuple[Segment, ...], value: Any) -> Any:
-    if not segments:
-        return value
-    segment, rest = segments[0], segments[1:]
+Selector = Callable[[Any], Any]
+
+
+def _compile(expression: str, segments: tuple[Segment, ...]) -> Selector:
+    """One function per segment, chained from the last: no dispatch per value at run time."""
 
     def fail(detail: str) -> InputError:
         return InputError(f"filter {expression!r}: {detail}")
 
+    select: Selector | None = None
+    for segment in reversed(segments):
+        select = _compile_segment(segment, select, fail)
+    return select or (lambda value: value)
+
+
+def _compile_segment(segment: Segment, then: Selector | None, fail: Any) -> Selector:
+    def each(values: list[Any]) -> list[Any]:
+        return values[:] if then is None else [then(v) for v in values]
+
     match segment:
         case Name(name):
-            if not isinstance(value, dict):
-                raise fail(f"cannot select key {name!r} from {_kind(value)}")
-            if name not in value:
-                raise fail(f"no key {name!r}")
-            return _apply(expression, rest, value[name])
+
+            def select(value: Any) -> Any:
+                if not isinstance(value, dict):
+                    raise fail(f"cannot select key {name!r} from {_kind(value)}")
+                if name not in value:
+                    raise fail(f"no key {name!r}")
+                return value[name] if then is None else then(value[name])
+
         case Names(names):
-            if not isinstance(value, dict):
-                raise fail(f"cannot select keys {list(names)} from {_kind(value)}")
-            missing = [n for n in names if n not in value]
-            if missing:
-                raise fail(f"no key {missing[0]!r}")
-            return {n: _apply(expression, rest, value[n]) for n in names}
+
+            def select(value: Any) -> Any:
+                if not isinstance(value, dict):
+                    raise fail(f"cannot select keys {list(names)} from {_kind(value)}")
+                for n in names:
+                    if n not in value:
+                        raise fail(f"no key {n!r}")
+                return {n: value[n] if then is None else then(value[n]) for n in names}
+
         case Wildcard():
-            if isinstance(value, dict):
-                return [_apply(expression, rest, v) for v in value.values()]
-            if isinstance(value, list):
-                return [_apply(expression, rest, v) for v in value]
-            raise fail(f"cannot apply * to {_kind(value)}")
+
+            def select(value: Any) -> Any:
+                if isinstance(value, dict):
+                    return each(list(value.values()))
+                if isinstance(value, list):
+                    return each(value)
+                raise fail(f"cannot apply * to {_kind(value)}")
+
         case Indexes(items):
-            if not isinstance(value, list):
-                raise fail(f"cannot index {_kind(value)}")
-            for item in items:
-                if isinstance(item, int) and not -len(value) <= item < len(value):
-                    raise fail(f"index {item} is out of range for an array of {len(value)}")
-            if len(items) == 1 and isinstance(items[0], int):
-                return _apply(expression, rest, value[items[0]])
-            selected: list[Any] = []
-            for item in items:
-                selected.extend(value[item] if isinstance(item, slice) else [value[item]])
-            return [_apply(expression, rest, v) for v in selected]
-    raise AssertionError(segment)
+            indexes = [i for i in items if isinstance(i, int)]
+            lowest, highest = min(indexes, default=0), max(indexes, default=-1)
+            single = items[0] if len(items) == 1 and isinstance(items[0], int) else None
+
+            def select(value: Any) -> Any:
+                if not isinstance(value, list):
+                    raise fail(f"cannot index {_kind(value)}")
+                size = len(value)
+                if indexes and not (-size <= lowest and highest < size):
+                    bad = next(i for i in indexes if not -size <= i < size)
+                    raise fail(f"index {bad} is out of range for an array of {size}")
+                if single is not None:
+                    return value[single] if then is None else then(value[single])
+                if len(items) == 1:
+                    return each(value[items[0]])
+                selected: list[Any] = []
+                for item in items:
+                    selected.extend(value[item] if isinstance(item, slice) else [value[item]])
+                return each(selected)
+
+        case _:
+            raise AssertionError(segment)
+    return select
 
 
 def _kind(value: Any) -> str:

@@ -7,7 +7,8 @@ consecutive records as fit in the payload limit, counted in request body bytes.
 
 Without a per-record transformation, MultiRecord batches are cut from large reads with
 ``bytes.rfind`` and counted with ``bytes.count``: no Python work per record. Memory stays
-bounded by the read size plus the payload limit (no limit means the whole file is one body).
+bounded by the read size plus the payload limit, per request in flight (no limit means the
+whole file is one body).
 """
 
 from collections.abc import Callable, Iterator
@@ -113,8 +114,8 @@ def _multi_records(source: BinaryIO, name: str, limit: int, read_size: int) -> I
 
     Reads go straight into one reusable buffer (``readinto``); only batch bodies are copied.
     """
-    chunk = max(read_size, limit)
-    buf = bytearray(chunk + limit + 1)
+    chunk = read_size
+    buf = bytearray(limit + chunk + 1)
     view = memoryview(buf)
     start, end, done, eof = 0, 0, 0, False
     while True:

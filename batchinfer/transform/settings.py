@@ -132,6 +132,11 @@ class TransformSettings:
     environment: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.environment, Mapping):
+            raise ValidationError(
+                f"{label('environment')}: {self.environment!r} is not an object of string "
+                "keys and string values"
+            )
         object.__setattr__(self, "environment", dict(self.environment))
         problems = _type_problems(self)
         if not problems:

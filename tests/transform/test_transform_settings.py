@@ -56,6 +56,7 @@ def test_r1_environment_limits():
     assert "10241" in rejects("Environment", environment={"K": "x" * 10241})
     assert TransformSettings(environment={"_K9": "x" * 10240})
     assert "string" in rejects("Environment", environment={"K": 1})
+    assert "object" in rejects("Environment", environment=["K=v"])
 
 
 @pytest.mark.parametrize(
