@@ -45,7 +45,9 @@ def shard_count(data_size: int, *, shards: int | None, shard_size: int | None) -
     Exactly one of ``shards`` and ``shard_size`` must be given.
     """
     if (shards is None) == (shard_size is None):
-        raise ValidationError("give exactly one of shards (a count) and shard_size (bytes)")
+        raise ValidationError(
+            "give exactly one of shards (--shards, a count) and shard_size (--shard-size, bytes)"
+        )
     if shards is not None and shards < 1:
         raise ValidationError(f"shards: {shards} must be at least 1")
     if shard_size is not None and shard_size < 1:

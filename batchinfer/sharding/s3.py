@@ -40,7 +40,7 @@ def source_errors(uri: str, etag: str | None) -> Iterator[None]:
         raise
 
 
-def copy_part_ranges(start: int, end: int, max_part: int = MAX_PART_SIZE) -> list[tuple[int, int]]:
+def copy_part_ranges(start: int, end: int, max_part: int) -> list[tuple[int, int]]:
     """Split ``[start, end)`` into the fewest equal parts of at most ``max_part`` bytes.
 
     A single part may be any size (it is the last part); several parts are each larger than
@@ -89,7 +89,7 @@ class S3Source:
         copy_source = {"Bucket": self.location.bucket, "Key": self.location.key}
         if self.version_id and self.version_id != "null":
             copy_source["VersionId"] = self.version_id
-        for part_start, part_end in copy_part_ranges(start, end):
+        for part_start, part_end in copy_part_ranges(start, end, MAX_PART_SIZE):
             with source_errors(self.uri, self.etag):
                 result = self.client.upload_part_copy(
                     Bucket=writer.location.bucket,
