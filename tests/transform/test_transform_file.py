@@ -351,3 +351,27 @@ def test_r11_r12_output_names():
     assert output_name("x.csv.gz") == "x.csv.gz.out"
     with pytest.raises(ValidationError, match=r"dir/"):
         output_name("dir/")
+
+
+def test_r15_r18_json_document_with_split_none_filter_and_join(tmp_path):
+    """application/json, SplitType None: the whole document is one filtered record."""
+    seen = []
+
+    def invoke(body):
+        seen.append(body)
+        return b'{"score": 10}\n'
+
+    out, stats = run_file(
+        tmp_path,
+        "doc.json",
+        b'{"id": 7, "features": [1, 2, 3, 4]}\n',
+        invoke,
+        content_type="application/json",
+        accept="application/json",
+        input_filter="$.features",
+        join_source="Input",
+        output_filter="$['id','SageMakerOutput']",
+    )
+    assert seen == [b"[1,2,3,4]\n"]
+    assert out == b'{"id":7,"SageMakerOutput":{"score":10}}'
+    assert stats.records_in == 1 and stats.records_out is None
