@@ -1,0 +1,38 @@
+"""``batchinfer serve``: the model server of SageMaker's inference container contract (C1-C10)."""
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from batchinfer.serving.server import (
+    DEFAULT_MODEL_DIR,
+    DEFAULT_PORT,
+    cpu_count,
+    run_server,
+    settings_from_env,
+)
+
+
+def serve(
+    model_dir: Annotated[
+        Path,
+        typer.Option(help="Directory holding the model (and optionally code/inference.py)."),
+    ] = DEFAULT_MODEL_DIR,
+    port: Annotated[
+        int,
+        typer.Option(envvar="SAGEMAKER_BIND_TO_PORT", help="TCP port; 0 picks a free one."),
+    ] = DEFAULT_PORT,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            envvar="SAGEMAKER_MODEL_SERVER_WORKERS",
+            help="Worker processes, each serving one request at a time (default: one per core).",
+            show_default=False,
+        ),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
+) -> None:
+    """Serve the model: GET /ping, POST /invocations, GET /execution-parameters."""
+    run_server(settings_from_env(model_dir, host, port, workers or cpu_count(), os.environ))

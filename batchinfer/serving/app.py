@@ -1,0 +1,165 @@
+"""The WSGI application of the model server: ``/ping``, ``/invocations``, ``/execution-parameters``.
+
+Spec C3-C5 and C9. Every request is answered: a bad request gets a 4xx with a message naming
+what is wrong, a failing model a 500 with the exception, and the worker lives on.
+Error bodies are plain UTF-8 text.
+"""
+
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from batchinfer.serving.errors import RequestError
+from batchinfer.serving.handlers import InferenceHandler
+from batchinfer.serving.limits import max_payload_mb
+
+LOG = logging.getLogger(__name__)
+MIB = 1024 * 1024
+_READ_CHUNK = 4 * MIB
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    500: "Internal Server Error",
+}
+# The platform caps MaxConcurrentTransforms x MaxPayloadInMB at 100 (spec R1).
+_CONCURRENCY_PAYLOAD_CAP = 100
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What ``/execution-parameters`` advertises and ``/invocations`` enforces.
+
+    ``max_payload_mb`` is in MiB (1 MB = 1,048,576 bytes, the larger reading, so every body a
+    client sized by either reading fits); 0 means no limit (spec R8).
+    """
+
+    workers: int
+    max_payload_mb: int
+
+    @property
+    def max_body_bytes(self) -> int | None:
+        return self.max_payload_mb * MIB if self.max_payload_mb else None
+
+    def execution_parameters(self) -> dict[str, Any]:
+        """MaxConcurrentTransforms = workers (capped so that it times MaxPayloadInMB stays
+        within 100, spec R1), BatchStrategy MULTI_RECORD, MaxPayloadInMB."""
+        concurrency = self.workers
+        if self.max_payload_mb:
+            concurrency = max(1, min(concurrency, _CONCURRENCY_PAYLOAD_CAP // self.max_payload_mb))
+        return {
+            "MaxConcurrentTransforms": concurrency,
+            "BatchStrategy": "MULTI_RECORD",
+            "MaxPayloadInMB": self.max_payload_mb,
+        }
+
+
+def execution_parameters(workers: int, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What ``GET /execution-parameters`` answers for a server of ``workers`` workers whose
+    environment is ``env`` (default: this process's)."""
+    env = os.environ if env is None else env
+    return ServerLimits(workers, max_payload_mb(env)).execution_parameters()
+
+
+class InferenceApp:
+    """The WSGI callable around one loaded :class:`InferenceHandler`."""
+
+    def __init__(self, handler: InferenceHandler, limits: ServerLimits) -> None:
+        self.handler = handler
+        self.limits = limits
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "GET")
+        routes = {
+            "/ping": ("GET", self._ping),
+            "/execution-parameters": ("GET", self._execution_parameters),
+            "/invocations": ("POST", self._invocations),
+        }
+        if path not in routes:
+            return _reply(start_response, 404, f"no such path {path!r}".encode())
+        allowed, route = routes[path]
+        if method != allowed and not (method == "HEAD" and allowed == "GET"):
+            return _reply(
+                start_response, 405, f"{path} accepts {allowed} only".encode(), ("Allow", allowed)
+            )
+        try:
+            status, body, content_type = route(environ)
+        except RequestError as exc:
+            LOG.warning("%s %s -> %d: %s", method, path, exc.status, exc.message)
+            status, body, content_type = exc.status, exc.message.encode(), None
+        except Exception as exc:
+            LOG.exception("%s %s -> 500", method, path)
+            status, body, content_type = 500, f"{type(exc).__name__}: {exc}".encode(), None
+        return _reply(start_response, status, body, ("Content-Type", content_type))
+
+    def _ping(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:
+        return 200, b"", "text/plain"
+
+    def _execution_parameters(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:
+        return 200, json.dumps(self.limits.execution_parameters()).encode(), "application/json"
+
+    def _invocations(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:
+        body = _read_body(environ, self.limits.max_body_bytes)
+        response, content_type = self.handler.invoke(
+            body, environ.get("CONTENT_TYPE") or None, environ.get("HTTP_ACCEPT") or None
+        )
+        return 200, response, content_type
+
+
+def _read_body(environ: dict[str, Any], limit: int | None) -> bytes:
+    """Read the request body; 413 (after draining it) when it is over ``limit`` bytes."""
+    stream = environ["wsgi.input"]
+    length_header = environ.get("CONTENT_LENGTH") or ""
+    if length_header.strip():
+        try:
+            length = int(length_header)
+        except ValueError:
+            raise RequestError(400, f"Content-Length {length_header!r} is not a number") from None
+        if limit is not None and length > limit:
+            _drain(stream)
+            raise _too_large(length, limit)
+        return stream.read(length)
+    chunks, size = [], 0
+    while chunk := stream.read(_READ_CHUNK):
+        size += len(chunk)
+        if limit is not None and size > limit:
+            _drain(stream)
+            raise _too_large(size, limit, at_least=True)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _drain(stream: Any) -> None:
+    """Consume the rest of a refused body so the client reads the answer, not a reset."""
+    while stream.read(_READ_CHUNK):
+        pass
+
+
+def _too_large(size: int, limit: int, *, at_least: bool = False) -> RequestError:
+    more = "at least " if at_least else ""
+    return RequestError(
+        413,
+        f"request body of {more}{size} bytes is over MaxPayloadInMB={limit // MIB} "
+        f"({limit} bytes); send smaller mini-batches",
+    )
+
+
+def _reply(
+    start_response: StartResponse, status: int, body: bytes, *headers: tuple[str, str | None]
+) -> list[bytes]:
+    content_type = next((v for k, v in headers if k == "Content-Type" and v), None)
+    header_list = [(k, v) for k, v in headers if k != "Content-Type" and v]
+    header_list.append(("Content-Type", content_type or "text/plain; charset=utf-8"))
+    header_list.append(("Content-Length", str(len(body))))
+    start_response(f"{status} {_REASONS.get(status, 'Error')}", header_list)
+    return [body]

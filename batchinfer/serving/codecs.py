@@ -1,0 +1,366 @@
+"""Request decoders and response encoders for the content types the default handler speaks.
+
+Inputs: ``text/csv`` (numbers, no header), ``application/jsonlines`` (one JSON list of numbers,
+or one number, per line), ``application/json`` (``{"instances": [...]}`` or a bare list) and
+``application/x-npy``. Each decoder returns a 2-D float array with one row per record (a
+record holding a single number becomes a row of one feature); ``.npy`` arrays of any numeric
+dtype with two or more dimensions pass unchanged.
+
+Outputs: ``text/csv`` and ``application/jsonlines`` write exactly one line per record, each
+line ending with ``\\n`` (so the body ends with a newline, as NumPy's ``savetxt`` does in
+SageMaker's framework containers; AssembleWith Line then adds nothing, spec R13).
+``application/json`` writes one JSON array, ``application/x-npy`` one ``.npy`` file.
+
+The numeric paths have no Python loop per record: CSV is parsed by Arrow, numbers are
+written by Arrow. The slow loop over records runs only to name the record at fault when a
+request is malformed.
+"""
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from batchinfer.serving.errors import RequestError
+
+CSV = "text/csv"
+JSON = "application/json"
+JSONLINES = "application/jsonlines"
+NPY = "application/x-npy"
+_ALIASES = {
+    "application/jsonl": JSONLINES,
+    "application/x-jsonlines": JSONLINES,
+    "application/json-lines": JSONLINES,
+    "application/npy": NPY,
+}
+# Text types whose body a user's ``input_fn`` receives as ``str``, as SageMaker's
+# scikit-learn and XGBoost containers pass it; every other type arrives as ``bytes``.
+TEXT_TYPES = frozenset({CSV, JSON, JSONLINES})
+# Field values Arrow reads as missing (NaN), besides the empty field.
+_ARROW_NULLS = frozenset(pacsv.ConvertOptions().null_values)
+_NOT_NUMBERS_HINT = "records must hold numbers only; for other data define input_fn in inference.py"
+
+
+def media_type(header: str | None) -> str | None:
+    """Return the media type of a Content-Type/Accept value, lower case, without parameters."""
+    if header is None:
+        return None
+    kind = header.split(";", 1)[0].strip().lower()
+    return _ALIASES.get(kind, kind) or None
+
+
+# --- decoders --------------------------------------------------------------------------------
+
+
+def decode_csv(body: bytes) -> np.ndarray:
+    """Parse numeric CSV records (no header) into an ``(records, fields)`` float64 array."""
+    if not body.strip():
+        raise RequestError(400, "text/csv body is empty: it holds no record")
+    first_line = body.split(b"\n", 1)[0]
+    n_fields = len(next(csv.reader([first_line.decode("utf-8", "replace")]), [""]))
+    if _has_empty_line(body):
+        raise _csv_record_error(body, n_fields, "an empty line")
+    names = [f"f{i}" for i in range(n_fields)]
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(body),
+            read_options=pacsv.ReadOptions(column_names=names),
+            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.float64())),
+        )
+    except pa.ArrowInvalid as exc:
+        raise _csv_record_error(body, n_fields, str(exc)) from None
+    matrix = np.empty((table.num_rows, n_fields), dtype=np.float64)
+    for j, column in enumerate(table.columns):
+        matrix[:, j] = column.to_numpy()
+    return matrix
+
+
+def _has_empty_line(body: bytes) -> bool:
+    return body.startswith((b"\n", b"\r\n")) or b"\n\n" in body or b"\n\r\n" in body
+
+
+def _csv_record_error(body: bytes, n_fields: int, parser_message: str) -> RequestError:
+    """Find the first malformed record of a CSV body (error path only) and describe it."""
+    lines = body.split(b"\n")
+    if body.endswith(b"\n"):
+        lines.pop()
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.rstrip(b"\r").decode("utf-8")
+        except UnicodeDecodeError:
+            return RequestError(400, f"text/csv record {number} is not UTF-8 text")
+        if not line:
+            return RequestError(400, f"text/csv record {number} is empty")
+        fields = next(csv.reader([line]))
+        if len(fields) != n_fields:
+            return RequestError(
+                400,
+                f"text/csv record {number} has {len(fields)} fields, "
+                f"record 1 has {n_fields}: {line[:200]!r}",
+            )
+        for position, field in enumerate(fields, start=1):
+            if not _is_number(field):
+                return RequestError(
+                    400,
+                    f"text/csv record {number}, field {position}: {field[:100]!r} is not a "
+                    f"number ({_NOT_NUMBERS_HINT}; no header row)",
+                )
+    return RequestError(400, f"text/csv body cannot be parsed as numbers: {parser_message}")
+
+
+def _is_number(field: str) -> bool:
+    text = field.strip()
+    if text in _ARROW_NULLS:
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return "_" not in text
+
+
+def decode_jsonlines(body: bytes) -> np.ndarray:
+    """Parse JSON Lines records (each a list of numbers, or a number) into a 2-D array."""
+    lines = body.split(b"\n")
+    if body.endswith(b"\n"):
+        lines.pop()
+    try:
+        records = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        raise _jsonlines_record_error(lines) from None
+    if len(records) != len(lines):  # a line holding several comma-separated values
+        raise _jsonlines_record_error(lines)
+    return _records_to_matrix(records, JSONLINES)
+
+
+def _jsonlines_record_error(lines: list[bytes]) -> RequestError:
+    if not lines:
+        return RequestError(400, "application/jsonlines body is empty: it holds no record")
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            return RequestError(400, f"application/jsonlines record {number} is empty")
+        try:
+            records.append(json.loads(line))
+        except ValueError as exc:
+            return RequestError(
+                400, f"application/jsonlines record {number} is not one JSON value: {exc}"
+            )
+    return _records_error(records, JSONLINES) or RequestError(
+        400, "application/jsonlines body cannot be parsed"
+    )
+
+
+def decode_json(body: bytes) -> np.ndarray:
+    """Parse ``{"instances": [...]}`` or a bare JSON list of records into a 2-D array."""
+    try:
+        document = json.loads(body)
+    except ValueError as exc:
+        raise RequestError(400, f"application/json body is not valid JSON: {exc}") from None
+    if isinstance(document, dict):
+        if "instances" not in document:
+            raise RequestError(
+                400, 'application/json object body needs an "instances" list of records'
+            )
+        document = document["instances"]
+    if not isinstance(document, list):
+        raise RequestError(
+            400,
+            'application/json body must be a list of records or {"instances": [...]}, '
+            f"not {type(document).__name__}",
+        )
+    return _records_to_matrix(document, JSON)
+
+
+def _records_to_matrix(records: list[Any], kind: str) -> np.ndarray:
+    if not records:
+        raise RequestError(400, f"{kind} body holds no record")
+    try:
+        matrix = np.asarray(records, dtype=np.float64)
+    except (ValueError, TypeError):
+        matrix = None
+    if matrix is None or matrix.ndim > 2:
+        raise _records_error(records, kind) or RequestError(
+            400, f"{kind} records must be numbers or flat lists of numbers"
+        )
+    return matrix.reshape(len(records), -1)
+
+
+def _records_error(records: list[Any], kind: str) -> RequestError | None:
+    """Describe the first record that is neither a number nor a flat list of numbers."""
+    width = None
+    for number, record in enumerate(records, start=1):
+        values = record if isinstance(record, list) else [record]
+        width = len(values) if width is None else width
+        if len(values) != width:
+            return RequestError(
+                400, f"{kind} record {number} has {len(values)} values, record 1 has {width}"
+            )
+        for position, value in enumerate(values, start=1):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                return RequestError(
+                    400,
+                    f"{kind} record {number}, value {position}: {json.dumps(value)[:100]} is "
+                    f"not a number ({_NOT_NUMBERS_HINT})",
+                )
+    return None
+
+
+def decode_npy(body: bytes) -> np.ndarray:
+    """Load a ``.npy`` payload (no pickles); a 1-D array is records of one value."""
+    try:
+        array = np.load(io.BytesIO(body), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise RequestError(400, f"application/x-npy body is not a .npy array: {exc}") from None
+    if array.ndim == 0 or len(array) == 0:
+        raise RequestError(400, "application/x-npy body holds no record")
+    return array.reshape(-1, 1) if array.ndim == 1 else array
+
+
+DECODERS: dict[str, Callable[[bytes], np.ndarray]] = {
+    CSV: decode_csv,
+    JSONLINES: decode_jsonlines,
+    JSON: decode_json,
+    NPY: decode_npy,
+}
+
+
+def decode(body: bytes, content_type: str) -> np.ndarray:
+    """Decode a request body of a supported content type; 415 for any other type."""
+    decoder = DECODERS.get(content_type)
+    if decoder is None:
+        raise RequestError(
+            415, f"content type {content_type!r} is not supported; use one of {_listing()}"
+        )
+    return decoder(body)
+
+
+# --- encoders --------------------------------------------------------------------------------
+
+
+def _numeric_records(prediction: Any) -> np.ndarray | None:
+    """The prediction as a 1-D/2-D bool/int/float array, or None when it is anything else."""
+    try:
+        array = np.asarray(prediction)
+    except ValueError:  # ragged nested lists
+        return None
+    if array.dtype.kind not in "biuf" or array.ndim > 2:
+        return None
+    return array.reshape(1) if array.ndim == 0 else array
+
+
+def _arrow_lines(array: np.ndarray) -> bytes:
+    """One line per record, fields comma-separated, numbers in shortest round-trip form."""
+    if len(array) == 0:
+        return b""
+    columns = array.reshape(len(array), -1)
+    table = pa.table(
+        [pa.array(columns[:, j]) for j in range(columns.shape[1])],
+        names=[f"f{j}" for j in range(columns.shape[1])],
+    )
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=False, quoting_style="none"))
+    return sink.getvalue().to_pybytes()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _json_records(prediction: Any) -> list[Any]:
+    if isinstance(prediction, np.ndarray):
+        return prediction.tolist()
+    if hasattr(prediction, "tolist"):
+        return prediction.tolist()
+    return list(prediction)
+
+
+def _all_finite(array: np.ndarray) -> bool:
+    return array.dtype.kind != "f" or bool(np.isfinite(array).all())
+
+
+def encode_csv(prediction: Any) -> bytes:
+    """One CSV line per record (2-D predictions give one field per column)."""
+    array = _numeric_records(prediction)
+    if array is not None:
+        return _arrow_lines(array)
+    array = np.asarray(prediction, dtype=object)
+    if array.ndim > 2:
+        raise ValueError(f"a prediction of shape {array.shape} cannot be written as text/csv")
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerows(array.reshape(len(array), -1) if array.ndim else [[array.item()]])
+    return stream.getvalue().encode("utf-8")
+
+
+def encode_jsonlines(prediction: Any) -> bytes:
+    """One JSON value per line: a number, or a list for a record with several outputs."""
+    array = _numeric_records(prediction)
+    if array is not None and _all_finite(array):
+        lines = _arrow_lines(array)
+        if array.ndim == 1 or not lines:
+            return lines
+        return b"[" + lines[:-1].replace(b"\n", b"]\n[") + b"]\n"
+    records = _json_records(prediction)
+    text = "".join(json.dumps(record, default=_json_default) + "\n" for record in records)
+    return text.encode("utf-8")
+
+
+def encode_json(prediction: Any) -> bytes:
+    """The predictions as one JSON array, one element per record."""
+    array = _numeric_records(prediction)
+    if array is not None and _all_finite(array):
+        return b"[" + encode_jsonlines(array)[:-1].replace(b"\n", b",") + b"]"
+    records = _json_records(prediction) if hasattr(prediction, "__len__") else prediction
+    return json.dumps(records, default=_json_default).encode("utf-8")
+
+
+def encode_npy(prediction: Any) -> bytes:
+    """The predictions as a ``.npy`` file."""
+    stream = io.BytesIO()
+    np.save(stream, np.asarray(prediction), allow_pickle=False)
+    return stream.getvalue()
+
+
+ENCODERS: dict[str, Callable[[Any], bytes]] = {
+    CSV: encode_csv,
+    JSONLINES: encode_jsonlines,
+    JSON: encode_json,
+    NPY: encode_npy,
+}
+
+
+def encode(prediction: Any, accept: str) -> bytes:
+    """Encode predictions as ``accept``; 406 when that type is not supported."""
+    encoder = ENCODERS.get(accept)
+    if encoder is None:
+        raise RequestError(406, f"accept type {accept!r} is not supported; use one of {_listing()}")
+    return encoder(prediction)
+
+
+def negotiate(accept: str | None, default: str, supported: frozenset[str] | None) -> str:
+    """Pick the response type from an Accept header: its first listed type that is
+    ``supported`` (any type when ``supported`` is None); ``default`` when the header is
+    missing or reaches a wildcard (``*/*``) first. 406 when it lists only unsupported types."""
+    offered = [kind for kind in map(media_type, accept.split(",")) if kind] if accept else []
+    for kind in offered:
+        if "*" in kind:
+            return default
+        if supported is None or kind in supported:
+            return kind
+    if offered:
+        raise RequestError(406, f"accept type {accept!r} is not supported; use one of {_listing()}")
+    return default
+
+
+def _listing() -> str:
+    return ", ".join(sorted(DECODERS))

@@ -1,0 +1,20 @@
+"""Errors of the model server: bad requests, models that cannot load, servers that do not start."""
+
+from batchinfer.errors import BatchInferError, InputError
+
+
+class RequestError(InputError):
+    """A request the server refuses, with the HTTP status to answer (400, 406, 413, 415)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class ModelLoadError(BatchInferError):
+    """The model directory holds no model (or user module) that can be loaded; says why."""
+
+
+class ServerStartError(BatchInferError):
+    """A model server process died or never became healthy; the message ends with its log."""

@@ -1,0 +1,204 @@
+"""The inference handler: SageMaker's user-module protocol, with defaults for tabular models.
+
+A model directory may hold a user module, ``code/inference.py`` or ``inference.py`` (the
+name comes from ``SAGEMAKER_PROGRAM`` when set), defining any of::
+
+    model_fn(model_dir: str) -> model
+    input_fn(body: str | bytes, content_type: str) -> data
+    predict_fn(data, model) -> prediction
+    output_fn(prediction, accept: str) -> bytes | str | tuple[bytes | str, content_type]
+
+or ``transform_fn(model, body, content_type, accept)`` in place of the last three. Whatever it
+does not define falls back to the defaults: ``models.load_model``, the decoders and encoders
+of ``codecs``, and ``model.predict`` (or the method ``BATCHINFER_PREDICT_METHOD`` names).
+As in SageMaker's scikit-learn and XGBoost containers, a user ``input_fn`` receives ``str`` for
+text/csv, application/json and application/jsonlines bodies and ``bytes`` otherwise; content
+types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``).
+
+A request without Content-Type is read as text/csv. A request without Accept (or with
+``*/*``) is answered in ``SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT`` when set, else in its own
+content type when the default encoders can write it, else in application/json.
+"""
+
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from batchinfer.serving import codecs
+from batchinfer.serving.errors import ModelLoadError, RequestError
+from batchinfer.serving.models import load_model, predict_method
+
+LOG = logging.getLogger(__name__)
+USER_MODULE = "inference.py"
+PROGRAM_VAR = "SAGEMAKER_PROGRAM"
+DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
+USER_FUNCTIONS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn")
+_SUPPORTED_OUTPUTS = frozenset(codecs.ENCODERS)
+
+
+class InferenceHandler:
+    """Turns one request body into one response body with a loaded model."""
+
+    def __init__(
+        self,
+        model: Any,
+        user_functions: Mapping[str, Callable[..., Any]],
+        *,
+        predict_method: str | None,
+        default_accept: str | None,
+    ) -> None:
+        self.model = model
+        self.user_functions = dict(user_functions)
+        self.predict_method = predict_method
+        self._default_accept = default_accept
+
+    def invoke(
+        self, body: bytes, content_type: str | None, accept: str | None
+    ) -> tuple[bytes, str]:
+        """Return ``(response body, response content type)`` for one request.
+
+        Raises :class:`RequestError` (400, 406, 415) for a request the client must fix; any
+        other exception is a failure of the model or of the user module.
+        """
+        kind = codecs.media_type(content_type) or codecs.CSV
+        user = self.user_functions
+        custom_output = "output_fn" in user or "transform_fn" in user
+        response_type = codecs.negotiate(
+            accept, self._response_default(kind), None if custom_output else _SUPPORTED_OUTPUTS
+        )
+        if "transform_fn" in user:
+            result = user["transform_fn"](self.model, _user_body(body, kind), kind, response_type)
+            return _response(result, response_type)
+        if "input_fn" in user:
+            data = user["input_fn"](_user_body(body, kind), kind)
+        else:
+            data = codecs.decode(body, kind)
+        if "predict_fn" in user:
+            prediction = user["predict_fn"](data, self.model)
+        else:
+            prediction = self._default_predict(data)
+        if "output_fn" in user:
+            return _response(user["output_fn"](prediction, response_type), response_type)
+        return codecs.encode(prediction, response_type), response_type
+
+    def _response_default(self, content_type: str) -> str:
+        if self._default_accept:
+            return self._default_accept
+        custom_output = "output_fn" in self.user_functions or "transform_fn" in self.user_functions
+        if custom_output or content_type in _SUPPORTED_OUTPUTS:
+            return content_type
+        return codecs.JSON
+
+    def _default_predict(self, data: Any) -> Any:
+        expected = getattr(self.model, "n_features_in_", None)
+        shape = getattr(data, "shape", None)
+        width = shape[1] if shape is not None and len(shape) == 2 else None
+        if isinstance(expected, int) and width is not None and width != expected:
+            raise RequestError(
+                400, f"records have {width} values each but the model expects {expected} features"
+            )
+        try:
+            return getattr(self.model, self.predict_method or "predict")(data)
+        except ValueError as exc:
+            raise RequestError(400, f"the model rejected the records: {exc}") from exc
+
+
+def _user_body(body: bytes, content_type: str) -> str | bytes:
+    if content_type not in codecs.TEXT_TYPES:
+        return body
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(400, f"{content_type} body is not UTF-8 text: {exc}") from None
+
+
+def _response(result: Any, content_type: str) -> tuple[bytes, str]:
+    """Normalise what a user ``output_fn``/``transform_fn`` returned."""
+    if isinstance(result, tuple) and len(result) == 2:
+        result, content_type = result
+    if isinstance(result, str):
+        return result.encode("utf-8"), content_type
+    if isinstance(result, bytes | bytearray | memoryview):
+        return bytes(result), content_type
+    raise TypeError(
+        f"the user module returned {type(result).__name__}; "
+        "return bytes, str or (body, content_type)"
+    )
+
+
+def find_user_module(model_dir: Path, env: Mapping[str, str]) -> Path | None:
+    """The user module: ``code/<name>`` then ``<name>``, ``<name>`` = SAGEMAKER_PROGRAM or
+    inference.py. A SAGEMAKER_PROGRAM that names no file is an error."""
+    name = env.get(PROGRAM_VAR) or USER_MODULE
+    for folder in (model_dir / "code", model_dir):
+        if (folder / name).is_file():
+            return folder / name
+    if env.get(PROGRAM_VAR):
+        raise ModelLoadError(
+            f"{PROGRAM_VAR}={name}: no such file in {model_dir / 'code'} or {model_dir}"
+        )
+    return None
+
+
+def _import_user_module(path: Path) -> ModuleType:
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise ModelLoadError(f"{path}: not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise ModelLoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> InferenceHandler:
+    """Load the model of ``model_dir`` and its user module (if any) into a handler.
+
+    ``env`` (default: the process environment) supplies SAGEMAKER_PROGRAM,
+    BATCHINFER_PREDICT_METHOD and SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT. Raises
+    :class:`ModelLoadError` saying what is missing or broken.
+    """
+    env = os.environ if env is None else env
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise ModelLoadError(f"model directory {model_dir} does not exist")
+    module_path = find_user_module(model_dir, env)
+    module = _import_user_module(module_path) if module_path else None
+    functions = {
+        name: getattr(module, name)
+        for name in USER_FUNCTIONS
+        if callable(getattr(module, name, None))
+    }
+    overlap = sorted(functions.keys() & {"input_fn", "predict_fn", "output_fn"})
+    if "transform_fn" in functions and overlap:
+        raise ModelLoadError(
+            f"{module_path}: defines transform_fn and {', '.join(overlap)}; "
+            "transform_fn replaces input_fn, predict_fn and output_fn: keep one or the other"
+        )
+    if "model_fn" in functions:
+        try:
+            model = functions["model_fn"](str(model_dir))
+        except Exception as exc:
+            raise ModelLoadError(
+                f"{module_path}: model_fn failed: {type(exc).__name__}: {exc}"
+            ) from exc
+    else:
+        model = load_model(model_dir)
+    uses_default_predict = not functions.keys() & {"predict_fn", "transform_fn"}
+    method = predict_method(model, env) if uses_default_predict else None
+    default_accept = codecs.media_type(env.get(DEFAULT_ACCEPT_VAR))
+    LOG.info(
+        "loaded %s from %s%s",
+        type(model).__name__,
+        model_dir,
+        f"; {module_path} defines {', '.join(functions)}" if module_path else "",
+    )
+    return InferenceHandler(model, functions, predict_method=method, default_accept=default_accept)

@@ -1,0 +1,157 @@
+"""Starting ``batchinfer serve`` in a subprocess on a localhost port: the local engine's
+instances and the tests' servers.
+
+The server binds port 0 (the kernel picks a free port, no race) unless a port is given; the
+port is read from gunicorn's "Listening at" log line. The log goes to a file whose tail any
+start-up error quotes.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from batchinfer.serving.errors import ServerStartError
+
+_LISTENING = re.compile(rb"Listening at: http://[^\s]+:(\d+)")
+_POLL_SECONDS = 0.05
+_PING_TIMEOUT = 2.0  # spec C4
+_LOG_TAIL_LINES = 30
+
+
+class ServerProcess:
+    """One running model server; stop it with :meth:`stop` or a ``with`` block."""
+
+    def __init__(self, process: subprocess.Popen[bytes], log_path: Path, port: int | None) -> None:
+        self.process = process
+        self.log_path = log_path
+        self._port = port
+
+    @property
+    def port(self) -> int:
+        """The server's port, once it has bound it (waits up to 60 s for the log line)."""
+        if self._port is None:
+            self._port = self._wait_for_port(60.0)
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log_text(self) -> str:
+        """Everything the server has logged so far."""
+        return self.log_path.read_bytes().decode("utf-8", "replace")
+
+    def _log_tail(self) -> str:
+        lines = self.log_text().splitlines()[-_LOG_TAIL_LINES:]
+        return "\n".join(f"  | {line}" for line in lines) or "  | (empty log)"
+
+    def _failure(self, what: str) -> ServerStartError:
+        return ServerStartError(f"model server {what}; its log ends with:\n{self._log_tail()}")
+
+    def _wait_for_port(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            match = _LISTENING.search(self.log_path.read_bytes())
+            if match:
+                return int(match.group(1))
+            if self.process.poll() is not None:
+                raise self._failure(f"exited with code {self.process.returncode} before listening")
+            if time.monotonic() > deadline:
+                raise self._failure(f"did not listen within {timeout:g} s")
+            time.sleep(_POLL_SECONDS)
+
+    def wait_healthy(self, timeout: float) -> None:
+        """Return once ``GET /ping`` answers 200; raise :class:`ServerStartError` (with the
+        log's tail) if the server exits first or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + timeout
+        if self._port is None:
+            self._port = self._wait_for_port(timeout)
+        while True:
+            if self.process.poll() is not None:
+                raise self._failure(f"exited with code {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/ping", timeout=_PING_TIMEOUT) as reply:
+                    if reply.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise self._failure(f"was not healthy within {timeout:g} s")
+            time.sleep(_POLL_SECONDS)
+
+    def stop(self, grace: float = 30.0) -> int:
+        """SIGTERM, then SIGKILL to the whole process group after ``grace`` seconds (C10).
+        Returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        return self.process.returncode
+
+    def __enter__(self) -> "ServerProcess":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_server(
+    model_dir: Path,
+    *,
+    port: int | None = None,
+    workers: int = 1,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+) -> ServerProcess:
+    """Start ``batchinfer serve`` for ``model_dir`` on 127.0.0.1 and return at once.
+
+    ``port`` None picks a free port. ``env`` entries are added to this process's environment
+    (the container environment of spec R21). The log goes to ``log_path`` or a temporary file.
+    Call :meth:`ServerProcess.wait_healthy` before sending requests (spec C4).
+    """
+    if log_path is None:
+        handle, name = tempfile.mkstemp(prefix="batchinfer-serve-", suffix=".log")
+        os.close(handle)
+        log_path = Path(name)
+    command = [
+        sys.executable,
+        "-m",
+        "batchinfer",
+        "serve",
+        "--model-dir",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port or 0),
+        "--workers",
+        str(workers),
+    ]
+    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=child_env,
+            start_new_session=True,
+        )
+    return ServerProcess(process, log_path, port)

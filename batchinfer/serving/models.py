@@ -1,0 +1,121 @@
+"""Loading the model files the default ``model_fn`` understands, and the predict method to call.
+
+- ``model.joblib`` / ``model.pkl`` (any name ending so): a pickled scikit-learn estimator or
+  pipeline, or an XGBoost/LightGBM scikit-learn wrapper, loaded with joblib;
+- ``*.json`` / ``*.ubj``: an XGBoost model. Saved from ``XGBClassifier``/``XGBRegressor``/
+  ``XGBRanker`` it loads as that wrapper (``predict`` gives labels, ``predict_proba``
+  probabilities); saved from a plain ``Booster`` its ``predict`` is the objective's output
+  (probabilities for ``binary:logistic``), as in SageMaker's XGBoost container;
+- ``*.txt``: a LightGBM ``Booster``; ``predict`` is the objective's output.
+
+``model.<ext>`` wins when present; otherwise the directory must hold exactly one such file.
+The environment variable ``BATCHINFER_PREDICT_METHOD`` picks the method the default
+``predict_fn`` calls: ``predict`` (default), ``predict_proba``, ``predict_log_proba`` or
+``decision_function``.
+"""
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from batchinfer.serving.errors import ModelLoadError
+
+PREDICT_METHOD_VAR = "BATCHINFER_PREDICT_METHOD"
+PREDICT_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
+
+
+@dataclass(frozen=True)
+class BoosterModel:
+    """A plain XGBoost or LightGBM booster behind the estimator interface: ``predict`` only."""
+
+    booster: Any
+    n_features_in_: int
+    _predict: Callable[[Any], np.ndarray]
+
+    def predict(self, features: Any) -> np.ndarray:
+        return self._predict(features)
+
+
+def _load_joblib(path: Path) -> Any:
+    import joblib
+
+    return joblib.load(path)
+
+
+def _load_xgboost(path: Path) -> Any:
+    import xgboost
+
+    booster = xgboost.Booster()
+    booster.load_model(path)
+    meta = json.loads(booster.attr("scikit_learn") or "{}")
+    wrapper = {
+        "classifier": xgboost.XGBClassifier,
+        "regressor": xgboost.XGBRegressor,
+        "ranker": xgboost.XGBRanker,
+    }.get(meta.get("_estimator_type"))
+    if wrapper is None:
+        return BoosterModel(booster, booster.num_features(), booster.inplace_predict)
+    model = wrapper()
+    model.load_model(path)
+    return model
+
+
+def _load_lightgbm(path: Path) -> Any:
+    import lightgbm
+
+    booster = lightgbm.Booster(model_file=str(path))
+    return BoosterModel(booster, booster.num_feature(), booster.predict)
+
+
+LOADERS: dict[str, Callable[[Path], Any]] = {
+    ".joblib": _load_joblib,
+    ".pkl": _load_joblib,
+    ".json": _load_xgboost,
+    ".ubj": _load_xgboost,
+    ".txt": _load_lightgbm,
+}
+
+
+def find_model_file(model_dir: Path) -> Path:
+    """The model file of ``model_dir``: ``model.<ext>`` first, else its only model file."""
+    for suffix in LOADERS:
+        preferred = model_dir / f"model{suffix}"
+        if preferred.is_file():
+            return preferred
+    candidates = sorted(
+        path for path in model_dir.iterdir() if path.is_file() and path.suffix in LOADERS
+    )
+    if len(candidates) == 1:
+        return candidates[0]
+    found = ", ".join(path.name for path in candidates) or "no such file"
+    raise ModelLoadError(
+        f"{model_dir}: expected one model file (model.joblib, model.pkl, *.json or *.ubj for "
+        f"XGBoost, *.txt for LightGBM), found {found}; or define model_fn in inference.py"
+    )
+
+
+def load_model(model_dir: Path) -> Any:
+    """Load the model file of ``model_dir`` (see the module docstring)."""
+    path = find_model_file(model_dir)
+    try:
+        return LOADERS[path.suffix](path)
+    except Exception as exc:
+        raise ModelLoadError(f"{path}: cannot be loaded: {type(exc).__name__}: {exc}") from exc
+
+
+def predict_method(model: Any, env: Mapping[str, str]) -> str:
+    """The method the default ``predict_fn`` calls, from ``BATCHINFER_PREDICT_METHOD``."""
+    method = env.get(PREDICT_METHOD_VAR, "predict").strip() or "predict"
+    if method not in PREDICT_METHODS:
+        raise ModelLoadError(
+            f"{PREDICT_METHOD_VAR}={method!r} is not one of {', '.join(PREDICT_METHODS)}"
+        )
+    if not callable(getattr(model, method, None)):
+        raise ModelLoadError(
+            f"{PREDICT_METHOD_VAR}={method}: the model ({type(model).__name__}) has no {method}"
+        )
+    return method

@@ -1,0 +1,139 @@
+"""Running the model server under gunicorn (spec C1, C3, C6, C8, C10).
+
+gunicorn's master binds the port and forks ``workers`` sync workers; each worker loads the
+model itself before it accepts a connection, so ``/ping`` answers 200 only from a worker
+holding a loaded model. A model that fails to load stops the server with exit code 4 after
+logging why (it never reports healthy). SIGTERM stops the server gracefully: requests in
+flight finish within ``GRACEFUL_TIMEOUT`` seconds, under the platform's 30 s before SIGKILL.
+
+Environment read here: SAGEMAKER_MAX_PAYLOAD_IN_MB (default 6; 0 = no limit) and
+SAGEMAKER_MODEL_SERVER_TIMEOUT (seconds one request may take, default 3600, spec C8).
+With several workers each gets an equal share of the cores for its native thread pools
+(OpenMP in scikit-learn, XGBoost and LightGBM, Arrow's CSV reader) unless OMP_NUM_THREADS
+is set.
+"""
+
+import logging
+import os
+import sys
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+from batchinfer.errors import ValidationError
+from batchinfer.serving.limits import (
+    DEFAULT_MAX_PAYLOAD_MB,
+    DEFAULT_TIMEOUT,
+    max_payload_mb,
+    request_timeout,
+)
+
+LOG = logging.getLogger(__name__)
+DEFAULT_PORT = 8080
+DEFAULT_MODEL_DIR = Path("/opt/ml/model")
+GRACEFUL_TIMEOUT = 25
+LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Everything one model server needs to start."""
+
+    model_dir: Path
+    host: str
+    port: int
+    workers: int
+    max_payload_mb: int = DEFAULT_MAX_PAYLOAD_MB
+    timeout: int = DEFAULT_TIMEOUT
+
+
+def cpu_count() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def settings_from_env(
+    model_dir: Path, host: str, port: int, workers: int, env: Mapping[str, str]
+) -> ServeSettings:
+    """Validate the command line values and add the limits the environment sets."""
+    if not 1 <= workers <= 1024:
+        raise ValidationError(f"--workers {workers}: must be between 1 and 1024")
+    if not 0 <= port <= 65535:
+        raise ValidationError(f"--port {port}: must be between 0 and 65535")
+    if not model_dir.is_dir():
+        raise ValidationError(f"--model-dir {model_dir}: no such directory")
+    return ServeSettings(
+        model_dir=model_dir,
+        host=host,
+        port=port,
+        workers=workers,
+        max_payload_mb=max_payload_mb(env),
+        timeout=request_timeout(env),
+    )
+
+
+def share_cores(workers: int, env: MutableMapping[str, str]) -> None:
+    """Give each of ``workers`` workers an equal share of the cores for native threads."""
+    if workers > 1 and "OMP_NUM_THREADS" not in env:
+        for name in _THREAD_VARS:
+            env.setdefault(name, str(max(1, cpu_count() // workers)))
+
+
+def _gunicorn_application(settings: ServeSettings) -> Any:
+    from gunicorn.app.base import BaseApplication
+    from gunicorn.errors import AppImportError
+
+    class ModelServer(BaseApplication):
+        def load_config(self) -> None:
+            options = {
+                "bind": [f"{settings.host}:{settings.port}"],
+                "workers": settings.workers,
+                "worker_class": "sync",
+                "timeout": settings.timeout,
+                "graceful_timeout": GRACEFUL_TIMEOUT,
+                "errorlog": "-",
+                "loglevel": "info",
+                "proc_name": "batchinfer-serve",
+                # One shared per-user control socket would collide between servers.
+                "control_socket_disable": True,
+            }
+            if os.access("/dev/shm", os.W_OK):
+                options["worker_tmp_dir"] = "/dev/shm"
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            from batchinfer.serving.app import InferenceApp, ServerLimits
+            from batchinfer.serving.errors import ModelLoadError
+            from batchinfer.serving.handlers import load_handler
+
+            try:
+                handler = load_handler(settings.model_dir)
+            except ModelLoadError as exc:
+                LOG.error("the model cannot be loaded: %s", exc, exc_info=exc.__cause__)
+                raise AppImportError(f"the model cannot be loaded: {exc}") from exc
+            return InferenceApp(handler, ServerLimits(settings.workers, settings.max_payload_mb))
+
+    return ModelServer()
+
+
+def run_server(settings: ServeSettings) -> NoReturn:
+    """Serve until SIGTERM/SIGINT; exit 0 after a clean stop, 4 when the model cannot load."""
+    share_cores(settings.workers, os.environ)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S %z"))
+    package_log = logging.getLogger("batchinfer")
+    package_log.addHandler(handler)
+    package_log.setLevel(logging.INFO)
+    LOG.info(
+        "serving %s on %s:%d with %d worker(s), MaxPayloadInMB=%d",
+        settings.model_dir,
+        settings.host,
+        settings.port,
+        settings.workers,
+        settings.max_payload_mb,
+    )
+    _gunicorn_application(settings).run()
+    sys.exit(0)
