@@ -33,9 +33,10 @@ def _main() -> None:
     """Batch inference with SageMaker Batch Transform semantics, locally or on AWS."""
 
 
-from batchinfer.commands import example, process, run, split  # noqa: E402
+from batchinfer.commands import example, process, run, serve, split  # noqa: E402
 
 app.command("run")(run.run)
 app.command("process")(process.process)
 app.command("example")(example.example)
 app.command("split")(split.split)
+app.command("serve")(serve.serve)
