@@ -1,0 +1,65 @@
+"""The settings the stack hands to the pipeline's Lambdas as environment variables."""
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
+
+from batchinfer.errors import BatchInferError
+
+_PREFIX = "BATCHINFER_"
+
+
+@dataclass(frozen=True)
+class PipelineEnvironment:
+    """What every pipeline Lambda knows about its stack (all values are strings in the
+    Lambda environment; ``transform_defaults`` and ``model_environment`` are JSON)."""
+
+    table_name: str
+    data_bucket: str
+    job_prefix: str
+    engine: str = "transform"
+    transform_defaults: str = "{}"
+    shard_size: str = "64MiB"
+    max_rounds: str = "3"
+    model_name: str = ""
+    model_data_url: str = ""
+    image_uri: str = ""
+    sagemaker_role_arn: str = ""
+    kms_key_arn: str = ""
+    processing_volume_gb: str = "30"
+    processing_max_runtime_seconds: str = "86400"
+    topic_arn: str = ""
+    event_bus_name: str = ""
+    event_source: str = "batchinfer"
+    run_record_days: str = "365"
+
+    @staticmethod
+    def variable(name: str) -> str:
+        """The environment variable that carries field ``name``."""
+        return _PREFIX + name.upper()
+
+    def to_variables(self) -> dict[str, str]:
+        return {self.variable(f.name): getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_variables(cls, variables: Mapping[str, str] | None = None) -> "PipelineEnvironment":
+        variables = os.environ if variables is None else variables
+        values = {}
+        for f in fields(cls):
+            name = cls.variable(f.name)
+            if name in variables:
+                values[f.name] = variables[name]
+        missing = [
+            cls.variable(f.name)
+            for f in fields(cls)
+            if f.name not in values and f.default is MISSING
+        ]
+        if missing:
+            raise BatchInferError(f"environment: {', '.join(missing)} not set")
+        return cls(**values)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return json.loads(self.transform_defaults)

@@ -1,0 +1,56 @@
+"""Where a run keeps its objects in the data bucket.
+
+``input/`` is where users drop data; a run's shards go to ``shards/<run id>/`` (expired by
+a lifecycle rule), its bookkeeping (input list, manifests, Map results) to
+``runs/<run id>/``, and its results to ``output/<run id>/`` unless the request names an
+output prefix.
+"""
+
+from dataclasses import dataclass
+
+from batchinfer.uris import S3Location
+
+INPUT_PREFIX = "input/"
+SHARDS_PREFIX = "shards/"
+RUNS_PREFIX = "runs/"
+OUTPUT_PREFIX = "output/"
+# Step Functions writes the split Map's results below this prefix (one folder per Map run).
+MAP_RESULTS_PREFIX = "runs/_map-results/"
+INPUTS_FILE = "inputs.json"
+SHARDS_FILE = "shards.json"
+RESULT_MANIFEST = "_manifest.json"
+SUCCESS_MARKER = "_SUCCESS"
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    bucket: str
+    run_id: str
+
+    @property
+    def shards(self) -> S3Location:
+        return S3Location(self.bucket, f"{SHARDS_PREFIX}{self.run_id}/")
+
+    @property
+    def artefacts(self) -> S3Location:
+        return S3Location(self.bucket, f"{RUNS_PREFIX}{self.run_id}/")
+
+    @property
+    def default_output(self) -> S3Location:
+        return S3Location(self.bucket, f"{OUTPUT_PREFIX}{self.run_id}/")
+
+    @property
+    def inputs(self) -> S3Location:
+        return self.artefacts.child(INPUTS_FILE)
+
+    @property
+    def shard_list(self) -> S3Location:
+        return self.artefacts.child(SHARDS_FILE)
+
+    @property
+    def parts(self) -> S3Location:
+        """Where jobs write per-shard outputs of a run whose outputs are merged."""
+        return self.artefacts.child("parts/")
+
+    def round_manifest(self, round_number: int) -> S3Location:
+        return self.artefacts.child(f"round-{round_number}.manifest")

@@ -1,0 +1,181 @@
+"""The run status table (DynamoDB): one ``RUN`` item per run and one ``SHARD#<n>`` per shard.
+
+Keys: ``run_id`` (partition) and ``sk``. RUN items also carry ``run_status`` and
+``started_at``, the keys of the ``by-status`` index, so the index lists runs only.
+Every write to a RUN item after Plan is conditioned on ``execution_arn``: only the
+execution that owns a run can change it, so a second execution with the same run id can
+never overwrite the first one's record.
+"""
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+from botocore.exceptions import ClientError
+
+from batchinfer.errors import BatchInferError
+
+PARTITION_KEY = "run_id"
+SORT_KEY = "sk"
+RUN_SK = "RUN"
+SHARD_SK_PREFIX = "SHARD#"
+STATUS_INDEX = "by-status"
+STATUS_INDEX_PARTITION = "run_status"
+STATUS_INDEX_SORT = "started_at"
+TTL_ATTRIBUTE = "expires_at"
+
+RUNNING = "RUNNING"
+SUCCEEDED = "SUCCEEDED"
+FAILED = "FAILED"
+PENDING = "PENDING"
+MISSING = "MISSING"
+RUN_STATUSES = (RUNNING, SUCCEEDED, FAILED)
+
+
+class RunAlreadyExists(BatchInferError):
+    """A run with this id exists: a second start must neither redo nor overwrite it."""
+
+
+class NotRunOwner(BatchInferError):
+    """The run belongs to another execution (or does not exist)."""
+
+
+def shard_sk(number: int) -> str:
+    return f"{SHARD_SK_PREFIX}{number:05d}"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class StatusTable:
+    """Access to the status table through a boto3 ``Table`` resource."""
+
+    table: Any
+    record_days: int = 365
+
+    @classmethod
+    def named(cls, name: str, record_days: int = 365, session: Any = None) -> "StatusTable":
+        import boto3
+
+        return cls((session or boto3).resource("dynamodb").Table(name), record_days)
+
+    def _expiry(self) -> int:
+        return int(time.time()) + self.record_days * 86400
+
+    def create_run(self, run_id: str, execution_arn: str, **attributes: Any) -> dict[str, Any]:
+        """Write the RUN item of a new run; :class:`RunAlreadyExists` if the id is taken."""
+        item = {
+            PARTITION_KEY: run_id,
+            SORT_KEY: RUN_SK,
+            STATUS_INDEX_PARTITION: RUNNING,
+            STATUS_INDEX_SORT: now(),
+            "execution_arn": execution_arn,
+            TTL_ATTRIBUTE: self._expiry(),
+            **attributes,
+        }
+        try:
+            self.table.put_item(Item=item, ConditionExpression=Attr(PARTITION_KEY).not_exists())
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            existing = self.get_run(run_id) or {}
+            raise RunAlreadyExists(
+                f"run_id: run {run_id!r} already exists (status "
+                f"{existing.get(STATUS_INDEX_PARTITION, 'unknown')}, started "
+                f"{existing.get(STATUS_INDEX_SORT, 'unknown')} by "
+                f"{existing.get('execution_arn', 'unknown')}); start with another run_id"
+            ) from None
+        return item
+
+    def update_run(
+        self,
+        run_id: str,
+        execution_arn: str,
+        attributes: Mapping[str, Any],
+        *,
+        create: bool = False,
+        only_if_running: bool = False,
+    ) -> None:
+        """Set ``attributes`` on the RUN item owned by ``execution_arn``.
+
+        ``create`` also allows writing a RUN item that does not exist yet (a run that failed
+        before Plan recorded it); ``only_if_running`` leaves finished runs alone.
+        """
+        names = {f"#a{i}": key for i, key in enumerate(attributes)}
+        values = {f":v{i}": value for i, value in enumerate(attributes.values())}
+        sets = ", ".join(f"#a{i} = :v{i}" for i in range(len(attributes)))
+        condition = Attr("execution_arn").eq(execution_arn)
+        if only_if_running:
+            condition &= Attr(STATUS_INDEX_PARTITION).eq(RUNNING)
+        if create:
+            condition |= Attr(PARTITION_KEY).not_exists()
+            names["#exp"] = TTL_ATTRIBUTE
+            names["#owner"] = "execution_arn"
+            values[":exp"] = self._expiry()
+            values[":owner"] = execution_arn
+            sets += ", #exp = if_not_exists(#exp, :exp), #owner = :owner"
+        try:
+            self.table.update_item(
+                Key={PARTITION_KEY: run_id, SORT_KEY: RUN_SK},
+                UpdateExpression=f"SET {sets}",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ConditionExpression=condition,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            raise NotRunOwner(
+                f"run {run_id!r}: not updated; it belongs to another execution than "
+                f"{execution_arn}, or it has finished"
+            ) from None
+
+    def put_shard(self, run_id: str, number: int, attributes: Mapping[str, Any]) -> None:
+        item = {
+            PARTITION_KEY: run_id,
+            SORT_KEY: shard_sk(number),
+            "shard": number,
+            TTL_ATTRIBUTE: self._expiry(),
+            **attributes,
+        }
+        self.table.put_item(Item=item)
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        response = self.table.get_item(
+            Key={PARTITION_KEY: run_id, SORT_KEY: RUN_SK}, ConsistentRead=True
+        )
+        return response.get("Item")
+
+    def shards(self, run_id: str) -> list[dict[str, Any]]:
+        """The SHARD items of a run in shard order."""
+        condition = Key(PARTITION_KEY).eq(run_id) & Key(SORT_KEY).begins_with(SHARD_SK_PREFIX)
+        return list(self._query(KeyConditionExpression=condition, ConsistentRead=True))
+
+    def runs(self, status: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """RUN items with ``status``, newest first (through the ``by-status`` index)."""
+        if status not in RUN_STATUSES:
+            raise BatchInferError(f"status: {status!r} is not one of {', '.join(RUN_STATUSES)}")
+        items = self._query(
+            IndexName=STATUS_INDEX,
+            KeyConditionExpression=Key(STATUS_INDEX_PARTITION).eq(status),
+            ScanIndexForward=False,
+        )
+        result = []
+        for item in items:
+            result.append(item)
+            if limit is not None and len(result) >= limit:
+                break
+        return result
+
+    def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        while True:
+            page = self.table.query(**kwargs)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -1,0 +1,1 @@
+"""The CDK constructs of the pipeline, one per capability, and the stack composing them."""

@@ -1,0 +1,351 @@
+"""Typed stack configuration, read from ``cdk.json`` context and validated at synth.
+
+``cdk.json`` holds ``batchinfer:environments`` (one object per environment) and ``env``,
+the default environment; ``cdk synth -c env=NAME`` selects another. Every error names the
+environment and the key at fault (``environments.prod.schedules[0].expression: ...``).
+"""
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
+from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import parse_size
+from batchinfer.uris import is_s3_uri, parse_s3_uri
+
+ENVIRONMENTS_KEY = "batchinfer:environments"
+DEFAULT_ENV_KEY = "env"
+ENGINES = ("transform", "processing")
+
+_STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")
+_RATE = re.compile(r"rate\(([1-9]\d*) (minute|minutes|hour|hours|day|days)\)")
+_CRON = re.compile(r"cron\(([^()]+)\)")
+_AT = re.compile(r"at\(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\)")
+_ACCOUNT = re.compile(r"\d{12}")
+_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
+_SCHEDULE_NAME = re.compile(r"[0-9a-zA-Z-_.]{1,64}")
+_PREFIX = re.compile(r"([A-Za-z0-9!_.*'()-]+/)+")
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """An EventBridge Scheduler schedule that starts a run with a fixed input."""
+
+    name: str
+    expression: str
+    input: Mapping[str, Any]
+    timezone: str = "UTC"
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class S3TriggerConfig:
+    """Start a run for every object created under ``prefix`` of the data bucket; ``request``
+    holds the other request keys (the object's URI becomes ``input``)."""
+
+    prefix: str
+    request: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """Backoff for SageMaker throttling and quota errors (full jitter on top)."""
+
+    interval_seconds: int = 30
+    backoff_rate: float = 2.0
+    max_attempts: int = 6
+    max_delay_seconds: int = 900
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """One deployable environment of the pipeline."""
+
+    name: str
+    stack_name: str
+    model_data: str
+    job_prefix: str
+    account: str | None = None
+    region: str | None = None
+    engine: str = "transform"
+    transform: Mapping[str, Any] = field(default_factory=dict)
+    model_environment: Mapping[str, str] = field(default_factory=dict)
+    shard_size: str = "64MiB"
+    max_rounds: int = 3
+    split_concurrency: int = 8
+    processing_volume_gb: int = 30
+    processing_max_runtime_hours: int = 24
+    timeout_hours: int = 48
+    retry: RetryConfig = field(default_factory=RetryConfig)
+    shard_expiry_days: int = 7
+    artefact_expiry_days: int = 90
+    log_retention_days: int = 90
+    run_record_days: int = 365
+    schedules: tuple[ScheduleConfig, ...] = ()
+    s3_trigger: S3TriggerConfig | None = None
+    notification_emails: tuple[str, ...] = ()
+    event_source: str = "batchinfer"
+    retain_data: bool = True
+
+    @property
+    def settings(self) -> TransformSettings:
+        """The stack's default transform settings (validated in :func:`parse_config`)."""
+        return TransformSettings.from_request(self.transform)
+
+    @property
+    def shard_size_bytes(self) -> int:
+        return parse_size(self.shard_size, field="shard_size")
+
+    @property
+    def is_local_model(self) -> bool:
+        return not is_s3_uri(self.model_data)
+
+
+def load_config(context: Mapping[str, Any], env: str | None, base_dir: Path) -> PipelineConfig:
+    """The environment ``env`` (default: the context's ``env``) from CDK context."""
+    environments = context.get(ENVIRONMENTS_KEY)
+    if isinstance(environments, str):  # `-c` values arrive as strings
+        environments = json.loads(environments)
+    if not isinstance(environments, Mapping) or not environments:
+        raise ValidationError(f"cdk.json context: {ENVIRONMENTS_KEY} must map names to objects")
+    name = env or context.get(DEFAULT_ENV_KEY)
+    if name not in environments:
+        raise ValidationError(
+            f"env: {name!r} is not a configured environment; known: {', '.join(environments)}"
+        )
+    return parse_config(str(name), environments[name], base_dir)
+
+
+def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
+    """Build and validate one environment; errors name ``environments.<name>.<key>``."""
+    where = f"environments.{name}"
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object")
+    values = _known_keys(raw, PipelineConfig, where, exclude={"name"})
+    for key in ("stack_name", "model_data", "job_prefix"):
+        if key not in values:
+            raise ValidationError(f"{where}.{key}: required")
+    if "retry" in values:
+        values["retry"] = _retry(values["retry"], f"{where}.retry")
+    values["schedules"] = tuple(
+        _schedule(item, f"{where}.schedules[{i}]")
+        for i, item in enumerate(_list(values.get("schedules", []), f"{where}.schedules"))
+    )
+    if values.get("s3_trigger") is not None:
+        values["s3_trigger"] = _s3_trigger(values["s3_trigger"], f"{where}.s3_trigger")
+    values["notification_emails"] = tuple(
+        _list(values.get("notification_emails", []), f"{where}.notification_emails")
+    )
+    config = PipelineConfig(name=name, **values)
+    _validate(config, where, base_dir)
+    return config
+
+
+def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
+    _require(_STACK_NAME.fullmatch(config.stack_name), f"{where}.stack_name", config.stack_name)
+    _require(
+        PREFIX_PATTERN.fullmatch(config.job_prefix) and len(config.job_prefix) <= MAX_PREFIX_LENGTH,
+        f"{where}.job_prefix",
+        config.job_prefix,
+        f"1-{MAX_PREFIX_LENGTH} lowercase letters, digits and single hyphens, starting with a "
+        "letter (SageMaker ARNs are lowercase, and IAM matches them by this prefix)",
+    )
+    if config.account is not None:
+        _require(_ACCOUNT.fullmatch(config.account), f"{where}.account", config.account)
+    if config.region is not None:
+        _require(_REGION.fullmatch(config.region), f"{where}.region", config.region)
+    _require(config.engine in ENGINES, f"{where}.engine", config.engine, " or ".join(ENGINES))
+    try:
+        TransformSettings.from_request(config.transform)
+    except ValidationError as exc:
+        raise ValidationError(f"{where}.transform: {exc}") from None
+    if is_s3_uri(config.model_data):
+        parse_s3_uri(config.model_data, field=f"{where}.model_data")
+    else:
+        path = base_dir / config.model_data
+        _require(
+            path.is_file() and config.model_data.endswith(".tar.gz"),
+            f"{where}.model_data",
+            config.model_data,
+            "an s3:// URI or the path of an existing model.tar.gz (relative to cdk.json)",
+        )
+    try:
+        size = parse_size(config.shard_size, field=f"{where}.shard_size")
+    except ValidationError:
+        raise
+    _require(size >= MIN_SHARD_SIZE, f"{where}.shard_size", config.shard_size, ">= 1MiB")
+    _int_range(config.max_rounds, 1, MAX_ROUNDS, f"{where}.max_rounds")
+    _int_range(config.split_concurrency, 1, 1000, f"{where}.split_concurrency")
+    _int_range(config.processing_volume_gb, 1, 16384, f"{where}.processing_volume_gb")
+    _int_range(config.processing_max_runtime_hours, 1, 120, f"{where}.processing_max_runtime_hours")
+    _int_range(config.timeout_hours, 1, 24 * 365, f"{where}.timeout_hours")
+    _int_range(config.shard_expiry_days, 1, 3650, f"{where}.shard_expiry_days")
+    _int_range(config.artefact_expiry_days, 1, 3650, f"{where}.artefact_expiry_days")
+    _int_range(config.run_record_days, 1, 3650, f"{where}.run_record_days")
+    _require(
+        config.log_retention_days in LOG_RETENTION_DAYS,
+        f"{where}.log_retention_days",
+        config.log_retention_days,
+        ", ".join(map(str, LOG_RETENTION_DAYS)),
+    )
+    retry = config.retry
+    _int_range(retry.interval_seconds, 1, 3600, f"{where}.retry.interval_seconds")
+    _int_range(retry.max_attempts, 0, 99, f"{where}.retry.max_attempts")
+    _int_range(retry.max_delay_seconds, 1, 31_622_400, f"{where}.retry.max_delay_seconds")
+    _require(
+        isinstance(retry.backoff_rate, int | float) and 1.0 <= retry.backoff_rate <= 10.0,
+        f"{where}.retry.backoff_rate",
+        retry.backoff_rate,
+        "a number from 1 to 10",
+    )
+    _require(
+        re.fullmatch(r"[a-z][a-z0-9.-]{0,63}", config.event_source) is not None
+        and not config.event_source.startswith("aws."),
+        f"{where}.event_source",
+        config.event_source,
+        "lowercase letters, digits, dots and hyphens, not starting with 'aws.'",
+    )
+    names = [s.name for s in config.schedules]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    _require(not duplicates, f"{where}.schedules", duplicates, "unique names")
+    for email in config.notification_emails:
+        _require(
+            isinstance(email, str) and re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", email),
+            f"{where}.notification_emails",
+            email,
+            "e-mail addresses",
+        )
+
+
+# The retention periods CloudWatch Logs accepts, in days (the order of logs.RetentionDays).
+LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557,
+    2922, 3288, 3653,
+)  # fmt: skip
+
+
+def _schedule(raw: Any, where: str) -> ScheduleConfig:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object with name, expression and input")
+    values = _known_keys(raw, ScheduleConfig, where)
+    for key in ("name", "expression", "input"):
+        if key not in values:
+            raise ValidationError(f"{where}.{key}: required")
+    schedule = ScheduleConfig(**values)
+    _require(
+        isinstance(schedule.name, str) and _SCHEDULE_NAME.fullmatch(schedule.name),
+        f"{where}.name",
+        schedule.name,
+        "1-64 letters, digits, '-', '_' or '.'",
+    )
+    check_schedule_expression(schedule.expression, f"{where}.expression")
+    _require(
+        isinstance(schedule.input, Mapping) and is_s3_uri(str(schedule.input.get("input", ""))),
+        f"{where}.input",
+        schedule.input,
+        'a request object with at least {"input": "s3://..."}',
+    )
+    _require(isinstance(schedule.enabled, bool), f"{where}.enabled", schedule.enabled, "a boolean")
+    return schedule
+
+
+def check_schedule_expression(expression: Any, where: str) -> None:
+    """EventBridge Scheduler syntax: ``rate(N unit)``, ``cron(6 fields)`` or ``at(...)``."""
+    if not isinstance(expression, str):
+        raise ValidationError(f"{where}: {expression!r} is not a string")
+    cron = _CRON.fullmatch(expression)
+    if cron is not None:
+        parts = cron.group(1).split()
+        if len(parts) != 6:
+            raise ValidationError(
+                f"{where}: {expression!r} has {len(parts)} cron fields; EventBridge Scheduler "
+                "needs 6 (minutes hours day-of-month month day-of-week year), "
+                "e.g. cron(0 2 * * ? *)"
+            )
+        if "?" not in (parts[2], parts[4]):
+            raise ValidationError(
+                f"{where}: {expression!r}: one of day-of-month and day-of-week must be '?'"
+            )
+        return
+    if _RATE.fullmatch(expression) is None and _AT.fullmatch(expression) is None:
+        raise ValidationError(
+            f"{where}: {expression!r} is not a schedule; use rate(N minutes|hours|days), "
+            "cron(m h dom mon dow year) or at(yyyy-mm-ddThh:mm:ss)"
+        )
+    rate = _RATE.fullmatch(expression)
+    if rate is not None:
+        count, unit = int(rate.group(1)), rate.group(2)
+        if (count == 1) != (not unit.endswith("s")):
+            raise ValidationError(
+                f"{where}: {expression!r}: use a singular unit for 1 and a plural one otherwise"
+            )
+
+
+def _s3_trigger(raw: Any, where: str) -> S3TriggerConfig:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object with prefix and request")
+    values = _known_keys(raw, S3TriggerConfig, where)
+    if "prefix" not in values:
+        raise ValidationError(f"{where}.prefix: required")
+    trigger = S3TriggerConfig(**values)
+    _require(
+        isinstance(trigger.prefix, str)
+        and _PREFIX.fullmatch(trigger.prefix)
+        and trigger.prefix.startswith("input/"),
+        f"{where}.prefix",
+        trigger.prefix,
+        "a key prefix under input/ ending with '/', e.g. input/arrivals/",
+    )
+    _require(
+        isinstance(trigger.request, Mapping) and "input" not in trigger.request,
+        f"{where}.request",
+        trigger.request,
+        "an object of request keys without 'input' (the arriving object is the input)",
+    )
+    return trigger
+
+
+def _retry(raw: Any, where: str) -> RetryConfig:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object")
+    return RetryConfig(**_known_keys(raw, RetryConfig, where))
+
+
+def _known_keys(
+    raw: Mapping[str, Any], cls: type, where: str, exclude: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
+    known = {f.name for f in fields(cls)} - set(exclude)
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValidationError(
+            f"{where}: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(known))}"
+        )
+    return dict(raw)
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValidationError(f"{where}: expected a list, got {value!r}")
+    return value
+
+
+def _int_range(value: Any, low: int, high: int, where: str) -> None:
+    _require(
+        isinstance(value, int) and not isinstance(value, bool) and low <= value <= high,
+        where,
+        value,
+        f"an integer {low}..{high}",
+    )
+
+
+def _require(ok: Any, where: str, value: Any, allowed: str = "") -> None:
+    if not ok:
+        raise ValidationError(
+            f"{where}: {value!r} is not allowed" + (f"; allowed: {allowed}" if allowed else "")
+        )

@@ -1,0 +1,193 @@
+"""The model: the inference image, the SageMaker execution role and the SageMaker model."""
+
+from pathlib import Path
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from batchinfer.pipeline.layout import RUNS_PREFIX, SHARDS_PREFIX
+from batchinfer.uris import parse_s3_uri
+from stacks.config import PipelineConfig
+from stacks.nag import acknowledge, resource_finding
+from stacks.storage import Storage
+
+# The image is built from the repository root (it installs batchinfer); everything else
+# stays out of the build context.
+IMAGE_DOCKERFILE = "containers/inference/Dockerfile"
+IMAGE_CONTEXT_EXCLUDES = [
+    ".git",
+    ".venv",
+    "node_modules",
+    "cdk.out",
+    "cdk.*.out",
+    "tests",
+    "bench",
+    "examples/.work",
+    "**/__pycache__",
+    "**/*.pyc",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "*.egg-info",
+    "build",
+    "dist",
+]
+
+
+class Model(Construct):
+    """``image`` (a staged DockerImageAsset; built by ``cdk deploy``), ``role`` (what the
+    transform and processing jobs run as: read input and shards, write output, use the key),
+    and ``model`` (network isolation on)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: PipelineConfig,
+        storage: Storage,
+        repo_root: Path,
+    ) -> None:
+        super().__init__(scope, id)
+        self.image = ecr_assets.DockerImageAsset(
+            self,
+            "Image",
+            directory=str(repo_root),
+            file=IMAGE_DOCKERFILE,
+            exclude=IMAGE_CONTEXT_EXCLUDES,
+            platform=ecr_assets.Platform.LINUX_AMD64,
+        )
+        self.role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="SageMaker transform and processing jobs of batchinfer",
+        )
+        bucket = storage.data_bucket
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadInputsAndShards",
+                actions=["s3:GetObject"],
+                resources=[storage.data_arn("input/"), storage.data_arn(SHARDS_PREFIX)],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadManifests",
+                actions=["s3:GetObject"],
+                resources=[storage.data_arn(RUNS_PREFIX)],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteOutputs",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[storage.data_arn("output/"), storage.data_arn(RUNS_PREFIX)],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListDataBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn]
+            )
+        )
+        storage.key.grant_encrypt_decrypt(self.role)
+        self.image.repository.grant_pull(self.role)
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullImageAuthorization",
+                actions=["ecr:GetAuthorizationToken"],
+                resources=["*"],
+            )
+        )
+        stack = Stack.of(self)
+        log_group_arn = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name="/aws/sagemaker/*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="JobLogs",
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                    "logs:DescribeLogStreams",
+                ],
+                resources=[log_group_arn, f"{log_group_arn}:log-stream:*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="JobMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
+            )
+        )
+        self.model_data_url = self._model_data(config, repo_root)
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.role.role_arn,
+            enable_network_isolation=True,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image.image_uri,
+                model_data_url=self.model_data_url,
+                environment=dict(config.model_environment) or None,
+            ),
+        )
+        self.model.node.add_dependency(self.role)
+        self.model_name = self.model.attr_model_name
+        wildcard_resources = [
+            *(storage.data_arn(p) for p in ("input/", SHARDS_PREFIX, RUNS_PREFIX, "output/")),
+            log_group_arn,
+            f"{log_group_arn}:log-stream:*",
+            "*",
+            *self._model_data_resources,
+        ]
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "Jobs read and write the objects of their own data prefixes (input/, shards/, "
+            "runs/, output/) and a model asset, write logs to the /aws/sagemaker/* log "
+            "groups SageMaker creates per job, use the stack key through S3 and EBS, and "
+            "ecr:GetAuthorizationToken and cloudwatch:PutMetricData (namespace-conditioned) "
+            "have no resource-level permissions.",
+            findings=[
+                *(resource_finding(self, r) for r in wildcard_resources),
+                "Action::kms:GenerateDataKey*",
+                "Action::kms:ReEncrypt*",
+                *(
+                    ["Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*"]
+                    if config.is_local_model
+                    else []
+                ),
+            ],
+        )
+
+    def _model_data(self, config: PipelineConfig, repo_root: Path) -> str:
+        self._model_data_resources: list[str] = []
+        if config.is_local_model:
+            self.model_asset = s3_assets.Asset(
+                self, "ModelData", path=str(repo_root / config.model_data)
+            )
+            self.model_asset.grant_read(self.role)
+            self._model_data_resources = [
+                self.model_asset.bucket.arn_for_objects("*"),
+            ]
+            return self.model_asset.s3_object_url
+        location = parse_s3_uri(config.model_data, field="model_data")
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadModelData",
+                actions=["s3:GetObject"],
+                resources=[f"arn:{Stack.of(self).partition}:s3:::{location.bucket}/{location.key}"],
+            )
+        )
+        return config.model_data

@@ -1,0 +1,126 @@
+"""Operations: the notification topic, the run-finished event bus, alarms and a dashboard."""
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from stacks.config import PipelineConfig
+from stacks.storage import Storage
+
+
+class Notifications(Construct):
+    """``topic`` (KMS, TLS-only) for failures and completions and ``bus``, where the
+    "Batch Inference Run Finished" events go for other teams."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, config: PipelineConfig, storage: Storage
+    ) -> None:
+        super().__init__(scope, id)
+        self.topic = sns.Topic(
+            self,
+            "Topic",
+            display_name=f"batchinfer {config.name} runs",
+            master_key=storage.key,
+            enforce_ssl=True,
+        )
+        for email in config.notification_emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        # CloudWatch alarms publish to the encrypted topic.
+        storage.key.grant(
+            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        )
+        self.bus = events.EventBus(
+            self, "Bus", description=f"batchinfer {config.name}: run-finished events"
+        )
+
+
+class Alarms(Construct):
+    """Alarms on failed, timed-out and aborted executions and on Lambda errors, sent to the
+    topic, and a dashboard of runs and Lambdas."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: PipelineConfig,
+        state_machine: sfn.StateMachine,
+        functions: dict[str, lambda_.Function],
+        topic: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, id)
+        action = cw_actions.SnsAction(topic)
+        period = Duration.minutes(5)
+        run_metrics = {
+            "ExecutionsFailed": state_machine.metric_failed(period=period),
+            "ExecutionsTimedOut": state_machine.metric_timed_out(period=period),
+            "ExecutionsAborted": state_machine.metric_aborted(period=period),
+        }
+        self.alarms: list[cloudwatch.Alarm] = []
+        for name, metric in run_metrics.items():
+            self._alarm(name, metric, f"A batchinfer {config.name} run ended {name[10:]}", action)
+        for name, function in functions.items():
+            self._alarm(
+                f"{name.title().replace('_', '')}Errors",
+                function.metric_errors(period=period),
+                f"The {name} Lambda of batchinfer {config.name} raised errors",
+                action,
+            )
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=f"{Stack.of(self).stack_name}-runs",
+            default_interval=Duration.days(7),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Runs",
+                left=[
+                    state_machine.metric_started(period=period),
+                    state_machine.metric_succeeded(period=period),
+                    *run_metrics.values(),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Run duration",
+                left=[state_machine.metric_time(period=period, statistic="p90")],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Lambda errors",
+                left=[f.metric_errors(period=period) for f in functions.values()],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Lambda duration (p90)",
+                left=[
+                    f.metric_duration(period=period, statistic="p90") for f in functions.values()
+                ],
+                width=12,
+            ),
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24),
+        )
+
+    def _alarm(
+        self, id: str, metric: cloudwatch.Metric, description: str, action: cw_actions.SnsAction
+    ) -> None:
+        alarm = cloudwatch.Alarm(
+            self,
+            id,
+            metric=metric.with_(statistic="Sum"),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        alarm.add_alarm_action(action)
+        self.alarms.append(alarm)

@@ -1,0 +1,203 @@
+"""The stack of one environment: every resource of the pipeline, composed."""
+
+import json
+from pathlib import Path
+
+from aws_cdk import Environment, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.layout import (
+    INPUT_PREFIX,
+    MAP_RESULTS_PREFIX,
+    OUTPUT_PREFIX,
+    RUNS_PREFIX,
+    SHARDS_PREFIX,
+)
+from stacks.config import PipelineConfig
+from stacks.functions import Functions
+from stacks.model import Model
+from stacks.nag import acknowledge, resource_finding
+from stacks.operations import Alarms, Notifications
+from stacks.outputs import Outputs
+from stacks.status_table import StatusTable
+from stacks.storage import Storage
+from stacks.triggers import Triggers
+from stacks.workflow import Workflow
+
+# What each Lambda does in the data bucket: (read prefixes, write prefixes).
+S3_ACCESS = {
+    "plan": ([INPUT_PREFIX], [RUNS_PREFIX]),
+    "split": ([INPUT_PREFIX, SHARDS_PREFIX], [SHARDS_PREFIX]),
+    "collect": ([INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX], [SHARDS_PREFIX, RUNS_PREFIX]),
+    "prepare_job": ([], []),
+    "verify": ([SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX], [RUNS_PREFIX]),
+    "finalize": ([SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX], [OUTPUT_PREFIX]),
+    "record_failure": ([RUNS_PREFIX, MAP_RESULTS_PREFIX], []),
+}
+TABLE_WRITERS = ("plan", "collect", "verify", "finalize", "record_failure")
+ANNOUNCERS = ("finalize", "record_failure")
+
+
+class PipelineStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        config: PipelineConfig,
+        *,
+        repo_root: Path,
+        env: Environment | None = None,
+    ) -> None:
+        super().__init__(
+            scope,
+            config.stack_name,
+            env=env,
+            description=f"batchinfer {config.name}: batch inference on SageMaker",
+        )
+        self.config = config
+        self.storage = Storage(self, "Storage", config=config)
+        self.status = StatusTable(self, "Status", config=config, storage=self.storage)
+        self.model = Model(self, "Model", config=config, storage=self.storage, repo_root=repo_root)
+        self.notifications = Notifications(
+            self, "Notifications", config=config, storage=self.storage
+        )
+        environment = PipelineEnvironment(
+            table_name=self.status.table.table_name,
+            data_bucket=self.storage.data_bucket.bucket_name,
+            job_prefix=config.job_prefix,
+            engine=config.engine,
+            transform_defaults=_json(config.transform),
+            shard_size=config.shard_size,
+            max_rounds=str(config.max_rounds),
+            model_name=self.model.model_name,
+            model_data_url=self.model.model_data_url,
+            image_uri=self.model.image.image_uri,
+            sagemaker_role_arn=self.model.role.role_arn,
+            kms_key_arn=self.storage.key.key_arn,
+            processing_volume_gb=str(config.processing_volume_gb),
+            processing_max_runtime_seconds=str(config.processing_max_runtime_hours * 3600),
+            topic_arn=self.notifications.topic.topic_arn,
+            event_bus_name=self.notifications.bus.event_bus_name,
+            event_source=config.event_source,
+            run_record_days=str(config.run_record_days),
+        )
+        self.functions = Functions(
+            self, "Functions", config=config, environment=environment, repo_root=repo_root
+        )
+        self._grant_functions()
+        self.workflow = Workflow(
+            self,
+            "Workflow",
+            config=config,
+            storage=self.storage,
+            model=self.model,
+            functions=self.functions,
+        )
+        self.triggers = Triggers(
+            self,
+            "Triggers",
+            config=config,
+            storage=self.storage,
+            state_machine=self.workflow.state_machine,
+            record_failure=self.functions.functions["record_failure"],
+        )
+        self.alarms = Alarms(
+            self,
+            "Alarms",
+            config=config,
+            state_machine=self.workflow.state_machine,
+            functions=self.functions.functions,
+            topic=self.notifications.topic,
+        )
+        self._acknowledge_bucket_notifications()
+        self.outputs = Outputs(
+            self,
+            "Outputs",
+            config=config,
+            values={
+                stack_outputs.DATA_BUCKET: self.storage.data_bucket.bucket_name,
+                stack_outputs.LOG_BUCKET: self.storage.log_bucket.bucket_name,
+                stack_outputs.STATE_MACHINE_ARN: self.workflow.state_machine.state_machine_arn,
+                stack_outputs.TABLE_NAME: self.status.table.table_name,
+                stack_outputs.TOPIC_ARN: self.notifications.topic.topic_arn,
+                stack_outputs.EVENT_BUS_NAME: self.notifications.bus.event_bus_name,
+                stack_outputs.EVENT_SOURCE: config.event_source,
+                stack_outputs.IMAGE_URI: self.model.image.image_uri,
+                stack_outputs.MODEL_NAME: self.model.model_name,
+                stack_outputs.KMS_KEY_ARN: self.storage.key.key_arn,
+            },
+        )
+
+    def _acknowledge_bucket_notifications(self) -> None:
+        """The S3-to-EventBridge switch is a CDK custom resource with a managed policy."""
+        for child in self.node.children:
+            if child.node.id.startswith("BucketNotificationsHandler"):
+                acknowledge(
+                    child,
+                    "AwsSolutions-IAM4",
+                    "CDK's bucket-notifications handler (a custom resource that only turns on "
+                    "EventBridge delivery for the data bucket at deploy time) uses "
+                    "AWSLambdaBasicExecutionRole for its own logs; it is not configurable.",
+                    findings=[
+                        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                        "AWSLambdaBasicExecutionRole"
+                    ],
+                )
+
+    def _grant_functions(self) -> None:
+        """Least privilege per Lambda: its S3 prefixes, the table, the key, the announcers'
+        topic and bus."""
+        storage = self.storage
+        for name, role in self.functions.roles.items():
+            reads, writes = S3_ACCESS[name]
+            findings = []
+            if reads:
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        sid="ReadData",
+                        actions=["s3:GetObject"],
+                        resources=[storage.data_arn(p) for p in reads],
+                    )
+                )
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        sid="ListData",
+                        actions=["s3:ListBucket"],
+                        resources=[storage.data_bucket.bucket_arn],
+                    )
+                )
+                findings += [resource_finding(role, storage.data_arn(p)) for p in reads]
+            if writes:
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        sid="WriteData",
+                        actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                        resources=[storage.data_arn(p) for p in writes],
+                    )
+                )
+                findings += [resource_finding(role, storage.data_arn(p)) for p in writes]
+            if reads or writes:
+                storage.key.grant_encrypt_decrypt(role)
+                findings += ["Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"]
+            if name in TABLE_WRITERS:
+                self.status.table.grant_read_write_data(role)
+                findings.append(resource_finding(role, f"{self.status.table.table_arn}/index/*"))
+            if name in ANNOUNCERS:
+                self.notifications.topic.grant_publish(role)
+                self.notifications.bus.grant_put_events_to(role)
+            if findings:
+                acknowledge(
+                    role,
+                    "AwsSolutions-IAM5",
+                    f"The {name} Lambda works on objects of per-run folders under fixed "
+                    "prefixes of the data bucket (run ids are chosen at run time), queries "
+                    "the status table's by-status index, and uses the stack's key through "
+                    "the S3 and DynamoDB integrations.",
+                    findings=sorted(set(findings)),
+                )
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
