@@ -189,7 +189,7 @@ class Workflow(Construct):
         on_error(split_inputs)
 
         collect = invoke(
-            "collect", "Collect", {"plan": sfn.JsonPath.object_at("$.plan")}, "$.round"
+            "collect", "Collect", {"plan": sfn.JsonPath.object_at("$.plan"), **execution}, "$.round"
         )
         on_error(collect)
 
@@ -244,6 +244,7 @@ class Workflow(Construct):
                 "plan": sfn.JsonPath.object_at("$.plan"),
                 "round": sfn.JsonPath.object_at("$.round"),
                 "job": sfn.JsonPath.object_at("$.job"),
+                **execution,
             },
             "$.round",
         )

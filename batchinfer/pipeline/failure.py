@@ -1,0 +1,149 @@
+"""The failure recorder: mark a run FAILED with the cause and the failing job or shards,
+then announce it. Called by the state machine's Catch path and, for executions that timed
+out or were aborted (no Catch runs then), by an EventBridge rule."""
+
+import json
+from typing import Any
+
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.job_outcome import JobOutcome
+from batchinfer.pipeline.notify import announce
+from batchinfer.pipeline.plan import run_id_of
+from batchinfer.pipeline.status_table import FAILED, MISSING, NotRunOwner, StatusTable, now
+
+CAUSE_LIMIT = 4000
+SHOWN_SHARDS = 20
+
+
+def record_failure(
+    state: dict[str, Any],
+    *,
+    execution: str,
+    execution_name: str,
+    env: PipelineEnvironment,
+    table: StatusTable,
+    events: Any,
+    sns: Any,
+) -> dict[str, str]:
+    """Record the failure in ``state["error"]``; return ``{"error", "cause"}`` for the
+    execution's Fail state."""
+    error = state.get("error") if isinstance(state.get("error"), dict) else {}
+    outcome = JobOutcome.of(error)
+    plan = state.get("plan") if isinstance(state.get("plan"), dict) else None
+    run_id = plan["run_id"] if plan else _run_id(state, execution_name)
+    job = JobOutcome.of(state.get("job"))
+    failed_job = outcome.name or job.name
+    return _record(
+        run_id,
+        error=outcome.error or "RunFailed",
+        cause=_message(outcome.reason),
+        failed_job=failed_job,
+        output=plan["output"] if plan else None,
+        execution=execution,
+        create=plan is None,
+        env=env,
+        table=table,
+        events=events,
+        sns=sns,
+    )
+
+
+def record_ended_execution(
+    event: dict[str, Any], *, env: PipelineEnvironment, table: StatusTable, events: Any, sns: Any
+) -> dict[str, str] | None:
+    """Handle a "Step Functions Execution Status Change" event (TIMED_OUT or ABORTED)."""
+    detail = event["detail"]
+    try:
+        request = json.loads(detail.get("input") or "{}")
+    except ValueError:
+        request = {}
+    try:
+        run_id = run_id_of(request if isinstance(request, dict) else {}, detail["name"])
+    except ValidationError:
+        return None  # Plan rejected this run id: there is no run to mark
+    status = detail["status"]
+    try:
+        return _record(
+            run_id,
+            error=f"Execution{status.title().replace('_', '')}",
+            cause=f"the execution {status.lower().replace('_', ' ')} before the run finished",
+            failed_job=None,
+            output=None,
+            execution=detail["executionArn"],
+            create=False,
+            only_if_running=True,
+            env=env,
+            table=table,
+            events=events,
+            sns=sns,
+        )
+    except NotRunOwner:
+        return None  # the run finished, never started, or is another execution's
+
+
+def _record(
+    run_id: str,
+    *,
+    error: str,
+    cause: str,
+    failed_job: str | None,
+    output: str | None,
+    execution: str,
+    create: bool,
+    env: PipelineEnvironment,
+    table: StatusTable,
+    events: Any,
+    sns: Any,
+    only_if_running: bool = False,
+) -> dict[str, str]:
+    failed_shards = [
+        item.get("name", str(item["shard"]))
+        for item in table.shards(run_id)
+        if item.get("status") == MISSING
+    ][:SHOWN_SHARDS]
+    run = {
+        "run_id": run_id,
+        "status": FAILED,
+        "error": error,
+        "cause": cause[:CAUSE_LIMIT],
+        "failed_job": failed_job,
+        "failed_shards": failed_shards or None,
+        "output": output,
+        "execution": execution,
+    }
+    attributes = {"run_status": FAILED, "finished_at": now()} | {
+        key: run[key] for key in ("error", "cause", "failed_job", "failed_shards") if run[key]
+    }
+    try:
+        table.update_run(
+            run_id, execution, attributes, create=create, only_if_running=only_if_running
+        )
+    except NotRunOwner:
+        if only_if_running:
+            raise
+        # Another execution owns this run id: leave its record and its subscribers alone.
+        return {"error": error, "cause": f"run {run_id} (not this execution's): {cause}"}
+    announce(run, env=env, events=events, sns=sns)
+    return {"error": error, "cause": f"run {run_id}: {cause}"[:CAUSE_LIMIT]}
+
+
+def _run_id(state: dict[str, Any], execution_name: str) -> str:
+    """The run id of a run that failed before Plan finished (the request may be bad)."""
+    try:
+        return run_id_of(state, execution_name)
+    except ValidationError:
+        return execution_name
+
+
+def _message(reason: str | None) -> str:
+    """A Lambda error's Cause is ``{"errorMessage": ...}``; other causes are kept."""
+    if not reason:
+        return "no cause was recorded"
+    try:
+        value = json.loads(reason)
+    except ValueError:
+        return reason
+    if isinstance(value, dict) and "errorMessage" in value:
+        return str(value["errorMessage"])
+    return reason

@@ -1,0 +1,155 @@
+"""Finalize: the optional ordered merge, ``_manifest.json`` and ``_SUCCESS`` in the output
+prefix, the RUN item SUCCEEDED with counts, and the run-finished announcements.
+
+The output prefix then looks as ``batchinfer run`` leaves a local output directory: one
+``<name>.out`` per input object when merged (R12), else one per shard.
+"""
+
+from functools import partial
+from itertools import groupby
+from typing import Any
+
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER, RunLayout
+from batchinfer.pipeline.notify import announce
+from batchinfer.pipeline.s3io import CHUNK, read_json, write_json
+from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable, now
+from batchinfer.transform.assemble import output_name
+from batchinfer.uris import S3Location, parse_s3_uri
+
+# S3 multipart parts other than the last must hold at least 5 MiB.
+MIN_PART = 5 * 1024 * 1024
+
+
+def finalize(
+    plan: dict[str, Any],
+    *,
+    execution: str,
+    env: PipelineEnvironment,
+    s3: Any,
+    table: StatusTable,
+    events: Any,
+    sns: Any,
+) -> dict[str, Any]:
+    run_id = plan["run_id"]
+    layout = RunLayout(parse_s3_uri(plan["artefacts"]).bucket, run_id)
+    output = parse_s3_uri(plan["output"])
+    parts = parse_s3_uri(plan["job_output"])
+    items = {item["shard"]: item for item in table.shards(run_id)}
+    shards = read_json(s3, layout.shard_list)
+    files = []
+    for input_name, group in groupby(shards, key=lambda s: s["input_name"]):
+        group = list(group)
+        outputs = [parts.child(output_name(s["name"])) for s in group]
+        if plan["merge"]:
+            target = output.child(output_name(input_name))
+            merge_objects(s3, outputs, target)
+            names = [target.key[len(output.key) :]]
+        else:
+            names = [o.key[len(output.key) :] for o in outputs]
+        counts = [items.get(s["number"], {}) for s in group]
+        files.append(
+            {
+                "name": input_name,
+                "input": group[0]["input"],
+                "output": ", ".join(names),
+                "status": SUCCEEDED,
+                "records_in": _total(counts, "records_in"),
+                "records_out": _total(counts, "records_out"),
+                "shards": len(group),
+            }
+        )
+    totals = {
+        "files": len(files),
+        "shards": len(shards),
+        "records_in": _total(files, "records_in"),
+        "records_out": _total(files, "records_out"),
+    }
+    manifest = {
+        "status": SUCCEEDED,
+        "run_id": run_id,
+        "engine": plan["engine"],
+        "input": plan["input"],
+        "output": plan["output"],
+        "execution": execution,
+        "finished_at": now(),
+        "settings": plan["settings"],
+        "files": files,
+        "totals": totals,
+    }
+    write_json(s3, output.child(RESULT_MANIFEST), manifest)
+    s3.put_object(Bucket=output.bucket, Key=output.child(SUCCESS_MARKER).key, Body=b"")
+    run = {
+        "run_id": run_id,
+        "status": SUCCEEDED,
+        "output": plan["output"],
+        "records_in": totals["records_in"],
+        "records_out": totals["records_out"],
+        "shards": len(shards),
+        "execution": execution,
+    }
+    attributes = {
+        "run_status": SUCCEEDED,
+        "finished_at": manifest["finished_at"],
+        "manifest": output.child(RESULT_MANIFEST).uri,
+    } | {k: run[k] for k in ("records_in", "records_out") if run[k] is not None}
+    table.update_run(run_id, execution, attributes)
+    announce(run, env=env, events=events, sns=sns)
+    return run
+
+
+def merge_objects(s3: Any, sources: list[S3Location], target: S3Location) -> None:
+    """Concatenate ``sources`` in order into ``target``: server-side part copies for parts
+    of 5 MiB or more, small parts buffered; the target appears only when complete."""
+    sizes = [s3.head_object(Bucket=s.bucket, Key=s.key)["ContentLength"] for s in sources]
+    if len(sources) == 1:
+        s3.copy({"Bucket": sources[0].bucket, "Key": sources[0].key}, target.bucket, target.key)
+        return
+    upload = s3.create_multipart_upload(Bucket=target.bucket, Key=target.key)["UploadId"]
+    done: list[dict[str, Any]] = []
+    buffer = bytearray()
+
+    def put(body: bytes) -> None:
+        part = s3.upload_part(
+            Bucket=target.bucket,
+            Key=target.key,
+            UploadId=upload,
+            PartNumber=len(done) + 1,
+            Body=body,
+        )
+        done.append({"PartNumber": len(done) + 1, "ETag": part["ETag"]})
+
+    try:
+        for source, size in zip(sources, sizes, strict=True):
+            if not buffer and size >= MIN_PART:
+                part = s3.upload_part_copy(
+                    Bucket=target.bucket,
+                    Key=target.key,
+                    UploadId=upload,
+                    PartNumber=len(done) + 1,
+                    CopySource={"Bucket": source.bucket, "Key": source.key},
+                )
+                done.append({"PartNumber": len(done) + 1, "ETag": part["CopyPartResult"]["ETag"]})
+                continue
+            body = s3.get_object(Bucket=source.bucket, Key=source.key)["Body"]
+            for chunk in iter(partial(body.read, CHUNK), b""):
+                buffer += chunk
+                if len(buffer) >= MIN_PART:
+                    put(bytes(buffer))
+                    buffer.clear()
+        if buffer or not done:
+            put(bytes(buffer))
+        s3.complete_multipart_upload(
+            Bucket=target.bucket,
+            Key=target.key,
+            UploadId=upload,
+            MultipartUpload={"Parts": done},
+        )
+    except BaseException:
+        s3.abort_multipart_upload(Bucket=target.bucket, Key=target.key, UploadId=upload)
+        raise
+
+
+def _total(items: list[dict[str, Any]], key: str) -> int | None:
+    values = [item.get(key) for item in items]
+    return None if any(v is None for v in values) else sum(int(v) for v in values)

@@ -1,0 +1,157 @@
+"""The request of one job attempt (CreateTransformJob or CreateProcessingJob), with a new
+job name (R1), for the shards of one round's ManifestFile.
+
+The state machine copies each top-level field of ``request`` into the .sync task's
+Parameters, so every field named there is always present: unset batch settings become
+MaxConcurrentTransforms 0 (SageMaker then asks the container, R10) and the R10 defaults
+for BatchStrategy and MaxPayloadInMB; DataProcessing is present only when a filter or join
+applies (the state machine has a task with and one without it).
+"""
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.job_names import job_name
+from batchinfer.transform.settings import TransformSettings
+
+RUN_ID_TAG = "batchinfer:run-id"
+PROCESSING_INPUT = "/opt/ml/processing/input/data"
+PROCESSING_MODEL = "/opt/ml/processing/input/model"
+PROCESSING_OUTPUT = "/opt/ml/processing/output"
+PROCESSING_ENTRYPOINT = ["batchinfer", "process"]
+MAX_CONTAINER_ARGUMENT = 256
+# Settings that choose instances, not what the container does with records.
+_RESOURCE_KEYS = ("instance_count", "instance_type")
+
+
+def prepare_job(
+    plan: dict[str, Any],
+    round_: dict[str, Any],
+    *,
+    env: PipelineEnvironment,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """``{"name", "engine", "data_processing", "request"}`` for one attempt of ``round_``."""
+    settings = TransformSettings.from_request(plan["settings"])
+    name = job_name(plan["job_base"], int(round_["number"]), token)
+    tags = [{"Key": RUN_ID_TAG, "Value": plan["run_id"]}]
+    if plan["engine"] == "processing":
+        request = processing_request(name, settings, round_["manifest"], plan["job_output"], env)
+        return {
+            "name": name,
+            "engine": "processing",
+            "data_processing": False,
+            "request": request | {"Tags": tags},
+        }
+    request = transform_request(name, settings, round_["manifest"], plan["job_output"], env)
+    return {
+        "name": name,
+        "engine": "transform",
+        "data_processing": "DataProcessing" in request,
+        "request": request | {"Tags": tags},
+    }
+
+
+def transform_request(
+    name: str, settings: TransformSettings, manifest: str, output: str, env: PipelineEnvironment
+) -> dict[str, Any]:
+    api = settings.to_api(input_uri=manifest, data_type="ManifestFile", output_path=output)
+    effective = settings.resolve()
+    request = {
+        "TransformJobName": name,
+        "ModelName": env.model_name,
+        **api,
+        "BatchStrategy": effective.batch_strategy,
+        "MaxPayloadInMB": effective.max_payload_mb,
+        "MaxConcurrentTransforms": settings.max_concurrent_transforms or 0,
+        "Environment": dict(settings.environment),
+    }
+    if env.kms_key_arn:
+        request["TransformOutput"] = {**request["TransformOutput"], "KmsKeyId": env.kms_key_arn}
+        request["TransformResources"] = {
+            **request["TransformResources"],
+            "VolumeKmsKeyId": env.kms_key_arn,
+        }
+    return request
+
+
+def processing_arguments(settings: TransformSettings) -> list[str]:
+    """``batchinfer process`` arguments carrying the settings that differ from the defaults
+    (a container argument holds at most 256 characters)."""
+    defaults = asdict(TransformSettings())
+    changed = {
+        key: value
+        for key, value in asdict(settings).items()
+        if key not in _RESOURCE_KEYS and value != defaults[key]
+    }
+    text = json.dumps(changed, separators=(",", ":"), sort_keys=True)
+    if len(text) > MAX_CONTAINER_ARGUMENT:
+        raise ValidationError(
+            f"engine processing: the settings take {len(text)} characters as a container "
+            f"argument; SageMaker allows {MAX_CONTAINER_ARGUMENT}. Shorten the filters or the "
+            "environment, or use engine transform"
+        )
+    return ["--settings-json", text]
+
+
+def processing_request(
+    name: str, settings: TransformSettings, manifest: str, output: str, env: PipelineEnvironment
+) -> dict[str, Any]:
+    cluster = {
+        "InstanceCount": settings.instance_count,
+        "InstanceType": settings.instance_type,
+        "VolumeSizeInGB": int(env.processing_volume_gb),
+    }
+    output_config: dict[str, Any] = {
+        "Outputs": [
+            {
+                "OutputName": "output",
+                "S3Output": {
+                    "S3Uri": output,
+                    "LocalPath": PROCESSING_OUTPUT,
+                    "S3UploadMode": "EndOfJob",
+                },
+            }
+        ]
+    }
+    if env.kms_key_arn:
+        cluster["VolumeKmsKeyId"] = env.kms_key_arn
+        output_config["KmsKeyId"] = env.kms_key_arn
+    return {
+        "ProcessingJobName": name,
+        "RoleArn": env.sagemaker_role_arn,
+        "AppSpecification": {
+            "ImageUri": env.image_uri,
+            "ContainerEntrypoint": PROCESSING_ENTRYPOINT,
+            "ContainerArguments": processing_arguments(settings),
+        },
+        "ProcessingInputs": [
+            _processing_input("data", manifest, "ManifestFile", "ShardedByS3Key", PROCESSING_INPUT),
+            _processing_input(
+                "model", env.model_data_url, "S3Prefix", "FullyReplicated", PROCESSING_MODEL
+            ),
+        ],
+        "ProcessingOutputConfig": output_config,
+        "ProcessingResources": {"ClusterConfig": cluster},
+        "NetworkConfig": {"EnableNetworkIsolation": True},
+        "StoppingCondition": {"MaxRuntimeInSeconds": int(env.processing_max_runtime_seconds)},
+        "Environment": dict(settings.environment),
+    }
+
+
+def _processing_input(
+    name: str, uri: str, data_type: str, distribution: str, local_path: str
+) -> dict[str, Any]:
+    return {
+        "InputName": name,
+        "S3Input": {
+            "S3Uri": uri,
+            "LocalPath": local_path,
+            "S3DataType": data_type,
+            "S3InputMode": "File",
+            "S3DataDistributionType": distribution,
+        },
+    }

@@ -1,0 +1,204 @@
+"""Plan: validate and normalise a run request, list its inputs, claim the run id.
+
+A request needs only ``input``; every other key is optional (defaults come from the stack)
+and checked here, so a bad request fails before any work with a message naming the key.
+The per-object split tasks go to ``runs/<run>/inputs.json`` (read by the split Map), not
+into the state.
+"""
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from batchinfer.errors import InputError, ValidationError
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.job_names import job_base
+from batchinfer.pipeline.job_request import processing_arguments
+from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX, RunLayout
+from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
+from batchinfer.pipeline.s3io import list_objects, write_json
+from batchinfer.pipeline.status_table import StatusTable
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import parse_size
+from batchinfer.uris import S3Location, parse_s3_uri
+
+ENGINES = ("transform", "processing")
+RUN_KEYS = frozenset(
+    {"input", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
+)
+REQUEST_KEYS = RUN_KEYS | TransformSettings.keys()
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+
+
+def plan_run(
+    request: Any,
+    *,
+    execution: str,
+    execution_name: str,
+    started_at: str,
+    env: PipelineEnvironment,
+    s3: Any,
+    table: StatusTable,
+) -> dict[str, Any]:
+    """Check ``request``, write the input list and the RUN item; return the plan."""
+    if not isinstance(request, Mapping):
+        raise ValidationError(
+            f'request: expected an object such as {{"input": "s3://..."}}, got {request!r}'
+        )
+    unknown = sorted(set(request) - REQUEST_KEYS)
+    if unknown:
+        raise ValidationError(
+            f"request: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(REQUEST_KEYS))}"
+        )
+    run_id = run_id_of(request, execution_name)
+    layout = RunLayout(env.data_bucket, run_id)
+    source = _location(request.get("input"), "input", env.data_bucket, INPUT_PREFIX)
+    output = _output(request.get("output"), layout, env.data_bucket)
+    engine = request.get("engine", env.engine)
+    if engine not in ENGINES:
+        raise ValidationError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    settings = TransformSettings.from_request(
+        {k: v for k, v in request.items() if k not in RUN_KEYS}, defaults=env.defaults
+    )
+    if engine == "processing":
+        processing_arguments(settings)  # fails early when the settings do not fit
+    split = _split_options(request, settings, env)
+    merge = _flag(request, "merge")
+    if merge and settings.assemble_with != "Line":
+        raise ValidationError(
+            "merge: needs assemble_with Line; with None, responses are concatenated without "
+            "separators and the records of adjacent shards would run together"
+        )
+    objects = _input_objects(s3, source)
+    base = source.key[: source.key.rfind("/") + 1]
+    items = []
+    for obj in objects:
+        name = obj["Key"][len(base) :]
+        folder = posixpath.dirname(name)
+        items.append(
+            {
+                "input": S3Location(source.bucket, obj["Key"]).uri,
+                "output": layout.shards.child(folder + "/" if folder else "").uri,
+                "compression_type": settings.compression_type,
+                "header": split["header"],
+                **split["size"],
+            }
+        )
+    inputs = layout.inputs
+    write_json(s3, inputs, items)
+    total = sum(obj["Size"] for obj in objects)
+    table.create_run(
+        run_id,
+        execution,
+        execution_started_at=started_at,
+        input=source.uri,
+        output=output.uri,
+        engine=engine,
+        objects=len(items),
+        bytes=total,
+        settings={k: v for k, v in asdict(settings).items() if v is not None and v != {}},
+    )
+    return {
+        "run_id": run_id,
+        "engine": engine,
+        "input": source.uri,
+        "output": output.uri,
+        "job_output": (layout.parts if merge else output).uri,
+        "artefacts": layout.artefacts.uri,
+        "shards_prefix": layout.shards.uri,
+        "inputs_key": inputs.key,
+        "objects": len(items),
+        "bytes": total,
+        "settings": asdict(settings),
+        "merge": merge,
+        "max_rounds": int(env.max_rounds),
+        "job_base": job_base(env.job_prefix, run_id),
+    }
+
+
+def run_id_of(request: Mapping[str, Any], execution_name: str) -> str:
+    """The request's ``run_id``, else the execution's name."""
+    run_id = request.get("run_id", execution_name)
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise ValidationError(
+            f"run_id: {run_id!r} is not allowed; allowed: 1-80 letters, digits, '.', '_' or "
+            "'-', starting with a letter or digit"
+        )
+    return run_id
+
+
+def _location(uri: Any, field: str, bucket: str, prefix: str) -> S3Location:
+    if not isinstance(uri, str):
+        raise ValidationError(f"{field}: required, an s3:// URI under s3://{bucket}/{prefix}")
+    location = parse_s3_uri(uri, field=field)
+    if location.bucket != bucket or not location.key.startswith(prefix):
+        raise ValidationError(
+            f"{field}: {uri!r} is outside s3://{bucket}/{prefix}, the only place this stack's "
+            f"jobs may use for {field}"
+        )
+    return location
+
+
+def _output(uri: Any, layout: RunLayout, bucket: str) -> S3Location:
+    if uri is None:
+        return layout.default_output
+    location = _location(uri, "output", bucket, OUTPUT_PREFIX)
+    return location if location.key.endswith("/") else S3Location(bucket, location.key + "/")
+
+
+def _flag(request: Mapping[str, Any], key: str) -> bool:
+    value = request.get(key, False)
+    if not isinstance(value, bool):
+        raise ValidationError(f"{key}: {value!r} is not allowed; allowed: true or false")
+    return value
+
+
+def _split_options(
+    request: Mapping[str, Any], settings: TransformSettings, env: PipelineEnvironment
+) -> dict[str, Any]:
+    """How each object is split: ``shards`` per object or a ``shard_size``; SplitType None
+    keeps every object whole (each is one request, R6)."""
+    shards, size = request.get("shards"), request.get("shard_size")
+    header = _flag(request, "header")
+    if shards is not None and size is not None:
+        raise ValidationError("shards, shard_size: give one of them, not both")
+    if settings.split_type != "Line":
+        if shards not in (None, 1) or size is not None or header:
+            raise ValidationError(
+                f"shards/shard_size/header need split_type Line (not {settings.split_type!r}): "
+                "with SplitType None each file is one request, and splitting it would change "
+                "what the model sees"
+            )
+        return {"header": False, "size": {"shards": 1}}
+    if shards is not None:
+        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+            raise ValidationError(f"shards: {shards!r} is not allowed; allowed: an integer >= 1")
+        return {"header": header, "size": {"shards": shards}}
+    if size is None:
+        size = env.shard_size
+    if isinstance(size, bool) or not isinstance(size, int | str):
+        raise ValidationError(f"shard_size: {size!r} is not a size such as 64MiB")
+    nbytes = parse_size(size, field="shard_size") if isinstance(size, str) else size
+    if nbytes < 1:
+        raise ValidationError(f"shard_size: {size!r} must be at least 1 byte")
+    return {"header": header, "size": {"shard_size": nbytes}}
+
+
+def _input_objects(s3: Any, source: S3Location) -> list[dict[str, Any]]:
+    objects = []
+    for obj in list_objects(s3, source):
+        if obj["Key"].endswith("/"):  # folder markers made by consoles
+            continue
+        objects.append(obj)
+        if len(objects) > MAX_INPUT_OBJECTS:
+            raise ValidationError(
+                f"input: {source.uri} holds more than {MAX_INPUT_OBJECTS} objects; "
+                "start one run per folder or combine small files"
+            )
+    if not objects:
+        raise InputError(f"input: no objects under {source.uri}")
+    if all(obj["Size"] == 0 for obj in objects):
+        raise InputError(f"input: every object under {source.uri} is empty")
+    return objects

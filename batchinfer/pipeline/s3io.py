@@ -1,0 +1,68 @@
+"""Small S3 helpers for the pipeline Lambdas: JSON objects, listing, streaming counts."""
+
+import json
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from batchinfer.errors import InputError
+from batchinfer.uris import S3Location, parse_s3_uri
+
+CHUNK = 8 * 1024 * 1024
+
+
+def read_json(s3: Any, location: S3Location) -> Any:
+    try:
+        body = s3.get_object(Bucket=location.bucket, Key=location.key)["Body"].read()
+    except ClientError as exc:
+        raise InputError(f"{location.uri}: cannot read: {exc}") from None
+    return json.loads(body)
+
+
+def write_json(s3: Any, location: S3Location, value: Any) -> str:
+    s3.put_object(
+        Bucket=location.bucket,
+        Key=location.key,
+        Body=json.dumps(value, indent=1).encode(),
+        ContentType="application/json",
+    )
+    return location.uri
+
+
+def list_objects(s3: Any, location: S3Location) -> Iterator[dict[str, Any]]:
+    """Every object whose key starts with ``location.key`` (a literal prefix, spec R4)."""
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=location.bucket, Prefix=location.key):
+        yield from page.get("Contents", [])
+
+
+def object_size(s3: Any, uri: str) -> int | None:
+    """The size of the object at ``uri``, or None when there is none."""
+    location = parse_s3_uri(uri)
+    try:
+        return s3.head_object(Bucket=location.bucket, Key=location.key)["ContentLength"]
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+            return None
+        raise
+
+
+def count_lines(s3: Any, uri: str, *, gzip: bool = False) -> int:
+    """Line records of an object (spec R6: a last line without ``\\n`` counts), streamed;
+    gzip objects are counted decompressed."""
+    location = parse_s3_uri(uri)
+    body = s3.get_object(Bucket=location.bucket, Key=location.key)["Body"]
+    inflate = zlib.decompressobj(wbits=47) if gzip else None
+    count, last = 0, b"\n"
+    for chunk in iter(lambda: body.read(CHUNK), b""):
+        data = chunk if inflate is None else inflate.decompress(chunk)
+        while inflate is not None and inflate.eof and inflate.unused_data:
+            rest = inflate.unused_data  # concatenated gzip members
+            inflate = zlib.decompressobj(wbits=47)
+            data += inflate.decompress(rest)
+        if data:
+            count += data.count(b"\n")
+            last = data[-1:]
+    return count + (0 if last == b"\n" else 1)

@@ -1,0 +1,109 @@
+"""Verify: every shard has its output and, for Line records, as many output records as
+input records. Missing shards go to a new ManifestFile for the next round (only those,
+spec R4); after the last round the run fails naming them."""
+
+from typing import Any
+
+from batchinfer.errors import BatchInferError
+from batchinfer.pipeline.job_outcome import JobOutcome
+from batchinfer.pipeline.layout import RunLayout
+from batchinfer.pipeline.s3io import count_lines, object_size, read_json, write_json
+from batchinfer.pipeline.status_table import MISSING, SUCCEEDED, StatusTable, now
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.uris import parse_s3_uri
+
+SHOWN = 10
+
+
+class ShardsMissing(BatchInferError):
+    """Shards still lack a valid output after the last job round."""
+
+
+def verify(
+    plan: dict[str, Any],
+    round_: dict[str, Any],
+    job: Any,
+    *,
+    execution: str,
+    s3: Any,
+    table: StatusTable,
+) -> dict[str, Any]:
+    """Check round ``round_`` after ``job``; return the next round or ``complete``."""
+    run_id, number = plan["run_id"], int(round_["number"])
+    layout = RunLayout(parse_s3_uri(plan["artefacts"]).bucket, run_id)
+    shards = read_json(s3, layout.shard_list)
+    settings = TransformSettings.from_request(plan["settings"])
+    counted = settings.split_type == "Line" and settings.assemble_with == "Line"
+    outcome = JobOutcome.of(job)
+    done = {item["shard"] for item in table.shards(run_id) if item.get("status") == SUCCEEDED}
+    missing: list[tuple[dict[str, Any], str]] = []
+    for shard in shards:
+        if shard["number"] in done:
+            continue
+        output = parse_s3_uri(plan["job_output"]).child(output_name(shard["name"])).uri
+        problem, records = _check(s3, plan, shard, output, counted)
+        attributes: dict[str, Any] = {
+            "name": shard["name"],
+            "input": shard["input"],
+            "job_name": outcome.name,
+            "attempts": number,
+            "updated_at": now(),
+        }
+        if problem is None:
+            table.put_shard(
+                run_id,
+                shard["number"],
+                attributes | {"status": SUCCEEDED, "output": output, **records},
+            )
+        else:
+            missing.append((shard, problem))
+            table.put_shard(
+                run_id, shard["number"], attributes | {"status": MISSING, "reason": problem}
+            )
+    table.update_run(
+        run_id, execution, {"shards": len(shards), "shards_done": len(shards) - len(missing)}
+    )
+    if not missing:
+        return {
+            "number": number,
+            "manifest": round_["manifest"],
+            "complete": True,
+            "shards": len(shards),
+            "missing": 0,
+        }
+    if number >= int(plan["max_rounds"]):
+        listed = "; ".join(f"{s['name']}: {why}" for s, why in missing[:SHOWN])
+        more = f" (and {len(missing) - SHOWN} more)" if len(missing) > SHOWN else ""
+        raise ShardsMissing(
+            f"{len(missing)} of {len(shards)} shards have no valid output after {number} job "
+            f"round(s); last {outcome.describe()}; shards: {listed}{more}"
+        )
+    manifest = write_json(
+        s3,
+        layout.round_manifest(number + 1),
+        [{"prefix": plan["shards_prefix"]}, *(s["name"] for s, _ in missing)],
+    )
+    return {
+        "number": number + 1,
+        "manifest": manifest,
+        "complete": False,
+        "shards": len(shards),
+        "missing": len(missing),
+    }
+
+
+def _check(
+    s3: Any, plan: dict[str, Any], shard: dict[str, Any], output: str, counted: bool
+) -> tuple[str | None, dict[str, int]]:
+    """(what is wrong or None, record counts) for one shard's output."""
+    if object_size(s3, output) is None:
+        return f"no output {output}", {}
+    if not counted:
+        return None, {}
+    source = parse_s3_uri(plan["shards_prefix"]).child(shard["name"]).uri
+    records_in = count_lines(s3, source, gzip=shard["compression"] == "Gzip")
+    records_out = count_lines(s3, output)
+    if records_in != records_out:
+        return f"output has {records_out} records, input {records_in}", {}
+    return None, {"records_in": records_in, "records_out": records_out}

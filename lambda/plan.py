@@ -1,0 +1,20 @@
+"""Step Functions task: Plan. Event: ``{"request", "execution", "execution_name",
+"started_at"}``; returns the plan (see :mod:`batchinfer.pipeline.plan`)."""
+
+from typing import Any
+
+from batchinfer.pipeline.clients import services
+from batchinfer.pipeline.plan import plan_run
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    aws = services()
+    return plan_run(
+        event["request"],
+        execution=event["execution"],
+        execution_name=event["execution_name"],
+        started_at=event["started_at"],
+        env=aws.env,
+        s3=aws.s3,
+        table=aws.table,
+    )
