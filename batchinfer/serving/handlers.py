@@ -24,7 +24,8 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -62,8 +63,10 @@ class InferenceHandler:
     ) -> tuple[bytes, str]:
         """Return ``(response body, response content type)`` for one request.
 
-        Raises :class:`RequestError` (400, 406, 415) for a request the client must fix; any
-        other exception is a failure of the model or of the user module.
+        Raises :class:`RequestError` (400, 406, 415) for a request the client must fix: the
+        default decoders' findings, and any ValueError (or RequestError) raised while decoding
+        or predicting, by the defaults or the user module. Any other exception is a failure
+        of the model or the user module (the server answers 500).
         """
         kind = codecs.media_type(content_type) or codecs.CSV
         user = self.user_functions
@@ -72,14 +75,19 @@ class InferenceHandler:
             accept, self._response_default(kind), None if custom_output else _SUPPORTED_OUTPUTS
         )
         if "transform_fn" in user:
-            result = user["transform_fn"](self.model, _user_body(body, kind), kind, response_type)
+            with _value_errors_refuse("transform_fn"):
+                result = user["transform_fn"](
+                    self.model, _user_body(body, kind), kind, response_type
+                )
             return _response(result, response_type)
         if "input_fn" in user:
-            data = user["input_fn"](_user_body(body, kind), kind)
+            with _value_errors_refuse("input_fn"):
+                data = user["input_fn"](_user_body(body, kind), kind)
         else:
             data = codecs.decode(body, kind)
         if "predict_fn" in user:
-            prediction = user["predict_fn"](data, self.model)
+            with _value_errors_refuse("predict_fn"):
+                prediction = user["predict_fn"](data, self.model)
         else:
             prediction = self._default_predict(data)
         if "output_fn" in user:
@@ -102,10 +110,17 @@ class InferenceHandler:
             raise RequestError(
                 400, f"records have {width} values each but the model expects {expected} features"
             )
-        try:
+        with _value_errors_refuse(f"the model's {self.predict_method}"):
             return getattr(self.model, self.predict_method or "predict")(data)
-        except ValueError as exc:
-            raise RequestError(400, f"the model rejected the records: {exc}") from exc
+
+
+@contextmanager
+def _value_errors_refuse(stage: str) -> Iterator[None]:
+    """Turn a ValueError (how Python code says "bad data") into a 400 naming the stage."""
+    try:
+        yield
+    except ValueError as exc:
+        raise RequestError(400, f"{stage} rejected the request: {exc}") from exc
 
 
 def _user_body(body: bytes, content_type: str) -> str | bytes:

@@ -1,0 +1,126 @@
+"""Fixtures for model server tests: the example model and real gunicorn servers on localhost."""
+
+import http.client
+import io
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+
+from batchinfer.examples import train_example_model
+from batchinfer.serving.launcher import ServerProcess, start_server
+
+START_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    content_type: str | None
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode()
+
+
+class Client:
+    """Plain HTTP calls to one server (a new connection per call, headers as given)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Reply:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request(method, path, body, dict(headers or {}))
+            response = connection.getresponse()
+            return Reply(response.status, response.getheader("Content-Type"), response.read())
+        finally:
+            connection.close()
+
+    def invoke(
+        self, body: bytes, content_type: str | None = "text/csv", accept: str | None = None
+    ) -> Reply:
+        headers = {"Content-Type": content_type} if content_type else {}
+        if accept:
+            headers["Accept"] = accept
+        return self.call("POST", "/invocations", body, headers)
+
+
+@pytest.fixture(scope="session")
+def example_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example model (100-tree gradient boosting on scikit-learn's diabetes data)."""
+    model_dir = tmp_path_factory.mktemp("example-model")
+    train_example_model(model_dir)
+    return model_dir
+
+
+@pytest.fixture(scope="session")
+def example_model(example_model_dir: Path) -> object:
+    return joblib.load(example_model_dir / "model.joblib")
+
+
+@pytest.fixture(scope="session")
+def example_rows() -> np.ndarray:
+    """Twelve rows of the example data set's 10 features (original units)."""
+    from sklearn.datasets import load_diabetes
+
+    return load_diabetes(return_X_y=True, scaled=False)[0][:12]
+
+
+def csv_body(rows: np.ndarray) -> bytes:
+    """Rows as headerless CSV, one line per row, with a trailing newline."""
+    stream = io.StringIO()
+    np.savetxt(stream, rows, delimiter=",", fmt="%.17g")
+    return stream.getvalue().encode()
+
+
+@pytest.fixture
+def csv_of() -> Callable[[np.ndarray], bytes]:
+    return csv_body
+
+
+@pytest.fixture(scope="session")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Client]]:
+    """Start a healthy server for a model directory (stopped at the end of the session)."""
+    servers: list[ServerProcess] = []
+
+    def start(model_dir: Path, *, workers: int = 1, env: Mapping[str, str] | None = None) -> Client:
+        server = start_server(model_dir, workers=workers, env=env)
+        servers.append(server)
+        server.wait_healthy(START_TIMEOUT)
+        return Client(server.port)
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def example_server(serve: Callable[..., Client], example_model_dir: Path) -> Client:
+    """The example model behind 2 workers, SAGEMAKER_MAX_PAYLOAD_IN_MB=1."""
+    return serve(example_model_dir, workers=2, env={"SAGEMAKER_MAX_PAYLOAD_IN_MB": "1"})
+
+
+def write_module(model_dir: Path, source: str, *, folder: str = "code") -> Path:
+    """Write a user module (dedented) as ``model_dir/<folder>/inference.py``."""
+    path = model_dir / folder / "inference.py" if folder else model_dir / "inference.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+@pytest.fixture
+def user_module() -> Callable[..., Path]:
+    return write_module
