@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo lint pytest
+.PHONY: test demo lint pytest image-smoke
 
 $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -19,7 +19,11 @@ lint: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest -n 2
 
-test: lint pytest
+# Build the inference image and run it with buildah + podman (installs them with apt-get).
+image-smoke: $(STAMP)
+	PYTHON=$(BIN)/python containers/inference/smoke_test.sh
+
+test: lint pytest image-smoke
 
 # The example: a classifier trained on a dataset shipped with scikit-learn, 500k rows of
 # input generated from it, then a local job: 2 instances, auto shards, CSV join, merge.
