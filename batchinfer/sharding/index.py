@@ -98,11 +98,14 @@ class ShardIndex:
         """Read an index from a local path or an ``s3://`` URI."""
         if is_s3_uri(path_or_uri):
             location = parse_s3_uri(path_or_uri, field="index")
+            from batchinfer.sharding.s3 import source_errors
+
             if s3_client is None:
                 import boto3
 
                 s3_client = boto3.client("s3")
-            body = s3_client.get_object(Bucket=location.bucket, Key=location.key)["Body"]
+            with source_errors(path_or_uri, None):
+                body = s3_client.get_object(Bucket=location.bucket, Key=location.key)["Body"]
             return cls.from_json(body.read(), location=path_or_uri)
         try:
             text = Path(path_or_uri).read_bytes()

@@ -207,5 +207,8 @@ class S3Sink:
         self._writers.clear()
 
     def put(self, name: str, data: bytes) -> None:
+        """Write a small JSON object (the manifest, the index)."""
         location = self.location.child(name)
-        self.client.put_object(Bucket=location.bucket, Key=location.key, Body=data)
+        self.client.put_object(
+            Bucket=location.bucket, Key=location.key, Body=data, ContentType="application/json"
+        )

@@ -65,6 +65,11 @@ def split(
                     progress=progress,
                 )
                 prefix = sink.prefix
+                if header_line is None and len(made) == 1:
+                    # the input fits one shard: use it as it is, like plain input
+                    sink.abort()
+                    prefix = source.parent_prefix
+                    made = [Shard(source.name, source.uri, 0, made[0].end, source.size)]
             else:
                 plan = plan_shards(
                     source.size,
@@ -102,7 +107,12 @@ def split(
 def _open(input: str, output: str, s3_client: Any) -> tuple[Any, Any]:
     """The source and the sink for local or S3 locations."""
     if not is_s3_uri(input):
-        return LocalSource(input), LocalSink(output)
+        source = LocalSource(input)
+        try:
+            return source, LocalSink(output)
+        except BaseException:
+            source.close()
+            raise
     from batchinfer.sharding.s3 import S3Sink, S3Source
 
     if s3_client is None:

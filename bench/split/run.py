@@ -68,32 +68,40 @@ def per_line_split(source: Path, out_dir: Path, shards: int) -> None:
     out.close()
 
 
-def best_of(repeats: int, action, cleanup) -> float:
-    times = []
+def best_of_interleaved(repeats: int, runs: dict) -> dict[str, float]:
+    """Best wall time of each ``name: (action, cleanup)``, the runs interleaved round by
+    round; dirty pages are flushed before each timing so one run's writeback does not
+    slow the next."""
+    best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeats):
-        times.append(timed(action))
-        cleanup()
-    return min(times)
+        for name, (action, cleanup) in runs.items():
+            os.sync()
+            best[name] = min(best[name], timed(action))
+            cleanup()
+    return best
 
 
 def local_benchmark(source: Path, shards: int, repeats: int) -> None:
     ours_dir, line_dir, cp_file = DATA / "ours", DATA / "per-line", DATA / "cp-copy.csv"
     subprocess.run(["cat", str(source)], stdout=subprocess.DEVNULL, check=True)  # warm cache
-    ours = best_of(
+    best = best_of_interleaved(
         repeats,
-        lambda: split(str(source), str(ours_dir), shards=shards),
-        lambda: shutil.rmtree(ours_dir),
+        {
+            "ours": (
+                lambda: split(str(source), str(ours_dir), shards=shards),
+                lambda: shutil.rmtree(ours_dir),
+            ),
+            "cp": (
+                lambda: subprocess.run(["cp", str(source), str(cp_file)], check=True),
+                lambda: cp_file.unlink(),
+            ),
+            "per-line": (
+                lambda: per_line_split(source, line_dir, shards),
+                lambda: shutil.rmtree(line_dir),
+            ),
+        },
     )
-    cp = best_of(
-        repeats,
-        lambda: subprocess.run(["cp", str(source), str(cp_file)], check=True),
-        lambda: cp_file.unlink(),
-    )
-    per_line = best_of(
-        repeats,
-        lambda: per_line_split(source, line_dir, shards),
-        lambda: shutil.rmtree(line_dir),
-    )
+    ours, cp, per_line = best["ours"], best["cp"], best["per-line"]
     size_mb = source.stat().st_size / MIB
     print(f"local: {size_mb:,.0f} MiB into {shards} shards, best of {repeats}")
     print(f"  ours {ours:.3f} s   cp {cp:.3f} s   per-line Python {per_line:.3f} s")
@@ -168,7 +176,7 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--s3-size-mb", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
     source = DATA / "input.csv"

@@ -124,3 +124,12 @@ def test_gzip_on_s3_round_trip(s3, bucket, csv_lines):
     size = len(bucket.get(source))
     assert progress[-1] == (2 * size, 2 * size)  # a shard count reads the input twice
     assert bucket.open_uploads() == []
+
+
+def test_r3_gzip_input_within_one_shard_is_not_copied(tmp_path):
+    source = gzip_file(tmp_path / "s.csv.gz", b"1,2\n3,4\n")
+    out = tmp_path / "out"
+    index = split(source, str(out), shard_size=1 << 20)
+    assert index.uris == [str(Path(source).resolve())]
+    assert (index.shards[0].start, index.shards[0].end) == (0, 8)
+    assert sorted(p.name for p in out.iterdir()) == ["s.csv.gz.index.json", "s.csv.gz.manifest"]

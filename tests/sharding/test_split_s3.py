@@ -166,3 +166,8 @@ def test_empty_object_is_an_input_error(s3, bucket):
     source = bucket.put("in/empty.csv", b"")
     with pytest.raises(InputError, match=r"s3://shards-test/in/empty\.csv is empty"):
         split(source, f"s3://{bucket.name}/out/", shards=2, s3_client=s3)
+
+
+def test_loading_a_missing_index_is_an_input_error(s3, bucket):
+    with pytest.raises(InputError, match=r"s3://shards-test/x\.index\.json: object not found"):
+        ShardIndex.load(f"s3://{bucket.name}/x.index.json", s3_client=s3)
