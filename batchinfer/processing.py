@@ -16,14 +16,12 @@ from dataclasses import asdict
 from multiprocessing import get_context
 from pathlib import Path
 
-from batchinfer.errors import BatchInferError
+from batchinfer.local.events import transform_input
+from batchinfer.local.http_client import checked_response
 from batchinfer.local.inputs import collect_inputs
 from batchinfer.serving.app import execution_parameters
 from batchinfer.serving.errors import RequestError
 from batchinfer.serving.handlers import InferenceHandler, load_handler
-from batchinfer.transform.assemble import output_name
-from batchinfer.transform.errors import InvocationError
-from batchinfer.transform.file_transform import transform_file
 from batchinfer.transform.settings import TransformSettings
 
 RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")
@@ -68,42 +66,35 @@ def run_processing_job(
     files = collect_inputs([input_dir])
     effective = settings.resolve(execution_parameters(workers))
     context = get_context("forkserver")
-    results: list[dict[str, object]] = []
     with ProcessPoolExecutor(
         workers, context, initializer=_load, initargs=(str(model_dir),)
     ) as pool:
 
         def invoke(body: bytes) -> bytes:
-            status, data = pool.submit(
-                _invoke, body, settings.content_type, settings.accept
-            ).result()
-            if status != 200:
-                detail = data[:500].decode("utf-8", "replace").strip()
-                raise InvocationError(detail, status=status, retryable=status >= 500)
-            return data
+            request = pool.submit(_invoke, body, settings.content_type, settings.accept)
+            return checked_response(*request.result())
 
-        for file in files:
-            output = output_dir / output_name(file.name)
-            output.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                stats = transform_file(
-                    file.path,
-                    output,
-                    settings=settings,
-                    effective=effective,
-                    invoke=invoke,
-                    name=file.name,
-                    concurrency=workers,
-                )
-                results.append({"name": file.name, "stats": asdict(stats), "error": None})
-            except BatchInferError as exc:
-                results.append({"name": file.name, "stats": None, "error": str(exc)})
-    return results
+        outcomes = [
+            transform_input(
+                file,
+                output_dir,
+                instance=0,
+                invoke=invoke,
+                settings=settings,
+                effective=effective,
+                concurrency=workers,
+            )
+            for file in files
+        ]
+    return [
+        {"name": o.file.name, "stats": o.stats and asdict(o.stats), "error": o.error}
+        for o in outcomes
+    ]
 
 
 def write_failure_message(results: list[dict[str, object]], message_file: Path) -> str | None:
     """The failure reason of the job (P8), written to ``message_file``; None if all succeeded."""
-    errors = [f"{r['name']}: {r['error']}" for r in results if r["error"]]
+    errors = [str(r["error"]) for r in results if r["error"]]
     if not errors:
         return None
     message = f"{len(errors)} of {len(results)} files failed. " + "; ".join(errors)

@@ -11,16 +11,12 @@ assembled by :func:`batchinfer.transform.file_transform.transform_file`, which w
 import os
 import queue
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
-from batchinfer.errors import BatchInferError
-from batchinfer.local.events import EngineReport, FileOutcome, Progress
+from batchinfer.local.events import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.local.http_client import ModelServerClient
 from batchinfer.local.inputs import InputFile
 from batchinfer.serving.launcher import start_server
-from batchinfer.transform.assemble import output_name
-from batchinfer.transform.file_transform import transform_file
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
@@ -92,7 +88,15 @@ def _process_files(
             except queue.Empty:
                 return
             progress.file_started(instance, file)
-            outcome = _transform_one(file, output_dir, instance, client.invoke, settings, effective)
+            outcome = transform_input(
+                file,
+                output_dir,
+                instance=instance,
+                invoke=client.invoke,
+                settings=settings,
+                effective=effective,
+                concurrency=effective.max_concurrent_transforms,
+            )
             with lock:
                 outcomes[file.name] = outcome
             progress.file_finished(outcome)
@@ -107,28 +111,3 @@ def _process_files(
         while thread.is_alive():
             thread.join(0.2)  # short joins keep Ctrl-C responsive
     return [outcomes[file.name] for file in files]
-
-
-def _transform_one(
-    file: InputFile,
-    output_dir: Path,
-    instance: int,
-    invoke: Callable[[bytes], bytes],
-    settings: TransformSettings,
-    effective: EffectiveSettings,
-) -> FileOutcome:
-    output = output_dir / output_name(file.name)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        stats = transform_file(
-            file.path,
-            output,
-            settings=settings,
-            effective=effective,
-            invoke=invoke,
-            name=file.name,
-            concurrency=effective.max_concurrent_transforms,
-        )
-    except BatchInferError as exc:
-        return FileOutcome(file, instance, output, error=str(exc))
-    return FileOutcome(file, instance, output, stats=stats)

@@ -3,9 +3,11 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from batchinfer.errors import BatchInferError
 from batchinfer.local.inputs import InputFile
-from batchinfer.transform.file_transform import FileStats
-from batchinfer.transform.settings import EffectiveSettings
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.file_transform import FileStats, Invoke, transform_file
+from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 
 @dataclass(frozen=True)
@@ -40,3 +42,32 @@ class Progress:
 
     def file_finished(self, outcome: FileOutcome) -> None:
         """A file succeeded or failed."""
+
+
+def transform_input(
+    file: InputFile,
+    output_dir: Path,
+    *,
+    instance: int,
+    invoke: Invoke,
+    settings: TransformSettings,
+    effective: EffectiveSettings,
+    concurrency: int,
+) -> FileOutcome:
+    """Transform one input into ``<output_dir>/<name>.out``; a failure is an outcome (R19)."""
+    output = output_dir / output_name(file.name)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.unlink(missing_ok=True)  # R19: no stale .out for a file that fails this time
+    try:
+        stats = transform_file(
+            file.path,
+            output,
+            settings=settings,
+            effective=effective,
+            invoke=invoke,
+            name=file.name,
+            concurrency=concurrency,
+        )
+    except BatchInferError as exc:
+        return FileOutcome(file, instance, output, error=str(exc))
+    return FileOutcome(file, instance, output, stats=stats)

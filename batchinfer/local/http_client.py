@@ -12,6 +12,14 @@ from typing import Any
 from batchinfer.transform.errors import InvocationError
 
 
+def checked_response(status: int, body: bytes) -> bytes:
+    """The body of a 2xx answer; otherwise an InvocationError (retryable for 5xx, R20)."""
+    if not 200 <= status < 300:
+        detail = body[:500].decode("utf-8", "replace").strip()
+        raise InvocationError(detail, status=status, retryable=status >= 500)
+    return body
+
+
 class ModelServerClient:
     """Talks to one model server ("instance") on localhost."""
 
@@ -51,11 +59,7 @@ class ModelServerClient:
 
     def invoke(self, body: bytes) -> bytes:
         """POST one request body to /invocations and return the response body."""
-        status, data = self._request("POST", "/invocations", body)
-        if not 200 <= status < 300:
-            detail = data[:500].decode("utf-8", "replace").strip()
-            raise InvocationError(detail, status=status, retryable=status >= 500)
-        return data
+        return checked_response(*self._request("POST", "/invocations", body))
 
     def execution_parameters(self) -> dict[str, Any] | None:
         """The container's GET /execution-parameters (C5), or None where it has none."""
