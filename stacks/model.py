@@ -142,7 +142,8 @@ class Model(Construct):
                 environment=dict(config.model_environment) or None,
             ),
         )
-        self.model.node.add_dependency(self.role)
+        # SageMaker checks the role's permissions when the model is created.
+        self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
         self.model_name = self.model.attr_model_name
         wildcard_resources = [
             *(storage.data_arn(p) for p in ("input/", SHARDS_PREFIX, RUNS_PREFIX, "output/")),

@@ -17,31 +17,31 @@ class StatusTable(Construct):
         self, scope: Construct, id: str, *, config: PipelineConfig, storage: Storage
     ) -> None:
         super().__init__(scope, id)
-        self.table = dynamodb.TableV2(
+        # Table (not TableV2): a customer-managed key on TableV2 needs a region-bound stack.
+        self.table = dynamodb.Table(
             self,
             "Table",
             partition_key=dynamodb.Attribute(
                 name=keys.PARTITION_KEY, type=dynamodb.AttributeType.STRING
             ),
             sort_key=dynamodb.Attribute(name=keys.SORT_KEY, type=dynamodb.AttributeType.STRING),
-            billing=dynamodb.Billing.on_demand(),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            encryption=dynamodb.TableEncryptionV2.customer_managed_key(storage.key),
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=storage.key,
             time_to_live_attribute=keys.TTL_ATTRIBUTE,
             deletion_protection=config.retain_data,
             removal_policy=RemovalPolicy.RETAIN if config.retain_data else RemovalPolicy.DESTROY,
-            global_secondary_indexes=[
-                dynamodb.GlobalSecondaryIndexPropsV2(
-                    index_name=keys.STATUS_INDEX,
-                    partition_key=dynamodb.Attribute(
-                        name=keys.STATUS_INDEX_PARTITION, type=dynamodb.AttributeType.STRING
-                    ),
-                    sort_key=dynamodb.Attribute(
-                        name=keys.STATUS_INDEX_SORT, type=dynamodb.AttributeType.STRING
-                    ),
-                    projection_type=dynamodb.ProjectionType.ALL,
-                )
-            ],
+        )
+        self.table.add_global_secondary_index(
+            index_name=keys.STATUS_INDEX,
+            partition_key=dynamodb.Attribute(
+                name=keys.STATUS_INDEX_PARTITION, type=dynamodb.AttributeType.STRING
+            ),
+            sort_key=dynamodb.Attribute(
+                name=keys.STATUS_INDEX_SORT, type=dynamodb.AttributeType.STRING
+            ),
+            projection_type=dynamodb.ProjectionType.ALL,
         )

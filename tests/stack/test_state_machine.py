@@ -1,0 +1,198 @@
+"""The state machine definition as synthesized: the data flow, retries, catches and job
+naming that issue the spec's S1-S6 and R1 promises, plus asl-validator on every
+definition."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
+
+from .conftest import REPO_ROOT
+from .definition import all_states, definitions
+
+ASL_VALIDATOR = REPO_ROOT / "node_modules" / ".bin" / "asl-validator"
+
+
+@pytest.fixture(scope="module")
+def definition(synthesized):
+    (only,) = definitions(synthesized.template_json).values()
+    return only
+
+
+@pytest.fixture(scope="module")
+def states(definition):
+    return all_states(definition["States"])
+
+
+def test_every_definition_passes_asl_validator(synthesized, tmp_path):
+    assert ASL_VALIDATOR.exists(), "run `npm ci` (make installs it)"
+    for logical_id, definition in definitions(synthesized.template_json).items():
+        path = tmp_path / f"{logical_id}.json"
+        path.write_text(json.dumps(definition))
+        result = subprocess.run(
+            [str(ASL_VALIDATOR), "--json-path", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_run_flow_plan_split_collect_job_verify_finalize(definition, states):
+    assert definition["StartAt"] == "Plan"
+    assert states["Plan"]["Next"] == "SplitInputs"
+    assert states["SplitInputs"]["Next"] == "Collect"
+    assert states["Collect"]["Next"] == "RunJob"
+    assert states["RunJob"]["Next"] == "Verify"
+    assert states["Verify"]["Next"] == "AllShardsDone"
+    choice = states["AllShardsDone"]
+    assert choice["Choices"] == [
+        {"Variable": "$.round.complete", "BooleanEquals": True, "Next": "Finalize"}
+    ]
+    assert choice["Default"] == "RunJob", "missing shards go back to a new job round"
+    assert states["Finalize"]["Next"] == "Done" and states["Done"]["Type"] == "Succeed"
+
+
+def test_timeout_logging_and_tracing(synthesized, definition):
+    config = synthesized.stack.config
+    assert definition["TimeoutSeconds"] == config.timeout_hours * 3600
+    (machine,) = [
+        r
+        for r in synthesized.template_json["Resources"].values()
+        if r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    props = machine["Properties"]
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is True
+    assert props["TracingConfiguration"] == {"Enabled": True}
+    assert props["StateMachineType"] == "STANDARD"
+
+
+def test_job_name_is_made_inside_the_retried_block_R1(states):
+    """A Retry re-runs a state with the same input: the SageMaker tasks have none; the
+    Retry is on the Parallel whose branch starts with PrepareJob, which names the job."""
+    run_job = states["RunJob"]
+    assert run_job["Type"] == "Parallel"
+    (branch,) = run_job["Branches"]
+    assert branch["StartAt"] == "PrepareJob"
+    assert "Retry" not in states["TransformJob"]
+    assert "Retry" not in states["TransformJobWithDataProcessing"]
+    assert "Retry" not in states["ProcessingJob"]
+    assert states["PrepareJob"]["ResultPath"] == "$.job"
+    for task in ("TransformJob", "TransformJobWithDataProcessing", "ProcessingJob"):
+        parameters = states[task]["Parameters"]
+        name_key = "ProcessingJobName.$" if task == "ProcessingJob" else "TransformJobName.$"
+        assert parameters[name_key].startswith("$.job.request.")
+
+
+def test_sagemaker_retry_has_backoff_and_jitter_and_skips_validation_errors(synthesized, states):
+    retry = synthesized.stack.config.retry
+    (rule,) = states["RunJob"]["Retry"]
+    assert set(rule["ErrorEquals"]) == set(RETRYABLE_SAGEMAKER_ERRORS)
+    assert {
+        "SageMaker.ResourceLimitExceededException",
+        "SageMaker.AmazonSageMakerException",
+        "ThrottlingException",
+    } <= set(rule["ErrorEquals"])
+    assert not any("Validation" in e or e.startswith("States.") for e in rule["ErrorEquals"])
+    assert rule["JitterStrategy"] == "FULL"
+    assert rule["BackoffRate"] == retry.backoff_rate
+    assert rule["IntervalSeconds"] == retry.interval_seconds
+    assert rule["MaxAttempts"] == retry.max_attempts
+    assert rule["MaxDelaySeconds"] == retry.max_delay_seconds
+
+
+def test_sync_tasks_are_the_s1_integrations(states):
+    assert states["TransformJob"]["Resource"].endswith(
+        ":states:::sagemaker:createTransformJob.sync"
+    )
+    assert states["ProcessingJob"]["Resource"].endswith(
+        ":states:::sagemaker:createProcessingJob.sync"
+    )
+    assert "DataProcessing.$" in states["TransformJobWithDataProcessing"]["Parameters"]
+    assert "DataProcessing.$" not in states["TransformJob"]["Parameters"]
+    choose = states["ChooseJob"]
+    assert choose["Choices"][0] == {
+        "Variable": "$.job.engine",
+        "StringEquals": "processing",
+        "Next": "ProcessingJob",
+    }
+    assert choose["Default"] == "TransformJob"
+
+
+def test_failed_job_goes_to_verify_and_api_errors_to_the_failure_path(states):
+    catches = states["RunJob"]["Catch"]
+    assert catches[0] == {
+        "ErrorEquals": ["States.TaskFailed"],
+        "ResultPath": "$.job",
+        "Next": "CheckJobError",
+    }
+    assert catches[1]["ErrorEquals"] == ["States.ALL"]
+    assert catches[1]["Next"] == "RecordFailure"
+    check = states["CheckJobError"]
+    assert check["Choices"] == [
+        {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed", "Next": "Verify"}
+    ]
+    assert check["Default"] == "JobApiError"
+    assert states["JobApiError"]["Next"] == "RecordFailure"
+
+
+def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(states):
+    for name in ("Plan", "SplitInputs", "Collect", "RunJob", "Verify", "Finalize"):
+        last = states[name]["Catch"][-1]
+        assert last["ErrorEquals"] == ["States.ALL"], name
+        assert last["Next"] == "RecordFailure", name
+        assert last["ResultPath"] == "$.error", name
+    record = states["RecordFailure"]
+    assert record["Next"] == "RunFailed"
+    assert record["Catch"][0]["Next"] == "FailureNotRecorded"
+    assert states["RunFailed"] == {
+        "Type": "Fail",
+        "ErrorPath": "$.failure.error",
+        "CausePath": "$.failure.cause",
+    }
+    assert states["FailureNotRecorded"]["Type"] == "Fail"
+    fail_states = {n for n, s in states.items() if s["Type"] == "Fail"}
+    assert fail_states == {"RunFailed", "FailureNotRecorded", "DuplicateRun"}
+
+
+def test_duplicate_run_fails_without_touching_the_existing_run(states):
+    first = states["Plan"]["Catch"][0]
+    assert first["ErrorEquals"] == ["RunAlreadyExists"]
+    assert first["Next"] == "DuplicateRun"
+    assert states["DuplicateRun"]["Type"] == "Fail"
+
+
+def test_per_shard_data_stays_out_of_the_state(states):
+    split = states["SplitInputs"]
+    assert split["ItemReader"]["Resource"].endswith(":states:::s3:getObject")
+    assert split["ItemReader"]["Parameters"]["Key.$"] == "$.plan.inputs_key"
+    assert split["ItemReader"]["ReaderConfig"]["InputType"] == "JSON"
+    assert "ResultWriter" in split
+    assert split["ResultPath"] is None
+    assert split.get("ToleratedFailurePercentage", 0) == 0, "one failed split fails the Map"
+    assert states["RunJob"]["ResultSelector"] == {"name.$": "$[0].name", "status.$": "$[0].status"}
+    for task in ("TransformJob", "ProcessingJob"):
+        assert set(states[task]["ResultSelector"]) == {"name.$", "status.$"}
+
+
+def test_lambda_payloads_reference_only_state_that_exists(states):
+    """Every Lambda gets small objects from the state, never a shard list."""
+    assert states["Plan"]["Parameters"]["request.$"] == "$"
+    assert states["Collect"]["Parameters"]["plan.$"] == "$.plan"
+    assert states["PrepareJob"]["Parameters"] == {"plan.$": "$.plan", "round.$": "$.round"}
+    verify = states["Verify"]["Parameters"]
+    assert {verify["plan.$"], verify["round.$"], verify["job.$"]} == {"$.plan", "$.round", "$.job"}
+    assert states["RecordFailure"]["Parameters"]["state.$"] == "$"
+
+
+def test_asl_validator_is_pinned_in_package_json():
+    package = json.loads((REPO_ROOT / "package.json").read_text())
+    assert package["devDependencies"]["asl-validator"][0].isdigit()
+    assert package["devDependencies"]["aws-cdk"].startswith("2.1148.")
+    assert shutil.which("node") is not None
+    assert Path(REPO_ROOT / "package-lock.json").exists()
