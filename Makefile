@@ -4,6 +4,8 @@
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The pinned CDK CLI and asl-validator (package-lock.json) for the stack tests.
+NPM_STAMP := node_modules/.installed
 
 .PHONY: test demo lint pytest image-smoke
 
@@ -12,11 +14,15 @@ $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt -e .
 	touch $(STAMP)
 
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NPM_STAMP)
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(NPM_STAMP)
 	$(BIN)/pytest -n 2
 
 # Build the inference image and run it with buildah + podman (installs them with apt-get).
