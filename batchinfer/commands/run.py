@@ -78,7 +78,7 @@ def run(
     console = Console(stderr=True, quiet=quiet or as_json)
     total = sum(f.size for f in collect_inputs(inputs))
     with LiveProgress(console, total, instance_count) as progress:
-        result = run_job(job, progress, on_stage=lambda s: console.log(f"stage: {s}"))
+        result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     elif not quiet:

@@ -65,12 +65,14 @@ class LiveProgress(Progress):
 def summary_table(result: JobResult) -> Table:
     """One row per input: where it ran, records in and out, volume, speed, status."""
     table = Table(title=f"batchinfer run: {result.status}", title_justify="left")
-    for column in ("input", "instances", "records in", "records out", "MB in", "s", "rows/s"):
-        table.add_column(column, justify="left" if column == "input" else "right")
+    table.add_column("input", min_width=min(30, max(len(f.name) for f in result.files)))
+    for column in ("shards", "inst", "rec in", "rec out", "MB", "s", "rows/s"):
+        table.add_column(column, justify="right")
     table.add_column("status")
     for file in result.files:
         table.add_row(
-            file.name + (f" ({file.shards} shards)" if file.shards else ""),
+            file.name,
+            str(file.shards or 1),
             ",".join(str(i + 1) for i in file.instances),
             _count(file.records_in),
             _count(file.records_out),
@@ -83,6 +85,7 @@ def summary_table(result: JobResult) -> Table:
     table.add_section()
     table.add_row(
         f"{totals['files']} files",
+        "",
         "",
         _count(totals["records_in"]),
         _count(totals["records_out"]),

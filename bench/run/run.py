@@ -32,7 +32,7 @@ import pandas as pd
 from batchinfer.examples import train_example_model, write_example_csv
 
 DATA = Path(__file__).resolve().parents[1] / ".data" / "run"
-ROW_BYTES_ESTIMATE = 110
+ROW_BYTES_ESTIMATE = 45
 
 
 def prepare(size_mb: int) -> tuple[Path, Path, int]:
