@@ -34,7 +34,7 @@ test: lint pytest image-smoke
 # The example: a classifier trained on a dataset shipped with scikit-learn, 500k rows of
 # input generated from it, then a local job: 2 instances, auto shards, CSV join, merge.
 DEMO := .demo
-demo: $(STAMP)
+demo: $(STAMP) $(NPM_STAMP)
 	$(BIN)/batchinfer example $(DEMO) --rows 500000
 	$(BIN)/batchinfer run $(DEMO)/input --model $(DEMO)/model --output $(DEMO)/output \
 	  --content-type text/csv --accept text/csv --split-type Line --assemble-with Line \
