@@ -1,0 +1,91 @@
+"""Config validation at synth (issue item 9): clear messages naming the environment and
+key; the two example environments load."""
+
+import copy
+import json
+
+import pytest
+
+from batchinfer.errors import ValidationError
+from stacks.config import load_config, parse_config
+
+from .conftest import REPO_ROOT
+
+CONTEXT = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+DEV = CONTEXT["batchinfer:environments"]["dev"]
+
+
+def _parse(**changes):
+    raw = copy.deepcopy(DEV) | changes
+    return parse_config("dev", raw, REPO_ROOT)
+
+
+def test_both_example_environments_load_and_env_selects():
+    dev = load_config(CONTEXT, None, REPO_ROOT)
+    prod = load_config(CONTEXT, "prod", REPO_ROOT)
+    assert (dev.name, prod.name) == ("dev", "prod")
+    assert prod.account == "123456789012" and dev.account is None
+    assert prod.schedules[0].name == "nightly-scoring"
+    assert prod.s3_trigger is not None and prod.s3_trigger.prefix == "input/arrivals/"
+
+
+def test_unknown_environment_names_the_known_ones():
+    with pytest.raises(
+        ValidationError, match=r"env: 'qa' is not a configured environment; known: dev, prod"
+    ):
+        load_config(CONTEXT, "qa", REPO_ROOT)
+
+
+@pytest.mark.parametrize(
+    ("transform", "message"),
+    [
+        ({"instance_type": "m5.large"}, r"environments\.dev\.transform: instance_type .*'ml\.'"),
+        ({"instance_count": 101}, r"instance_count \(InstanceCount\): 101 is out of range"),
+        ({"max_payload_mb": 20, "max_concurrent_transforms": 6}, r"6 x 20 = 120 MB"),
+        ({"split_typ": "Line"}, r"unknown key 'split_typ'; did you mean 'split_type'"),
+    ],
+)
+def test_transform_defaults_are_validated_R1(transform, message):
+    with pytest.raises(ValidationError, match=message):
+        _parse(transform=DEV["transform"] | transform)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("cron(0 2 * * *)", "has 5 cron fields; EventBridge Scheduler needs 6"),
+        ("cron(0 2 * * MON *)", "one of day-of-month and day-of-week must be '?'"),
+        ("rate(1 days)", "use a singular unit for 1"),
+        ("every day", "is not a schedule"),
+    ],
+)
+def test_schedule_syntax_is_checked(expression, message):
+    schedules = [{"name": "n", "expression": expression, "input": {"input": "s3://b/input/"}}]
+    with pytest.raises(ValidationError, match=r"environments\.dev\.schedules\[0\]\.expression"):
+        _parse(schedules=schedules)
+    with pytest.raises(ValidationError, match=message):
+        _parse(schedules=schedules)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"job_prefix": "BI-dev"}, r"job_prefix: 'BI-dev' is not allowed; allowed: 1-20 lowercase"),
+        ({"instance_typ": "x"}, r"environments\.dev: unknown key 'instance_typ'"),
+        ({"model_data": "models/missing.tar.gz"}, r"model_data: 'models/missing.tar.gz'"),
+        ({"max_rounds": 0}, r"max_rounds: 0 is not allowed; allowed: an integer 1\.\.9"),
+        ({"log_retention_days": 10}, r"log_retention_days: 10 is not allowed"),
+        ({"s3_trigger": {"prefix": "elsewhere/"}}, r"s3_trigger\.prefix: 'elsewhere/'"),
+        ({"retry": {"backoff_rate": 0.5}}, r"retry\.backoff_rate: 0\.5 is not allowed"),
+        ({"shard_size": "12 parsecs"}, r"shard_size: '12 parsecs' is not a size"),
+    ],
+)
+def test_stack_settings_are_validated(changes, message):
+    with pytest.raises(ValidationError, match=message):
+        _parse(**changes)
+
+
+def test_local_model_tarball_is_accepted(tmp_path):
+    (tmp_path / "model.tar.gz").write_bytes(b"")
+    config = parse_config("dev", DEV | {"model_data": "model.tar.gz"}, tmp_path)
+    assert config.is_local_model

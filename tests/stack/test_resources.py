@@ -1,0 +1,243 @@
+"""Every resource of the stack and its security settings, read from the template."""
+
+from aws_cdk.assertions import Match
+
+from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline.layout import SHARDS_PREFIX
+
+from .conftest import ACCOUNT, REGION, of_type
+
+
+def test_kms_key_rotates(synthesized):
+    synthesized.template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+
+
+def test_data_bucket_is_kms_encrypted_private_versioned_and_logged(synthesized, resources):
+    synthesized.template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like(
+                        {
+                            "ServerSideEncryptionByDefault": {
+                                "SSEAlgorithm": "aws:kms",
+                                "KMSMasterKeyID": Match.any_value(),
+                            }
+                        }
+                    )
+                ]
+            },
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "LoggingConfiguration": Match.object_like({"DestinationBucketName": Match.any_value()}),
+        },
+    )
+    for bucket in of_type(resources, "AWS::S3::Bucket").values():
+        assert bucket["Properties"]["PublicAccessBlockConfiguration"]["BlockPublicPolicy"]
+
+
+def test_lifecycle_expires_shards_and_incomplete_uploads(synthesized):
+    days = synthesized.stack.config.shard_expiry_days
+    synthesized.template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}}
+                        ),
+                        Match.object_like(
+                            {"Prefix": SHARDS_PREFIX, "ExpirationInDays": days, "Status": "Enabled"}
+                        ),
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_every_bucket_denies_plain_http(resources):
+    policies = of_type(resources, "AWS::S3::BucketPolicy").values()
+    assert len(policies) == len(of_type(resources, "AWS::S3::Bucket"))
+    for policy in policies:
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in statements
+        )
+
+
+def test_status_table_on_demand_pitr_kms_ttl_and_status_index(synthesized):
+    synthesized.template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "BillingMode": "PAY_PER_REQUEST",
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "SSESpecification": Match.object_like({"SSEEnabled": True, "SSEType": "KMS"}),
+            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+            "KeySchema": [
+                {"AttributeName": "run_id", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            "GlobalSecondaryIndexes": [
+                Match.object_like(
+                    {
+                        "IndexName": "by-status",
+                        "KeySchema": [
+                            {"AttributeName": "run_status", "KeyType": "HASH"},
+                            {"AttributeName": "started_at", "KeyType": "RANGE"},
+                        ],
+                    }
+                )
+            ],
+        },
+    )
+
+
+def test_lambdas_latest_python_json_logs_xray_own_roles(resources):
+    functions = {
+        k: v
+        for k, v in of_type(resources, "AWS::Lambda::Function").items()
+        if k.startswith("Functions")
+    }
+    assert len(functions) == 7
+    roles = set()
+    for function in functions.values():
+        props = function["Properties"]
+        assert props["Runtime"] == "python3.14"
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        assert props["LoggingConfig"]["LogFormat"] == "JSON"
+        assert "BATCHINFER_TABLE_NAME" in props["Environment"]["Variables"]
+        roles.add(props["Role"]["Fn::GetAtt"][0])
+    assert len(roles) == 7, "one least-privilege role per Lambda"
+
+
+def test_model_has_network_isolation_and_the_image(synthesized):
+    synthesized.template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "EnableNetworkIsolation": True,
+            "PrimaryContainer": Match.object_like(
+                {"Image": Match.any_value(), "ModelDataUrl": synthesized.stack.config.model_data}
+            ),
+        },
+    )
+
+
+def test_state_machine_iam_is_the_s4_s5_shape(synthesized, resources):
+    prefix = synthesized.stack.config.job_prefix
+    (policy,) = [
+        p
+        for k, p in of_type(resources, "AWS::IAM::Policy").items()
+        if k.startswith("WorkflowStateMachineRoleDefaultPolicy")
+    ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    by_action = {}
+    for s in statements:
+        for action in [s["Action"]] if isinstance(s["Action"], str) else s["Action"]:
+            by_action.setdefault(action, []).append(s)
+    (jobs,) = by_action["sagemaker:CreateTransformJob"]
+    assert sorted(jobs["Resource"]) == sorted(
+        f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:{kind}-job/{prefix}-*"
+        for kind in ("transform", "processing")
+    )
+    for action in (
+        "DescribeTransformJob",
+        "StopTransformJob",
+        "CreateProcessingJob",
+        "DescribeProcessingJob",
+        "StopProcessingJob",
+        "AddTags",
+    ):
+        assert by_action[f"sagemaker:{action}"] == [jobs]
+    assert by_action["sagemaker:ListTags"][0]["Resource"] == "*"
+    (pass_role,) = by_action["iam:PassRole"]
+    assert pass_role["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
+    (rules,) = by_action["events:PutRule"]
+    assert sorted(rules["Resource"]) == [
+        f"arn:aws:events:{REGION}:{ACCOUNT}:rule/StepFunctionsGetEventsForSageMaker{k}JobsRule"
+        for k in ("Processing", "Transform")
+    ]
+    assert set(rules["Action"]) == {"events:PutTargets", "events:PutRule", "events:DescribeRule"}
+
+
+def test_topic_is_kms_encrypted_and_tls_only(synthesized, resources):
+    synthesized.template.has_resource_properties(
+        "AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()}
+    )
+    (policy,) = of_type(resources, "AWS::SNS::TopicPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in statements
+    )
+    synthesized.template.has_resource_properties(
+        "AWS::SNS::Subscription",
+        {"Protocol": "email", "Endpoint": "ml-platform-oncall@example.com"},
+    )
+
+
+def test_alarms_on_failed_timed_out_aborted_runs_and_lambda_errors(resources):
+    alarms = of_type(resources, "AWS::CloudWatch::Alarm").values()
+    metrics = sorted(a["Properties"]["MetricName"] for a in alarms)
+    assert metrics.count("Errors") == 7
+    assert {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"} <= set(metrics)
+    for alarm in alarms:
+        assert alarm["Properties"]["AlarmActions"], "every alarm notifies the topic"
+    assert len(of_type(resources, "AWS::CloudWatch::Dashboard")) == 1
+
+
+def test_schedule_and_s3_arrival_trigger(synthesized, resources):
+    (schedule,) = of_type(resources, "AWS::Scheduler::Schedule").values()
+    props = schedule["Properties"]
+    assert props["ScheduleExpression"] == "cron(0 2 * * ? *)"
+    assert props["ScheduleExpressionTimezone"] == "Europe/Dublin"
+    assert '"merge":true' in props["Target"]["Input"].replace(" ", "")
+    synthesized.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": Match.object_like(
+                {
+                    "source": ["aws.s3"],
+                    "detail-type": ["Object Created"],
+                    "detail": Match.object_like(
+                        {"object": {"key": [{"prefix": "input/arrivals/"}]}}
+                    ),
+                }
+            )
+        },
+    )
+    synthesized.template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": Match.object_like(
+                {
+                    "source": ["aws.states"],
+                    "detail": Match.object_like({"status": ["TIMED_OUT", "ABORTED"]}),
+                }
+            )
+        },
+    )
+    synthesized.template.has_resource_properties(
+        "Custom::S3BucketNotifications",
+        {"NotificationConfiguration": {"EventBridgeConfiguration": {}}},
+    )
+
+
+def test_outputs_are_exported_and_mirrored_in_ssm(synthesized):
+    outputs = synthesized.template_json["Outputs"]
+    stack_name = synthesized.stack.stack_name
+    for key in stack_outputs.ALL:
+        assert outputs[key]["Export"]["Name"] == f"{stack_name}-{key}"
+        synthesized.template.has_resource_properties(
+            "AWS::SSM::Parameter", {"Name": f"/batchinfer/prod/{key}", "Type": "String"}
+        )
