@@ -28,7 +28,7 @@ ENGINES = ("transform", "processing")
 RUN_KEYS = frozenset(
     {"input", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
 )
-REQUEST_KEYS = RUN_KEYS | TransformSettings.keys()
+REQUEST_KEYS = RUN_KEYS | TransformSettings.request_keys()
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 

@@ -106,9 +106,10 @@ class StatusTable:
         ``create`` also allows writing a RUN item that does not exist yet (a run that failed
         before Plan recorded it); ``only_if_running`` leaves finished runs alone.
         """
-        names = {f"#a{i}": key for i, key in enumerate(attributes)}
-        values = {f":v{i}": value for i, value in enumerate(attributes.values())}
-        sets = ", ".join(f"#a{i} = :v{i}" for i in range(len(attributes)))
+        # boto3's condition builder names its own placeholders #n<i> and :v<i>.
+        names = {f"#attr{i}": key for i, key in enumerate(attributes)}
+        values = {f":val{i}": value for i, value in enumerate(attributes.values())}
+        sets = ", ".join(f"#attr{i} = :val{i}" for i in range(len(attributes)))
         condition = Attr("execution_arn").eq(execution_arn)
         if only_if_running:
             condition &= Attr(STATUS_INDEX_PARTITION).eq(RUNNING)

@@ -1,0 +1,240 @@
+"""A run through the real Lambda handlers over moto: Plan, Split (lambda/split.py), Collect,
+PrepareJob, a transform job that leaves one shard without output, Verify resubmitting only
+that shard (spec R4), the second job, Verify, Finalize with an ordered merge."""
+
+import json
+from typing import Any
+
+import pytest
+
+from batchinfer.pipeline.job_outcome import JobOutcome
+from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
+from batchinfer.transform.settings import validate_job_name
+from stacks.workflow import _TRANSFORM_FIELDS
+
+from .conftest import BUCKET, load_handler
+
+EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:exec-1"
+
+
+def rows(count: int, offset: int = 0) -> bytes:
+    return b"".join(f"{i},{i + 1},{2 * i}\n".encode() for i in range(offset, offset + count))
+
+
+def row_sums(data: bytes) -> bytes:
+    """Model M of the spec: one sum per CSV row (AssembleWith Line adds the newlines)."""
+    return b"".join(
+        f"{sum(int(x) for x in line.split(b','))}\n".encode() for line in data.splitlines()
+    )
+
+
+def run_job(account, job: dict[str, Any], skip: set[str] = frozenset()) -> dict[str, Any]:
+    """Do what the transform job of ``job`` does, leaving out the shards in ``skip``."""
+    request = job["request"]
+    manifest = json.loads(
+        account.get(request["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"])
+    )
+    prefix, names = manifest[0]["prefix"], manifest[1:]
+    output = request["TransformOutput"]["S3OutputPath"]
+    for name in names:
+        if name in skip:
+            continue
+        data = account.get(prefix + name)
+        account.put(output.removeprefix(f"s3://{BUCKET}/") + name + ".out", row_sums(data))
+    if skip:
+        cause = {
+            "TransformJobName": job["name"],
+            "TransformJobStatus": "Failed",
+            "FailureReason": f"ClientError: 400 from the model for {sorted(skip)[0]}",
+        }
+        return {"Error": "States.TaskFailed", "Cause": json.dumps(cause)}
+    return {"name": job["name"], "status": "Completed"}
+
+
+@pytest.fixture
+def handlers(account, monkeypatch):
+    for key, value in account.env.to_variables().items():
+        monkeypatch.setenv(key, value)
+    loaded = {
+        name: load_handler(name)
+        for name in (
+            "plan",
+            "split",
+            "collect",
+            "prepare_job",
+            "verify",
+            "finalize",
+            "record_failure",
+        )
+    }
+    from batchinfer.pipeline.clients import services
+
+    services.cache_clear()
+    yield loaded
+    services.cache_clear()
+
+
+def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handlers):
+    a = rows(300)
+    b = rows(7, offset=1000)
+    account.put("input/batch/a.csv", a)
+    account.put("input/batch/sub/b.csv", b)
+    request = {"input": f"s3://{BUCKET}/input/batch/", "shards": 3, "merge": True}
+    plan = handlers["plan"].handler(
+        {
+            "request": request,
+            "execution": EXECUTION,
+            "execution_name": "exec-1",
+            "started_at": "2025-01-01T00:00:00Z",
+        },
+        None,
+    )
+    assert plan["run_id"] == "exec-1"
+    assert account.table.get_run("exec-1")["run_status"] == RUNNING
+    items = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    assert [i["input"].rsplit("/", 2)[-2:] for i in items] == [["batch", "a.csv"], ["sub", "b.csv"]]
+
+    for item in items:  # the split Map
+        assert handlers["split"].handler(item, None)["shards"] == 3
+
+    round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    manifest = json.loads(account.get(round_1["manifest"]))
+    assert manifest[0] == {"prefix": f"s3://{BUCKET}/shards/exec-1/"}
+    assert manifest[1:] == [
+        "a.part-00000.csv",
+        "a.part-00001.csv",
+        "a.part-00002.csv",
+        "sub/b.part-00000.csv",
+        "sub/b.part-00001.csv",
+        "sub/b.part-00002.csv",
+    ]
+
+    job_1 = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
+    assert set(_TRANSFORM_FIELDS) <= set(job_1["request"]), "the task copies these fields"
+    assert job_1["data_processing"] is False
+    validate_job_name(job_1["name"])
+    outcome = run_job(account, job_1, skip={"a.part-00001.csv"})
+
+    round_2 = handlers["verify"].handler(
+        {"plan": plan, "round": round_1, "job": outcome, "execution": EXECUTION}, None
+    )
+    assert round_2["complete"] is False and round_2["number"] == 2
+    assert json.loads(account.get(round_2["manifest"])) == [manifest[0], "a.part-00001.csv"]
+    shard_items = account.table.shards("exec-1")
+    assert [i["status"] for i in shard_items].count(MISSING) == 1
+    assert {i["job_name"] for i in shard_items} == {job_1["name"]}
+
+    job_2 = handlers["prepare_job"].handler({"plan": plan, "round": round_2}, None)
+    assert job_2["name"] != job_1["name"] and "-r2-" in job_2["name"]
+    outcome = run_job(account, job_2)
+    done = handlers["verify"].handler(
+        {"plan": plan, "round": round_2, "job": outcome, "execution": EXECUTION}, None
+    )
+    assert done["complete"] is True
+
+    result = handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
+    output = f"s3://{BUCKET}/output/exec-1/"
+    assert result == {
+        "run_id": "exec-1",
+        "status": SUCCEEDED,
+        "output": output,
+        "records_in": 307,
+        "records_out": 307,
+        "shards": 6,
+        "execution": EXECUTION,
+    }
+    assert account.get(output + "a.csv.out") == row_sums(a)
+    assert account.get(output + "sub/b.csv.out") == row_sums(b)
+    assert account.get(output + "_SUCCESS") == b""
+    result_manifest = json.loads(account.get(output + "_manifest.json"))
+    assert [f["output"] for f in result_manifest["files"]] == ["a.csv.out", "sub/b.csv.out"]
+    assert result_manifest["totals"]["records_in"] == 307
+    run = account.table.get_run("exec-1")
+    assert run["run_status"] == SUCCEEDED and run["records_out"] == 307
+    notifications, events = account.announced()
+    assert json.loads(notifications[0]["Message"])["status"] == SUCCEEDED
+    (event,) = events
+    assert event["detail-type"] == "Batch Inference Run Finished"
+    assert event["detail"] | {} == {
+        "run_id": "exec-1",
+        "status": SUCCEEDED,
+        "output": output,
+        "records_in": 307,
+        "records_out": 307,
+        "shards": 6,
+        "execution": EXECUTION,
+    }
+
+
+def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(account, handlers):
+    account.put("input/one.csv", rows(4))
+    plan = handlers["plan"].handler(
+        {
+            "request": {"input": f"s3://{BUCKET}/input/one.csv", "run_id": "r-1"},
+            "execution": EXECUTION,
+            "execution_name": "x",
+            "started_at": "t",
+        },
+        None,
+    )
+    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    assert handlers["split"].handler(item, None)["copied"] is False
+    round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    assert account.keys("shards/r-1/one.csv") != [], "the unsplit object was copied"
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
+    handlers["verify"].handler(
+        {"plan": plan, "round": round_1, "job": run_job(account, job), "execution": EXECUTION},
+        None,
+    )
+    handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
+    assert account.get(f"s3://{BUCKET}/output/r-1/one.csv.out") == row_sums(rows(4))
+
+
+def test_last_round_without_output_fails_naming_shard_and_job(account, handlers):
+    account.put("input/x.csv", rows(50))
+    plan = handlers["plan"].handler(
+        {
+            "request": {"input": f"s3://{BUCKET}/input/x.csv", "shards": 2, "run_id": "r-2"},
+            "execution": EXECUTION,
+            "execution_name": "x",
+            "started_at": "t",
+        },
+        None,
+    )
+    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    handlers["split"].handler(item, None)
+    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    for _ in range(int(account.env.max_rounds)):
+        job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+        outcome = run_job(account, job, skip={"x.part-00001.csv"})
+        event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+        if round_["number"] < int(account.env.max_rounds):
+            round_ = handlers["verify"].handler(event, None)
+            continue
+        with pytest.raises(Exception, match="1 of 2 shards have no valid output after 2") as err:
+            handlers["verify"].handler(event, None)
+        assert type(err.value).__name__ == "ShardsMissing"
+        assert "x.part-00001.csv: no output" in str(err.value)
+        assert f"job {job['name']} failed (States.TaskFailed): ClientError: 400" in str(err.value)
+
+    state = {
+        "plan": plan,
+        "round": round_,
+        "job": outcome,
+        "error": {
+            "Error": "ShardsMissing",
+            "Cause": json.dumps({"errorType": "ShardsMissing", "errorMessage": str(err.value)}),
+        },
+    }
+    failure = handlers["record_failure"].handler(
+        {"state": state, "execution": EXECUTION, "execution_name": "x"}, None
+    )
+    assert failure["error"] == "ShardsMissing"
+    assert failure["cause"].startswith("run r-2: 1 of 2 shards")
+    run = account.table.get_run("r-2")
+    assert run["run_status"] == FAILED
+    assert run["failed_shards"] == ["x.part-00001.csv"]
+    assert run["failed_job"] == JobOutcome.of(outcome).name
+    notifications, events = account.announced()
+    assert notifications[0]["MessageAttributes"]["status"]["Value"] == FAILED
+    assert events[0]["detail"]["failed_shards"] == ["x.part-00001.csv"]
