@@ -86,8 +86,6 @@ def plan_run(
                 **split["size"],
             }
         )
-    inputs = layout.inputs
-    write_json(s3, inputs, items)
     total = sum(obj["Size"] for obj in objects)
     table.create_run(
         run_id,
@@ -100,6 +98,9 @@ def plan_run(
         bytes=total,
         settings={k: v for k, v in asdict(settings).items() if v is not None and v != {}},
     )
+    # Only the execution that claimed the run id writes the run's objects.
+    inputs = layout.inputs
+    write_json(s3, inputs, items)
     return {
         "run_id": run_id,
         "engine": engine,

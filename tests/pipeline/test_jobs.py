@@ -1,0 +1,103 @@
+"""Job names (R1: <= 63 characters, the SageMaker pattern, new per attempt, inside the IAM
+prefix) and the job requests the state machine's tasks copy field by field."""
+
+import json
+
+import pytest
+
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.job_names import MAX_BASE_LENGTH, job_base, job_name
+from batchinfer.pipeline.job_request import prepare_job, processing_arguments
+from batchinfer.pipeline.limits import MAX_ROUNDS
+from batchinfer.transform.settings import TransformSettings, validate_job_name
+from stacks.workflow import _PROCESSING_FIELDS, _TRANSFORM_FIELDS
+
+
+@pytest.mark.parametrize(
+    "run_id",
+    ["exec-1", "a" * 80, "2025-01-01T02:00:00.000Z_nightly", "x.y_z", "-" + "9" * 79],
+)
+def test_every_attempt_gets_a_valid_new_name_within_63_chars_R1(run_id):
+    base = job_base("bi-prod", run_id)
+    assert base.startswith("bi-prod-") and len(base) <= MAX_BASE_LENGTH
+    names = {job_name(base, MAX_ROUNDS) for _ in range(50)}
+    assert len(names) == 50
+    for name in names:
+        assert len(name) <= 63
+        validate_job_name(name)
+
+
+def test_changed_or_shortened_run_ids_keep_distinct_bases():
+    assert job_base("bi", "a_b") != job_base("bi", "a.b")
+    assert job_base("bi", "x" * 80) != job_base("bi", "x" * 79 + "y")
+    assert job_base("bi", "plain-id") == "bi-plain-id"
+
+
+def _plan(engine="transform", **settings):
+    values = {
+        "content_type": "text/csv",
+        "accept": "text/csv",
+        "split_type": "Line",
+        "assemble_with": "Line",
+    } | settings
+    from dataclasses import asdict
+
+    return {
+        "run_id": "r-1",
+        "engine": engine,
+        "settings": asdict(TransformSettings.from_request(values)),
+        "job_base": "bi-test-r-1",
+        "job_output": "s3://b/output/r-1/",
+    }
+
+
+def test_transform_request_has_every_field_the_task_copies(account):
+    round_ = {"number": 1, "manifest": "s3://b/runs/r-1/round-1.manifest"}
+    job = prepare_job(_plan(), round_, env=account.env)
+    request = job["request"]
+    assert set(_TRANSFORM_FIELDS) <= set(request) and not job["data_processing"]
+    assert request["TransformInput"]["DataSource"] == {
+        "S3DataSource": {"S3DataType": "ManifestFile", "S3Uri": round_["manifest"]}
+    }
+    assert request["MaxConcurrentTransforms"] == 0, "0: SageMaker asks the container (R10)"
+    assert (request["BatchStrategy"], request["MaxPayloadInMB"]) == ("MultiRecord", 6)
+    assert request["TransformOutput"]["KmsKeyId"] == account.env.kms_key_arn
+    assert request["TransformResources"]["VolumeKmsKeyId"] == account.env.kms_key_arn
+    assert request["Tags"] == [{"Key": "batchinfer:run-id", "Value": "r-1"}]
+
+
+def test_filters_select_the_task_with_data_processing_R15(account):
+    plan = _plan(input_filter="$[1:]", join_source="Input")
+    job = prepare_job(plan, {"number": 1, "manifest": "s3://b/m"}, env=account.env)
+    assert job["data_processing"] is True
+    assert job["request"]["DataProcessing"] == {
+        "InputFilter": "$[1:]",
+        "OutputFilter": "$",
+        "JoinSource": "Input",
+    }
+
+
+def test_processing_request_shards_by_key_with_isolation_P4(account):
+    job = prepare_job(
+        _plan("processing", instance_count=3),
+        {"number": 2, "manifest": "s3://b/m"},
+        env=account.env,
+    )
+    request = job["request"]
+    assert set(_PROCESSING_FIELDS) <= set(request)
+    data, model = request["ProcessingInputs"]
+    assert data["S3Input"]["S3DataDistributionType"] == "ShardedByS3Key"
+    assert data["S3Input"]["S3DataType"] == "ManifestFile"
+    assert model["S3Input"]["S3Uri"] == account.env.model_data_url
+    assert request["NetworkConfig"] == {"EnableNetworkIsolation": True}
+    assert request["ProcessingResources"]["ClusterConfig"]["InstanceCount"] == 3
+    entry = request["AppSpecification"]
+    assert entry["ContainerEntrypoint"] == ["batchinfer", "process"]
+    assert json.loads(entry["ContainerArguments"][1])["split_type"] == "Line"
+    assert "-r2-" in job["name"]
+
+
+def test_processing_settings_must_fit_a_container_argument():
+    settings = TransformSettings.from_request({"environment": {"K": "v" * 300}})
+    with pytest.raises(ValidationError, match="SageMaker allows 256"):
+        processing_arguments(settings)
