@@ -11,6 +11,7 @@ assembled by :func:`batchinfer.transform.file_transform.transform_file`, which w
 import os
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from batchinfer.local.events import EngineReport, FileOutcome, Progress, transform_input
@@ -39,7 +40,10 @@ def run_transform(
     """Run ``files`` through ``settings.instance_count`` local model servers."""
     progress = progress or Progress()
     workers = workers_per_instance or default_workers_per_instance(settings.instance_count)
-    env = settings.container_environment({})
+    env = {
+        **_native_threads(settings.instance_count * workers),
+        **settings.container_environment({}),
+    }
     servers = []
     try:
         for _ in range(settings.instance_count):
@@ -58,12 +62,21 @@ def run_transform(
         ]
         effective = settings.resolve(clients[0].execution_parameters())
         outcomes = _process_files(files, output_dir, clients, settings, effective, progress)
-        for client in clients:
-            client.close()
         return EngineReport(effective, outcomes)
     finally:
-        for server in servers:
-            server.stop()
+        with ThreadPoolExecutor(max(1, len(servers))) as stopping:  # stop all at once (C10)
+            list(stopping.map(lambda server: server.stop(), servers))
+
+
+def _native_threads(processes: int) -> dict[str, str]:
+    """OpenMP/BLAS threads per server process so that all of them share the cores fairly;
+    nothing where the user's environment already sets them."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return {}
+    threads = str(max(1, (os.cpu_count() or 1) // processes))
+    return {
+        name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+    }
 
 
 def _process_files(

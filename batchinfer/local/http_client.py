@@ -71,8 +71,3 @@ class ModelServerClient:
         except ValueError:
             return None
         return params if isinstance(params, dict) else None
-
-    def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()

@@ -98,6 +98,17 @@ class JobResult:
         return data
 
 
+def peak_memory_mib() -> float:
+    """This process's peak resident memory. VmHWM, unlike ru_maxrss, is not inherited from
+    the parent that started this process (Linux keeps ru_maxrss across exec)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        kib = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(kib / 1024, 1)
+
+
 def _rate(records: int | None, seconds: float) -> float | None:
     return round(records / seconds, 1) if records is not None and seconds > 0 else None
 
@@ -157,7 +168,7 @@ def run_job(
         settings=asdict(job.settings),
         effective=asdict(effective),
         files=results,
-        engine_max_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        engine_max_rss_mib=peak_memory_mib(),
     )
     (job.output_dir / MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     if result.succeeded:
