@@ -21,15 +21,13 @@ from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.local.events import FileOutcome, Progress
 from batchinfer.local.inputs import InputFile, collect_inputs
 from batchinfer.model_artifact import prepare_model_dir
-from batchinfer.sharding import split
+from batchinfer.sharding import auto_shard_count, split
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 Engine = Literal["transform", "processing"]
 MANIFEST = "_manifest.json"
 SUCCESS = "_SUCCESS"
-AUTO_SHARD_SIZE = 64 * 1024 * 1024
-MIN_AUTO_SPLIT = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -278,13 +276,9 @@ def _split_inputs(
 
 
 def _shard_count(size: int, job: LocalJob) -> int:
-    if job.shards != "auto":
-        return int(job.shards or 1)
-    if size < MIN_AUTO_SPLIT:
-        return 1
-    instances = job.settings.instance_count
-    by_size = -(-size // AUTO_SHARD_SIZE)
-    return max(instances, -(-by_size // instances) * instances)
+    if job.shards == "auto":
+        return auto_shard_count(size, job.settings.instance_count)
+    return int(job.shards or 1)
 
 
 def _concatenate(parts: list[Path], target: Path) -> None:

@@ -5,9 +5,18 @@ local file or an S3 object and writes a SageMaker ManifestFile and a ``ShardInde
 Lambda-side code: standard library and boto3 only.
 """
 
+from batchinfer.sharding.auto import auto_shard_count
 from batchinfer.sharding.index import Shard, ShardIndex
 from batchinfer.sharding.names import shard_name
 from batchinfer.sharding.planner import ShardPlan, plan_shards
 from batchinfer.sharding.split import split
 
-__all__ = ["Shard", "ShardIndex", "ShardPlan", "plan_shards", "shard_name", "split"]
+__all__ = [
+    "Shard",
+    "ShardIndex",
+    "ShardPlan",
+    "auto_shard_count",
+    "plan_shards",
+    "shard_name",
+    "split",
+]
