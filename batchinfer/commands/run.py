@@ -85,7 +85,9 @@ def run(
         _report(Console(), result)
     if not result.succeeded:
         for failure in result.failures:
-            Console(stderr=True).print(f"[red]FAILED[/] {failure.name}: {failure.error}")
+            error = failure.error or ""
+            where = "" if error.startswith(failure.name) else f"{failure.name}: "
+            Console(stderr=True).print(f"[red]FAILED[/] {where}{error}", highlight=False)
         raise typer.Exit(1)
 
 
