@@ -51,6 +51,7 @@ def run(
 ) -> None:
     """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
     settings = opt.build_settings(
+        env,
         content_type=content_type,
         accept=accept,
         split_type=split_type,
@@ -64,7 +65,6 @@ def run(
         input_filter=input_filter,
         output_filter=output_filter,
         compression_type=compression_type,
-        env=env,
     )
     job = LocalJob(
         inputs=inputs,

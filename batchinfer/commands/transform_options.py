@@ -1,7 +1,7 @@
 """The CreateTransformJob settings as CLI options (kebab case of the API fields), shared by
 ``run`` and ``process`` so both build :class:`TransformSettings` the same way."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -47,37 +47,7 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
     return env
 
 
-def build_settings(
-    *,
-    content_type: str | None,
-    accept: str | None,
-    split_type: str,
-    batch_strategy: str | None,
-    max_payload_mb: int | None,
-    max_concurrent_transforms: int | None,
-    instance_count: int,
-    instance_type: str,
-    assemble_with: str,
-    join_source: str,
-    input_filter: str,
-    output_filter: str,
-    compression_type: str,
-    env: list[str] | None,
-) -> TransformSettings:
-    """Validated job settings from CLI option values (errors name the field, R1/R2/R15)."""
-    return TransformSettings(
-        content_type=content_type,
-        accept=accept,
-        split_type=split_type,
-        batch_strategy=batch_strategy,
-        max_payload_mb=max_payload_mb,
-        max_concurrent_transforms=max_concurrent_transforms,
-        instance_count=instance_count,
-        instance_type=instance_type,
-        assemble_with=assemble_with,
-        join_source=join_source,
-        input_filter=input_filter,
-        output_filter=output_filter,
-        compression_type=compression_type,
-        environment=parse_env(env),
-    )
+def build_settings(env: list[str] | None, **options: Any) -> TransformSettings:
+    """Validated job settings from the CLI option values, named as the TransformSettings
+    fields (errors name the field, R1/R2/R15)."""
+    return TransformSettings(**options, environment=parse_env(env))
