@@ -1,0 +1,77 @@
+"""The e2e fixtures: one template synthesized per test session (per xdist worker) from the
+dev environment of cdk.json, with a 1-second retry interval so that moto, which waits out
+Retry intervals for real, runs the retry path quickly; the spec's model M as a model.tar.gz."""
+
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .harness import REGION, OfflineStack, model_archive, offline_stack
+
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT))  # app.py and stacks/ live at the repository root
+
+ENV = "dev"
+RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_delay_seconds": 1}
+
+
+def _row_sum_source() -> str:
+    """Model M of the spec, as tests/local/conftest.py serves it."""
+    path = REPO_ROOT / "tests" / "local" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("local_conftest_model", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ROW_SUM
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from app import build_app, cdk_json_context
+
+    context = cdk_json_context()
+    environments = context["batchinfer:environments"]
+    config = environments[ENV] | {"retry": RETRY, "max_rounds": 3}
+    context = context | {"env": ENV, "batchinfer:environments": {ENV: config}}
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app, stack = build_app(context, outdir=str(outdir), nag=False)
+    assembly = app.synth()
+    return json.loads(
+        Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text()
+    )
+
+
+@pytest.fixture(scope="session")
+def row_sum_source() -> str:
+    return _row_sum_source()
+
+
+@pytest.fixture(scope="session")
+def row_sum_archive(tmp_path_factory: pytest.TempPathFactory, row_sum_source: str) -> Path:
+    return model_archive(row_sum_source, tmp_path_factory.mktemp("row-sum"))
+
+
+@pytest.fixture
+def stack(
+    template: dict[str, Any], row_sum_archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[OfflineStack]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with offline_stack(template, row_sum_archive) as offline:
+        yield offline
+
+
+@pytest.fixture(scope="session")
+def row_sum_model_dir(tmp_path_factory: pytest.TempPathFactory, row_sum_source: str) -> Path:
+    model_dir = tmp_path_factory.mktemp("row-sum-model")
+    (model_dir / "code").mkdir()
+    (model_dir / "code" / "inference.py").write_text(row_sum_source)
+    return model_dir

@@ -1,0 +1,127 @@
+"""Happy paths through the synthesized state machine (Plan, Split, Collect, one job on 2
+instances, Verify, Finalize): outputs equal the local engine's on the same input (R3, R4,
+R12, R14, S1, S2), the status table, the run-finished event and ``_SUCCESS``."""
+
+import json
+from pathlib import Path
+
+from batchinfer.local.engine import run_transform
+from batchinfer.local.inputs import collect_inputs
+from batchinfer.pipeline.notify import DETAIL_TYPE
+from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
+from batchinfer.transform.settings import TransformSettings, validate_job_name
+
+from .harness import OfflineStack
+
+
+def csv_rows(count: int, offset: int = 0) -> bytes:
+    return b"".join(f"{i},{i + 1},{2 * i}\n".encode() for i in range(offset, offset + count))
+
+
+def jsonl_rows(count: int) -> bytes:
+    return b"".join(json.dumps({"id": i, "f": [i, i % 7]}).encode() + b"\n" for i in range(count))
+
+
+def local_outputs(inputs: dict[str, bytes], settings: dict, model: Path, tmp: Path) -> dict:
+    """What the local engine (``batchinfer run``'s engine) writes for the same inputs."""
+    source = tmp / "local-in"
+    for name, data in inputs.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_bytes(data)
+    out = tmp / "local-out"
+    report = run_transform(
+        collect_inputs([source]),
+        out,
+        model_dir=model,
+        settings=TransformSettings.from_request(settings),
+    )
+    assert all(o.succeeded for o in report.outcomes)
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*.out")}
+
+
+def assert_succeeded(stack: OfflineStack, run_id: str, records: int, shards: int) -> None:
+    table = StatusTable.named(stack.table_name)
+    run = table.get_run(run_id)
+    assert run["run_status"] == SUCCEEDED
+    assert run["records_in"] == run["records_out"] == records
+    assert run["shards"] == run["shards_done"] == shards
+    items = table.shards(run_id)
+    assert len(items) == shards
+    assert all(item["status"] == SUCCEEDED for item in items)
+    assert sum(item["records_in"] for item in items) == records
+    assert all(item["records_in"] == item["records_out"] for item in items)
+    notifications, events = stack.announced()
+    (event,) = events
+    assert event["detail-type"] == DETAIL_TYPE
+    assert event["detail"]["run_id"] == run_id
+    assert event["detail"]["status"] == SUCCEEDED
+    assert event["detail"]["records_out"] == records
+    (message,) = notifications
+    assert json.loads(message["Message"])["status"] == SUCCEEDED
+    output = run["output"].removeprefix(f"s3://{stack.bucket}/")
+    assert f"{output}_SUCCESS" in stack.keys(output)
+
+
+def test_csv_sharded_on_two_instances_merged_equals_local_run(stack, row_sum_model_dir, tmp_path):
+    """Two CSV objects split into 3 shards each, one transform job on 2 instances, merged
+    back in order: each ``<name>.out`` equals the local engine's (R5, R12-R14)."""
+    inputs = {"a.csv": csv_rows(240), "nested/b.csv": csv_rows(90, offset=500)}
+    for name, data in inputs.items():
+        stack.put(f"input/daily/{name}", data)
+    request = {
+        "input": f"s3://{stack.bucket}/input/daily/",
+        "run_id": "daily-csv",
+        "shards": 3,
+        "instance_count": 2,
+        "merge": True,
+    }
+    execution = stack.run(request, "exec-csv")
+    assert execution.status == "SUCCEEDED", execution.cause
+
+    ((operation, job),) = stack.jobs.requests
+    assert operation == "CreateTransformJob"
+    validate_job_name(job["TransformJobName"])
+    assert job["TransformResources"]["InstanceCount"] == 2
+    manifest = json.loads(stack.get(job["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"]))
+    assert len(manifest) == 1 + 6, "every shard of both objects in one ManifestFile (R4)"
+
+    settings = {"content_type": "text/csv", "accept": "text/csv", "split_type": "Line"}
+    settings |= {"assemble_with": "Line", "instance_count": 2}
+    expected = local_outputs(inputs, settings, row_sum_model_dir, tmp_path)
+    output = f"output/{request['run_id']}/"
+    for name, data in expected.items():
+        assert stack.get(f"s3://{stack.bucket}/{output}{name}") == data
+    assert set(stack.keys(output)) == {
+        f"{output}{n}" for n in [*expected, "_SUCCESS", "_manifest.json"]
+    }
+    assert_succeeded(stack, "daily-csv", records=330, shards=6)
+    assert execution.output["result"]["records_out"] == 330
+
+
+def test_jsonlines_with_processing_engine_equals_local_run(stack, row_sum_model_dir, tmp_path):
+    """JSON Lines through a Processing job (ShardedByS3Key over 2 instances, P4, P6): the
+    shard outputs, in shard order, are the local engine's output for the whole file."""
+    data = jsonl_rows(120)
+    stack.put("input/jl/scores.jsonl", data)
+    settings = {
+        "content_type": "application/jsonlines",
+        "accept": "application/jsonlines",
+        "split_type": "Line",
+        "assemble_with": "Line",
+        "instance_count": 2,
+    }
+    request = {"input": f"s3://{stack.bucket}/input/jl/", "engine": "processing", "shards": 4}
+    execution = stack.run(request | settings, "exec-jsonl")
+    assert execution.status == "SUCCEEDED", execution.cause
+
+    ((operation, job),) = stack.jobs.requests
+    assert operation == "CreateProcessingJob"
+    assert job["ProcessingResources"]["ClusterConfig"]["InstanceCount"] == 2
+    expected = local_outputs({"scores.jsonl": data}, settings, row_sum_model_dir, tmp_path)
+    manifest = json.loads(stack.get(f"s3://{stack.bucket}/output/exec-jsonl/_manifest.json"))
+    (entry,) = manifest["files"]
+    parts = [name.strip() for name in entry["output"].split(",")]
+    assert len(parts) == 4
+    joined = b"".join(stack.get(f"s3://{stack.bucket}/output/exec-jsonl/{p}") for p in parts)
+    assert joined == expected["scores.jsonl.out"]
+    assert_succeeded(stack, "exec-jsonl", records=120, shards=4)
