@@ -30,7 +30,9 @@ definition meets: moto returns a one-element list for a definite path below an i
 (``$[0].name``, as the ``RunJob`` ResultSelector reads a Parallel's output) where AWS
 returns the value itself (``aws_extract_json``); and moto's lexer reads ``"RoleArn.$"`` as
 the keyword of Task ``Credentials``, so in Parameters (CreateProcessingJob's RoleArn) it
-binds the path text instead of its value (``bind_keyword_paths``).
+binds the path text instead of its value (``bind_keyword_paths``); and a Parallel whose
+branch fails with a ``States.*`` error (a Failed job's ``States.TaskFailed``) crashes in
+moto instead of failing with that error (``parallel_error_name``).
 
 Relies on moto 5.2.5 (pinned in requirements-dev.txt): both replaced functions are
 internals of its parser.
@@ -79,6 +81,7 @@ from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payload
     PayloadValueStr,
 )
 from moto.stepfunctions.parser.asl.component.common.string import string_expression
+from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
     lambda_eval_utils,
     state_task_factory,
@@ -164,6 +167,13 @@ def aws_extract_json(path: str, data: Any) -> Any:
 
 _moto_extract_json = string_expression.extract_json
 _moto_payload_binding_value = Preprocessor.visitPayload_binding_value
+
+
+def parallel_error_name(error_name: str) -> Any:
+    """The error a Parallel fails with: its branch's, ``States.*`` names included."""
+    if error_name.startswith("States."):
+        return StatesErrorName.from_name(error_name)
+    return CustomErrorName(error_name=error_name)
 
 
 def bind_keyword_paths(self: Preprocessor, ctx: Any) -> Any:
@@ -685,6 +695,9 @@ class OfflineStack:
         )
         self._exit.enter_context(
             mock.patch.object(Preprocessor, "visitPayload_binding_value", bind_keyword_paths)
+        )
+        self._exit.enter_context(
+            mock.patch.object(branches_decl, "CustomErrorName", parallel_error_name)
         )
         self._exit.enter_context(mock.patch.dict(os.environ, self.lambdas.environment()))
         services.cache_clear()
