@@ -35,4 +35,5 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
 ) -> None:
     """Serve the model: GET /ping, POST /invocations, GET /execution-parameters."""
-    run_server(settings_from_env(model_dir, host, port, workers or cpu_count(), os.environ))
+    workers = cpu_count() if workers is None else workers
+    run_server(settings_from_env(model_dir, host, port, workers, os.environ))

@@ -1,0 +1,89 @@
+"""Codecs without a server: exact output framing (one line per record, trailing newline, R13),
+numbers written in shortest round-trip form, and Accept negotiation."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from batchinfer.serving import codecs
+from batchinfer.serving.errors import RequestError
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+MATRICES = hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(1, 5)), elements=FINITE)
+
+
+@settings(deadline=None, max_examples=60)
+@given(MATRICES)
+def test_csv_round_trip_is_exact_and_one_line_per_record(matrix):
+    body = codecs.encode_csv(matrix)
+    assert body.endswith(b"\n") and body.count(b"\n") == len(matrix)
+    np.testing.assert_array_equal(codecs.decode_csv(body), matrix)
+
+
+@settings(deadline=None, max_examples=60)
+@given(MATRICES)
+def test_jsonlines_and_json_encodings_are_valid_json(matrix):
+    lines = codecs.encode_jsonlines(matrix).decode().split("\n")
+    assert lines[-1] == "" and [json.loads(line) for line in lines[:-1]] == matrix.tolist()
+    assert json.loads(codecs.encode_json(matrix)) == matrix.tolist()
+    np.testing.assert_array_equal(codecs.decode_jsonlines(codecs.encode_jsonlines(matrix)), matrix)
+
+
+def test_encodings_of_labels_probabilities_and_other_values():
+    assert codecs.encode_csv(np.array([1, 0, 1])) == b"1\n0\n1\n"
+    assert codecs.encode_csv(np.array([0.25, 1.0])) == b"0.25\n1\n"
+    assert codecs.encode_csv(np.array([[0.1, 0.9]])) == b"0.1,0.9\n"
+    assert codecs.encode_csv(np.array(["yes", 'a "b", c'])) == b'yes\n"a ""b"", c"\n'
+    assert codecs.encode_csv(np.array([], dtype=np.int64)) == b""
+    assert codecs.encode_jsonlines(np.array([[1, 2], [3, 4]])) == b"[1,2]\n[3,4]\n"
+    assert codecs.encode_jsonlines(np.array([np.nan, 1.0])) == b"NaN\n1.0\n"
+    assert codecs.encode_jsonlines([{"label": "a"}, {"label": "b"}]) == (
+        b'{"label": "a"}\n{"label": "b"}\n'
+    )
+    assert codecs.encode_json(np.array([True, False])) == b"[true,false]"
+    assert codecs.encode_json(np.array([], dtype=np.int64)) == b"[]"
+    assert np.load(io.BytesIO(codecs.encode_npy([1.5, 2.5]))).tolist() == [1.5, 2.5]
+
+
+def test_decoders_shape_records():
+    np.testing.assert_array_equal(codecs.decode_csv(b"1\n2\n"), [[1.0], [2.0]])
+    np.testing.assert_array_equal(codecs.decode_csv(b"1,,3\n"), [[1.0, np.nan, 3.0]])
+    np.testing.assert_array_equal(codecs.decode_csv(b'"1",2\r\n3,4'), [[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(codecs.decode_jsonlines(b"1\n2\n"), [[1.0], [2.0]])
+    np.testing.assert_array_equal(codecs.decode_json(b"[1, null]"), [[1.0], [np.nan]])
+    stream = io.BytesIO()
+    np.save(stream, np.arange(3))
+    assert codecs.decode_npy(stream.getvalue()).shape == (3, 1)
+
+
+def test_csv_type_is_decided_per_file_not_per_block():
+    """Integers for megabytes, then a decimal: still one float column, no error."""
+    body = b"1,2\n" * 600_000 + b"1.5,2\n"
+    matrix = codecs.decode_csv(body)
+    assert matrix.shape == (600_001, 2) and matrix[-1, 0] == 1.5
+
+
+@pytest.mark.parametrize(
+    ("accept", "supported", "chosen"),
+    [
+        (None, frozenset(codecs.ENCODERS), "text/csv"),
+        ("*/*", frozenset(codecs.ENCODERS), "text/csv"),
+        ("application/json; q=0.9, text/csv", frozenset(codecs.ENCODERS), "application/json"),
+        ("application/x-yaml, */*", frozenset(codecs.ENCODERS), "text/csv"),
+        ("application/JSONL", frozenset(codecs.ENCODERS), "application/jsonlines"),
+        ("text/x-anything", None, "text/x-anything"),
+    ],
+)
+def test_accept_negotiation(accept, supported, chosen):
+    assert codecs.negotiate(accept, "text/csv", supported) == chosen
+
+
+def test_unsupported_accept_is_406():
+    with pytest.raises(RequestError) as refused:
+        codecs.negotiate("application/x-yaml", "text/csv", frozenset(codecs.ENCODERS))
+    assert refused.value.status == 406

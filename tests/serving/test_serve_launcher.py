@@ -1,0 +1,48 @@
+"""The launcher and the serve command: free ports, clean SIGTERM shutdown (C10), env (C6, R21),
+SAGEMAKER_BIND_TO_PORT (C3), and argument errors."""
+
+import socket
+import subprocess
+import sys
+
+from batchinfer.serving.launcher import start_server
+
+
+def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir):
+    with start_server(example_model_dir, workers=2) as server:
+        server.wait_healthy(60)
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert server.stop() == 0
+    assert "Shutting down: Master" in server.log_text()
+
+
+def test_explicit_port_and_payload_env(example_model_dir):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"SAGEMAKER_MAX_PAYLOAD_IN_MB": "0"}
+    with start_server(example_model_dir, port=port, env=env) as server:
+        server.wait_healthy(60)
+        assert server.port == port
+        assert "MaxPayloadInMB=0" in server.log_text()
+
+
+def test_sagemaker_bind_to_port_and_bad_settings_exit_2(example_model_dir, tmp_path):
+    serve = [sys.executable, "-m", "batchinfer", "serve", "--model-dir"]
+    cases = [
+        ([str(tmp_path / "missing")], {}, "--model-dir"),
+        ([str(example_model_dir), "--workers", "0"], {}, "--workers 0"),
+        ([str(example_model_dir)], {"SAGEMAKER_MAX_PAYLOAD_IN_MB": "lots"}, "not a whole number"),
+        ([str(example_model_dir)], {"SAGEMAKER_MAX_PAYLOAD_IN_MB": "101"}, "outside 0..100"),
+        ([str(example_model_dir)], {"SAGEMAKER_BIND_TO_PORT": "70000"}, "--port 70000"),
+    ]
+    for args, env, message in cases:
+        result = subprocess.run(
+            serve + args,
+            env={"PATH": "/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr
