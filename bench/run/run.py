@@ -4,8 +4,9 @@ On one generated CSV (10 numeric features, ~1 GB by default) with the example mo
 run, it times:
 
 - batchinfer: the local engine (real HTTP model servers), sharded, all cores;
-- script: a ProcessPoolExecutor over byte-range chunks of the file, each worker doing
-  pandas.read_csv + model.predict + writing CSV (what users write instead);
+- script: bench/run/hand_script.py, a ProcessPoolExecutor over byte-range chunks of the
+  file, each worker doing pandas.read_csv + model.predict + writing CSV (what users write
+  instead); both it and `batchinfer run` are timed as commands, start-up included;
 - limit: model.predict alone on already-parsed arrays, measured on a sample in one process
   and scaled to all cores (parsing, HTTP and encoding are pure overhead on top of it).
 
@@ -15,14 +16,12 @@ It prints rows/s and the ratios, and the engine process's peak memory. Usage:
 """
 
 import argparse
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import joblib
@@ -68,50 +67,14 @@ def run_batchinfer(model_dir: Path, data: Path, instances: int) -> tuple[float, 
     return seconds, manifest["engine_max_rss_mib"]
 
 
-def _chunk_bounds(path: Path, parts: int) -> list[tuple[int, int]]:
-    size = path.stat().st_size
-    bounds, start = [], 0
-    with path.open("rb") as handle:
-        for i in range(1, parts + 1):
-            end = size if i == parts else size * i // parts
-            if end < size:
-                handle.seek(end)
-                handle.readline()
-                end = handle.tell()
-            bounds.append((start, end))
-            start = end
-    return bounds
-
-
-def _script_worker(model_path: str, path: str, start: int, end: int, out: str) -> None:
-    model = joblib.load(model_path)
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        frame = pd.read_csv(io.BytesIO(handle.read(end - start)), header=None)
-    pd.DataFrame(model.predict(frame.to_numpy())).to_csv(out, header=False, index=False)
-
-
 def run_script(model_dir: Path, data: Path, cores: int) -> float:
-    """The hand-written ProcessPoolExecutor script, in 64 MB chunks over all cores."""
+    """Wall seconds of the hand-written script, run as a command like `batchinfer run` is."""
     out = DATA / "out-script"
     shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    bounds = _chunk_bounds(data, max(cores, data.stat().st_size // (64 << 20)))
+    script = Path(__file__).with_name("hand_script.py")
+    command = [sys.executable, str(script), str(data), str(model_dir / "model.joblib"), str(out)]
     started = time.perf_counter()
-    with ProcessPoolExecutor(cores) as pool:
-        jobs = [
-            pool.submit(
-                _script_worker,
-                str(model_dir / "model.joblib"),
-                str(data),
-                start,
-                end,
-                str(out / f"part-{i:05d}.csv"),
-            )
-            for i, (start, end) in enumerate(bounds)
-        ]
-        for job in jobs:
-            job.result()
+    subprocess.run([*command, f"--workers={cores}"], check=True)
     return time.perf_counter() - started
 
 
