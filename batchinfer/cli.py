@@ -15,7 +15,9 @@ class _App(typer.Typer):
         try:
             return super().__call__(*args, **kwargs)
         except BatchInferError as exc:
-            Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+            Console(stderr=True, soft_wrap=True).print(
+                f"[bold red]error:[/] {exc}", highlight=False
+            )
             raise SystemExit(exc.exit_code) from None
 
 

@@ -11,11 +11,13 @@ the first KB of the reason goes to ``/opt/ml/output/message`` (P8).
 import json
 import os
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from multiprocessing import get_context
 from pathlib import Path
 
+from batchinfer.errors import BatchInferError
 from batchinfer.local.events import transform_input
 from batchinfer.local.http_client import checked_response
 from batchinfer.local.inputs import collect_inputs
@@ -64,6 +66,7 @@ def run_processing_job(
 ) -> list[dict[str, object]]:
     """Transform every file under ``input_dir`` into ``output_dir``; one record per file."""
     files = collect_inputs([input_dir])
+    _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
     context = get_context("forkserver")
     with ProcessPoolExecutor(
@@ -92,18 +95,33 @@ def run_processing_job(
     ]
 
 
-def write_failure_message(results: list[dict[str, object]], message_file: Path) -> str | None:
-    """The failure reason of the job (P8), written to ``message_file``; None if all succeeded."""
+def _check_writable(output_dir: Path) -> None:
+    """Fail before any work when the output directory cannot be written (the image runs as
+    a non-root user; a mount it does not own would otherwise fail every file)."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=output_dir).close()
+    except OSError as exc:
+        raise BatchInferError(
+            f"output directory {output_dir} is not writable by uid {os.getuid()}: {exc}"
+        ) from exc
+
+
+def failure_message(results: list[dict[str, object]]) -> str | None:
+    """The job's failure reason when any file failed (P8), else None."""
     errors = [str(r["error"]) for r in results if r["error"]]
     if not errors:
         return None
-    message = f"{len(errors)} of {len(results)} files failed. " + "; ".join(errors)
+    return f"{len(errors)} of {len(results)} files failed. " + "; ".join(errors)
+
+
+def write_message(message_file: Path, message: str) -> None:
+    """The first KB of ``message`` where SageMaker reads a job's ExitMessage (P8)."""
     try:
         message_file.parent.mkdir(parents=True, exist_ok=True)
-        message_file.write_text(message[:MESSAGE_LIMIT])
+        message_file.write_bytes(message.encode()[:MESSAGE_LIMIT])
     except OSError as exc:
         print(f"cannot write {message_file}: {exc}", file=sys.stderr)
-    return message
 
 
 def default_workers() -> int:

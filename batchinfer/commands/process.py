@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.transform.settings import TransformSettings
 
@@ -38,27 +39,33 @@ def process(
     from batchinfer.processing import (  # the model libraries load only when processing
         current_host,
         default_workers,
+        failure_message,
         run_processing_job,
-        write_failure_message,
+        write_message,
     )
 
     try:
-        request = json.loads(settings_json)
-    except ValueError as exc:
-        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--settings-json") from None
-    settings = TransformSettings.from_request(request)
-    with tempfile.TemporaryDirectory(prefix="batchinfer-model-") as scratch:
-        results = run_processing_job(
-            input_dir,
-            output_dir,
-            model_dir=prepare_model_dir(model_dir, Path(scratch)),
-            settings=settings,
-            workers=workers or default_workers(),
-        )
+        try:
+            request = json.loads(settings_json)
+        except ValueError as exc:
+            raise ValidationError(f"--settings-json: not JSON: {exc}") from None
+        settings = TransformSettings.from_request(request)
+        with tempfile.TemporaryDirectory(prefix="batchinfer-model-") as scratch:
+            results = run_processing_job(
+                input_dir,
+                output_dir,
+                model_dir=prepare_model_dir(model_dir, Path(scratch)),
+                settings=settings,
+                workers=workers or default_workers(),
+            )
+    except BatchInferError as exc:
+        write_message(message_file, str(exc))  # P8: the reason reaches DescribeProcessingJob
+        raise
     if report is not None:
         report.write_text(json.dumps(results, indent=2) + "\n")
-    failure = write_failure_message(results, message_file)
+    failure = failure_message(results)
     typer.echo(f"{current_host()}: {len(results)} files, {'failed' if failure else 'ok'}", err=True)
     if failure:
+        write_message(message_file, failure)
         typer.echo(failure, err=True)
         raise typer.Exit(1)

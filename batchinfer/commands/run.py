@@ -87,7 +87,9 @@ def run(
         for failure in result.failures:
             error = failure.error or ""
             where = "" if error.startswith(failure.name) else f"{failure.name}: "
-            Console(stderr=True).print(f"[red]FAILED[/] {where}{error}", highlight=False)
+            Console(stderr=True, soft_wrap=True).print(
+                f"[red]FAILED[/] {where}{error}", highlight=False
+            )
         raise typer.Exit(1)
 
 

@@ -77,8 +77,18 @@ def test_unknown_settings_key_is_named_before_any_work(tmp_path, row_sum_model):
     command = [
         sys.executable, "-m", "batchinfer", "process", '--settings-json={"splt_type": "Line"}',
         f"--input-dir={tmp_path / 'input'}", f"--model-dir={row_sum_model}",
-        f"--output-dir={tmp_path / 'output'}",
+        f"--output-dir={tmp_path / 'output'}", f"--message-file={tmp_path / 'message'}",
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "splt_type" in result.stderr
     assert not (tmp_path / "output").exists()
+    assert "splt_type" in (tmp_path / "message").read_text()  # P8
+
+
+def test_an_unwritable_output_directory_fails_before_any_work(tmp_path, row_sum_model):
+    write(tmp_path / "input" / "a.csv", b"1,2\n")
+    (tmp_path / "output").write_text("a file where the output directory should be")
+    result = process(tmp_path, row_sum_model)
+    assert result.returncode == 1
+    assert "output directory" in result.stderr and "not writable" in result.stderr
+    assert "not writable" in (tmp_path / "message").read_text()
