@@ -15,7 +15,7 @@ first with 1 worker and 1 client, then with one worker per core and as many clie
 Every response is checked to hold one line per input record. It prints rows/s and ratios.
 Usage:
 
-    .venv/bin/python bench/serve/bench_serve.py [--seconds 10] [--payloads 6]
+    .venv/bin/python bench/serve/run.py [--seconds 10] [--payloads 6]
 """
 
 import argparse
