@@ -1,0 +1,209 @@
+"""``batchinfer submit``, ``status`` and ``runs``: operate a deployed pipeline stack.
+
+The stack's resources come from its CloudFormation outputs (``--stack`` or
+``BATCHINFER_STACK``); requests use the state machine's snake_case keys.
+"""
+
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from batchinfer.cloud.runs import console_link, get_run, list_runs, start_run, watch_run
+from batchinfer.cloud.stack import DeployedStack
+from batchinfer.commands import transform_options as opt
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.status_table import RUN_STATUSES
+from batchinfer.uris import parse_s3_uri
+
+Stack = Annotated[
+    str,
+    typer.Option(
+        "--stack", envvar="BATCHINFER_STACK", help="The pipeline stack's name.", show_default=False
+    ),
+]
+Region = Annotated[str | None, typer.Option(help="AWS region (default: your AWS config).")]
+
+
+def _stack(name: str, region: str | None) -> DeployedStack:
+    import boto3
+
+    return DeployedStack.find(name, boto3.Session(region_name=region))
+
+
+def submit(
+    stack: Stack,
+    input: Annotated[str, typer.Option("--input", help="s3:// prefix of the input objects.")],
+    output: Annotated[str | None, typer.Option(help="s3:// prefix for the results.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: a new one).")] = None,
+    engine: Annotated[str | None, typer.Option(help="transform or processing.")] = None,
+    shards: Annotated[int | None, typer.Option(help="Shards per input object.")] = None,
+    shard_size: Annotated[str | None, typer.Option(help="Shard size, e.g. 64MiB.")] = None,
+    header: Annotated[
+        bool | None, typer.Option("--header/--no-header", help="Inputs start with a header.")
+    ] = None,
+    merge: Annotated[
+        bool | None, typer.Option("--merge/--no-merge", help="One output per input object.")
+    ] = None,
+    content_type: opt.ContentType = None,
+    accept: opt.Accept = None,
+    split_type: opt.SplitType = None,
+    batch_strategy: opt.BatchStrategy = None,
+    max_payload_mb: opt.MaxPayloadMb = None,
+    max_concurrent_transforms: opt.MaxConcurrent = None,
+    instance_count: opt.InstanceCount = None,
+    instance_type: opt.InstanceType = None,
+    assemble_with: opt.AssembleWith = None,
+    join_source: opt.JoinSource = None,
+    input_filter: opt.InputFilter = None,
+    output_filter: opt.OutputFilter = None,
+    compression_type: opt.CompressionType = None,
+    env: opt.Env = None,
+    region: Region = None,
+) -> None:
+    """Start a run on the stack; print its run id and console link. Options left out take
+    the stack's defaults; the state machine's Plan checks the request."""
+    parse_s3_uri(input, field="--input")
+    if output is not None:
+        parse_s3_uri(output, field="--output")
+    values: dict[str, Any] = {
+        "input": input,
+        "output": output,
+        "run_id": run_id,
+        "engine": engine,
+        "shards": shards,
+        "shard_size": shard_size,
+        "header": header,
+        "merge": merge,
+        "content_type": content_type,
+        "accept": accept,
+        "split_type": split_type,
+        "batch_strategy": batch_strategy,
+        "max_payload_mb": max_payload_mb,
+        "max_concurrent_transforms": max_concurrent_transforms,
+        "instance_count": instance_count,
+        "instance_type": instance_type,
+        "assemble_with": assemble_with,
+        "join_source": join_source,
+        "input_filter": input_filter,
+        "output_filter": output_filter,
+        "compression_type": compression_type,
+        "environment": opt.parse_env(env) or None,
+    }
+    request = {key: value for key, value in values.items() if value is not None}
+    started_id, execution = start_run(_stack(stack, region), request)
+    typer.echo(f"run id:    {started_id}")
+    typer.echo(f"execution: {execution}")
+    typer.echo(f"console:   {console_link(execution)}")
+
+
+def status(
+    run_id: Annotated[str, typer.Argument(help="The run id.", show_default=False)],
+    stack: Stack,
+    watch: Annotated[bool, typer.Option(help="Refresh until the run ends.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between refreshes.")] = 5.0,
+    region: Region = None,
+) -> None:
+    """The run and its shards (status, attempts, record counts, failures)."""
+    deployed = _stack(stack, region)
+    table = deployed.status_table()
+    console = Console()
+
+    def view(run: dict[str, Any]) -> Group:
+        return Group(run_table(run), shard_table(table.shards(run_id)))
+
+    if not watch:
+        console.print(view(get_run(deployed, table, run_id)))
+        return
+    with Live(console=console, auto_refresh=False) as live:
+        watch_run(
+            lambda: get_run(deployed, table, run_id),
+            lambda run: live.update(view(run), refresh=True),
+            interval,
+        )
+
+
+def runs(
+    stack: Stack,
+    run_status: Annotated[
+        str | None, typer.Option("--status", help="RUNNING, SUCCEEDED or FAILED.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Newest runs to show.")] = 20,
+    region: Region = None,
+) -> None:
+    """The stack's runs, newest first."""
+    if run_status is not None and run_status.upper() not in RUN_STATUSES:
+        raise ValidationError(f"--status: {run_status!r} is not one of {', '.join(RUN_STATUSES)}")
+    table = _stack(stack, region).status_table()
+    found = list_runs(table, run_status.upper() if run_status else None, limit)
+    view = Table("run id", "status", "started", "finished", "shards", "records out", "error")
+    for run in found:
+        view.add_row(
+            run["run_id"],
+            _status(run.get("run_status")),
+            run.get("started_at", ""),
+            run.get("finished_at", ""),
+            _done(run),
+            _text(run.get("records_out")),
+            run.get("error", ""),
+        )
+    Console().print(view)
+
+
+def run_table(run: dict[str, Any]) -> Table:
+    view = Table(title=f"run {run['run_id']}", show_header=False)
+    rows = [
+        ("status", _status(run.get("run_status"))),
+        ("started", run.get("started_at")),
+        ("finished", run.get("finished_at")),
+        ("input", run.get("input")),
+        ("output", run.get("output")),
+        ("engine", run.get("engine")),
+        ("shards done", _done(run)),
+        ("records in / out", f"{_text(run.get('records_in'))} / {_text(run.get('records_out'))}"),
+        ("error", run.get("error")),
+        ("cause", run.get("cause")),
+        ("failed job", run.get("failed_job")),
+        ("failed shards", ", ".join(run.get("failed_shards") or [])),
+        ("execution", run.get("execution_arn")),
+    ]
+    for label, value in rows:
+        if value not in (None, ""):
+            view.add_row(label, str(value))
+    return view
+
+
+def shard_table(items: list[dict[str, Any]]) -> Table:
+    view = Table("shard", "name", "status", "attempts", "records in", "records out", "job")
+    for item in items:
+        view.add_row(
+            _text(item.get("shard")),
+            item.get("name", ""),
+            _status(item.get("status")),
+            _text(item.get("attempts")),
+            _text(item.get("records_in")),
+            _text(item.get("records_out")),
+            item.get("job_name") or item.get("reason") or "",
+        )
+    return view
+
+
+_COLOURS = {"SUCCEEDED": "green", "FAILED": "red", "MISSING": "red", "RUNNING": "yellow"}
+
+
+def _status(value: Any) -> str:
+    text = _text(value)
+    colour = _COLOURS.get(text)
+    return f"[{colour}]{text}[/]" if colour else text
+
+
+def _done(run: dict[str, Any]) -> str:
+    if run.get("shards") is None:
+        return ""
+    return f"{_text(run.get('shards_done', 0))}/{_text(run['shards'])}"
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)

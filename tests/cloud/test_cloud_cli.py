@@ -1,0 +1,162 @@
+"""``batchinfer submit``, ``status`` and ``runs`` against moto: resources from the stack's
+outputs (DescribeStacks), requests in the state machine's snake_case keys, errors that name
+the stack, output key or run at fault."""
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from batchinfer.cli import app
+from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
+
+from .conftest import STACK, create_output_stack
+
+EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:test-runs:"
+
+
+@dataclass
+class Result:
+    exit_code: int
+    output: str
+
+
+@pytest.fixture
+def invoke(capsys, monkeypatch):
+    """Run ``batchinfer ARGS`` in this process (moto is in-process) as the console script
+    does: errors become a message and their exit code."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def run(*args: str) -> Result:
+        try:
+            app(list(args), prog_name="batchinfer")
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+        else:
+            code = 0
+        captured = capsys.readouterr()
+        return Result(code, captured.out + captured.err)
+
+    return run
+
+
+def test_submit_starts_an_execution_named_by_the_run_id_with_snake_case_keys(invoke, deployed):
+    result = invoke(
+        "submit",
+        "--stack",
+        STACK,
+        "--input",
+        "s3://test-data/input/daily/",
+        "--run-id",
+        "daily-1",
+        "--shards",
+        "4",
+        "--merge",
+        "--instance-count",
+        "2",
+        "--content-type",
+        "text/csv",
+        "--env",
+        "MODE=fast",
+    )
+    assert result.exit_code == 0, result.output
+    assert "daily-1" in result.output
+    arn = f"{EXECUTION}daily-1"
+    assert "https://eu-west-1.console.aws.amazon.com/states/home?region=eu-west-1" in (
+        result.output
+    )
+    assert arn in result.output
+    described = deployed.sfn.describe_execution(executionArn=arn)
+    assert described["stateMachineArn"] == deployed.state_machine_arn
+    assert json.loads(described["input"]) == {
+        "input": "s3://test-data/input/daily/",
+        "run_id": "daily-1",
+        "shards": 4,
+        "merge": True,
+        "instance_count": 2,
+        "content_type": "text/csv",
+        "environment": {"MODE": "fast"},
+    }
+
+
+def test_submit_without_run_id_names_the_execution_with_a_new_one(invoke, deployed, monkeypatch):
+    monkeypatch.setenv("BATCHINFER_STACK", STACK)
+    result = invoke("submit", "--input", "s3://test-data/input/x/")
+    assert result.exit_code == 0, result.output
+    run_id = result.output.split("run id:")[1].split()[0]
+    assert run_id.startswith("run-")
+    described = deployed.sfn.describe_execution(executionArn=f"{EXECUTION}{run_id}")
+    assert json.loads(described["input"]) == {"input": "s3://test-data/input/x/"}
+
+
+def test_submit_errors_name_the_stack_the_output_key_and_the_uri(invoke, deployed):
+    missing = invoke("submit", "--stack", "no-such-stack", "--input", "s3://b/input/")
+    assert missing.exit_code == 1 and "stack no-such-stack" in missing.output
+    create_output_stack("half-stack", {stack_outputs.TABLE_NAME: "test-runs"})
+    half = invoke("submit", "--stack", "half-stack", "--input", "s3://b/input/")
+    assert half.exit_code == 1
+    assert "half-stack" in half.output and stack_outputs.STATE_MACHINE_ARN in half.output
+    bad = invoke("submit", "--stack", STACK, "--input", "/local/path")
+    assert bad.exit_code == 2 and "--input" in bad.output
+    spaced = invoke("submit", "--stack", STACK, "--input", "s3://b/input/", "--run-id", "a b")
+    assert spaced.exit_code == 1 and "run_id" in spaced.output
+
+
+def _record_run(deployed, run_id: str, status: str, **attributes) -> None:
+    deployed.table.create_run(run_id, EXECUTION + run_id, input="s3://test-data/input/x/")
+    deployed.table.update_run(run_id, EXECUTION + run_id, {"run_status": status, **attributes})
+
+
+def test_status_shows_the_run_and_its_shards(invoke, deployed):
+    _record_run(
+        deployed,
+        "r1",
+        FAILED,
+        shards=2,
+        shards_done=1,
+        error="ShardsMissing",
+        cause="1 of 2 shards have no valid output",
+        failed_shards=["b.csv"],
+    )
+    done = {"name": "a.csv", "status": SUCCEEDED, "attempts": 1, "job_name": "bi-r1-j"}
+    deployed.table.put_shard("r1", 0, done | {"records_in": 7, "records_out": 7})
+    lost = {"name": "b.csv", "status": MISSING, "attempts": 3, "reason": "no output"}
+    deployed.table.put_shard("r1", 1, lost)
+    result = invoke("status", "r1", "--stack", STACK)
+    assert result.exit_code == 0, result.output
+    for text in ("FAILED", "ShardsMissing", "1/2", "a.csv", "b.csv", "MISSING", "bi-r1-j"):
+        assert text in result.output
+    unknown = invoke("status", "nope", "--stack", STACK)
+    assert unknown.exit_code == 1
+    assert "run nope" in unknown.output and "test-runs" in unknown.output
+
+
+def test_status_watch_refreshes_until_the_run_ends(invoke, deployed, monkeypatch):
+    _record_run(deployed, "w1", RUNNING, shards=1, shards_done=0)
+    slept = []
+
+    def finish_while_sleeping(seconds: float) -> None:
+        slept.append(seconds)
+        ended = {"run_status": SUCCEEDED, "shards_done": 1, "records_out": 5}
+        deployed.table.update_run("w1", EXECUTION + "w1", ended)
+
+    monkeypatch.setattr("batchinfer.cloud.runs.time.sleep", finish_while_sleeping)
+    result = invoke("status", "w1", "--stack", STACK, "--watch", "--interval", "0.5")
+    assert result.exit_code == 0, result.output
+    assert slept == [0.5]
+    assert "SUCCEEDED" in result.output and "1/1" in result.output
+
+
+def test_runs_lists_newest_first_and_filters_by_status(invoke, deployed):
+    _record_run(deployed, "old", SUCCEEDED, started_at="2024-01-01T00:00:00+00:00")
+    _record_run(deployed, "new", FAILED, started_at="2024-02-01T00:00:00+00:00", error="X")
+    _record_run(deployed, "now", RUNNING, started_at="2024-03-01T00:00:00+00:00")
+    everything = invoke("runs", "--stack", STACK)
+    assert everything.exit_code == 0, everything.output
+    out = everything.output
+    assert out.index("now") < out.index("new") < out.index("old")
+    failed = invoke("runs", "--stack", STACK, "--status", "failed")
+    assert "new" in failed.output and "old" not in failed.output
+    bad = invoke("runs", "--stack", STACK, "--status", "DONE")
+    assert bad.exit_code == 2 and "--status" in bad.output
