@@ -42,3 +42,8 @@ app.command("process")(process.process)
 app.command("example")(example.example)
 app.command("split")(split.split)
 app.command("serve")(serve.serve)
+from batchinfer.commands import cloud  # noqa: E402
+
+app.command("submit")(cloud.submit)
+app.command("status")(cloud.status)
+app.command("runs")(cloud.runs)
