@@ -152,6 +152,8 @@ class Function:
     environment: dict[str, str]
 
 
+# --- moto divergences from AWS -------------------------------------------------------------
+
 # A path that can select more than one node: a wildcard, deep scan, filter, slice or union.
 _INDEFINITE_PATH = re.compile(r"\*|\.\.|\?\(|\[[^\]]*[:,][^\]]*\]")
 
@@ -720,14 +722,6 @@ class OfflineStack:
             for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix)
             for item in page.get("Contents", [])
         )
-
-    def download(self, prefix: str, target: Path) -> Path:
-        """Every object under ``prefix`` into ``target``, keeping relative paths."""
-        for key in self.keys(prefix):
-            path = target / key[len(prefix) :]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.s3.download_file(self.bucket, key, str(path))
-        return target
 
     def announced(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(SNS notifications, bus events) delivered since the last call."""
