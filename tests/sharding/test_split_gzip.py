@@ -77,10 +77,11 @@ def test_rerun_gives_identical_gzip_bytes(tmp_path, csv_lines):
     ("content", "message"),
     [
         (b"", r"bad\.csv\.gz is empty"),
-        (gzip.compress(b""), r"bad\.csv\.gz is empty"),
+        (gzip.compress(b"", mtime=0), r"bad\.csv\.gz is empty"),
         (b"not gzip at all\n", r"bad\.csv\.gz is not valid gzip"),
-        (gzip.compress(b"1,2\n" * 1000)[:-20], r"bad\.csv\.gz is truncated"),
+        (gzip.compress(b"1,2\n" * 1000, mtime=0)[:-20], r"bad\.csv\.gz is truncated"),
     ],
+    ids=["empty-file", "empty-gzip", "not-gzip", "truncated"],
 )
 def test_bad_gzip_input_is_an_input_error_and_writes_nothing(tmp_path, content, message):
     source = tmp_path / "bad.csv.gz"
