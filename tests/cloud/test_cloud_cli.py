@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from batchinfer.cli import app
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
+from tests.support.aws import create_output_stack
+from tests.support.cli import run_cli
 
-from .conftest import STACK, create_output_stack
+from .conftest import REGION, STACK
 
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:test-runs:"
 
@@ -24,21 +25,9 @@ class Result:
 
 @pytest.fixture
 def invoke(capsys, monkeypatch):
-    """Run ``batchinfer ARGS`` in this process (moto is in-process) as the console script
-    does: errors become a message and their exit code."""
+    """Run ``batchinfer ARGS`` in this process (moto is in-process)."""
     monkeypatch.setenv("COLUMNS", "200")
-
-    def run(*args: str) -> Result:
-        try:
-            app(list(args), prog_name="batchinfer")
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else 1
-        else:
-            code = 0
-        captured = capsys.readouterr()
-        return Result(code, captured.out + captured.err)
-
-    return run
+    return lambda *args: Result(*run_cli(capsys, *args))
 
 
 def test_submit_starts_an_execution_named_by_the_run_id_with_snake_case_keys(invoke, deployed):
@@ -93,7 +82,7 @@ def test_submit_without_run_id_names_the_execution_with_a_new_one(invoke, deploy
 def test_submit_errors_name_the_stack_the_output_key_and_the_uri(invoke, deployed):
     missing = invoke("submit", "--stack", "no-such-stack", "--input", "s3://b/input/")
     assert missing.exit_code == 1 and "stack no-such-stack" in missing.output
-    create_output_stack("half-stack", {stack_outputs.TABLE_NAME: "test-runs"})
+    create_output_stack("half-stack", {stack_outputs.TABLE_NAME: "test-runs"}, REGION)
     half = invoke("submit", "--stack", "half-stack", "--input", "s3://b/input/")
     assert half.exit_code == 1
     assert "half-stack" in half.output and stack_outputs.STATE_MACHINE_ARN in half.output

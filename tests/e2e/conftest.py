@@ -2,34 +2,23 @@
 dev environment of cdk.json, with a 1-second retry interval so that moto, which waits out
 Retry intervals for real, runs the retry path quickly; the spec's model M as a model.tar.gz."""
 
-import importlib.util
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.models import ROW_SUM
+
 from .harness import REGION, OfflineStack, model_archive, offline_stack
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT))  # app.py and stacks/ live at the repository root
 
 ENV = "dev"
 RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_delay_seconds": 1}
-
-
-def _row_sum_source() -> str:
-    """Model M of the spec, as tests/local/conftest.py serves it."""
-    path = REPO_ROOT / "tests" / "local" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("local_conftest_model", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ROW_SUM
 
 
 @pytest.fixture(scope="session")
@@ -49,13 +38,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def row_sum_source() -> str:
-    return _row_sum_source()
-
-
-@pytest.fixture(scope="session")
-def row_sum_archive(tmp_path_factory: pytest.TempPathFactory, row_sum_source: str) -> Path:
-    return model_archive(row_sum_source, tmp_path_factory.mktemp("row-sum"))
+def row_sum_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return model_archive(ROW_SUM, tmp_path_factory.mktemp("row-sum"))
 
 
 @pytest.fixture
@@ -70,8 +54,8 @@ def stack(
 
 
 @pytest.fixture(scope="session")
-def row_sum_model_dir(tmp_path_factory: pytest.TempPathFactory, row_sum_source: str) -> Path:
+def row_sum_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model_dir = tmp_path_factory.mktemp("row-sum-model")
     (model_dir / "code").mkdir()
-    (model_dir / "code" / "inference.py").write_text(row_sum_source)
+    (model_dir / "code" / "inference.py").write_text(ROW_SUM)
     return model_dir

@@ -2,41 +2,21 @@
 stack carrying the synthesized template's outputs, the run executed by the synthesized
 state machine."""
 
-import importlib.util
-from pathlib import Path
-
-from batchinfer.cli import app
 from batchinfer.pipeline import stack_outputs
+from tests.support.aws import create_output_stack
+from tests.support.cli import run_cli
 
+from .harness import REGION
 from .test_happy_path import csv_rows
-
-
-def _cloud_conftest():
-    path = Path(__file__).parents[1] / "cloud" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("cloud_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def cli(capsys, *args: str) -> tuple[int, str]:
-    try:
-        app(list(args), prog_name="batchinfer")
-    except SystemExit as exit:
-        code = exit.code if isinstance(exit.code, int) else 1
-    else:
-        code = 0
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def test_submit_then_status_and_runs_through_the_stack_outputs(stack, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     assert set(stack_outputs.ALL) == set(stack.outputs), "the CLI reads these output keys"
-    _cloud_conftest().create_output_stack(stack.name, stack.outputs)
+    create_output_stack(stack.name, stack.outputs, REGION)
     stack.put("input/cli/a.csv", csv_rows(25))
 
-    code, out = cli(
+    code, out = run_cli(
         capsys, "submit", "--stack", stack.name, "--input", f"s3://{stack.bucket}/input/cli/",
         "--run-id", "from-cli", "--shards", "2",
     )  # fmt: skip
@@ -46,9 +26,9 @@ def test_submit_then_status_and_runs_through_the_stack_outputs(stack, capsys, mo
     execution = stack.wait(printed["execution"].strip())
     assert execution.status == "SUCCEEDED", execution.cause
 
-    code, out = cli(capsys, "status", "from-cli", "--stack", stack.name, "--watch")
+    code, out = run_cli(capsys, "status", "from-cli", "--stack", stack.name, "--watch")
     assert code == 0, out
     assert "SUCCEEDED" in out and "2/2" in out and "25 / 25" in out
     assert "a.part-00000.csv" in out and "a.part-00001.csv" in out
-    code, out = cli(capsys, "runs", "--stack", stack.name, "--status", "SUCCEEDED")
+    code, out = run_cli(capsys, "runs", "--stack", stack.name, "--status", "SUCCEEDED")
     assert code == 0 and "from-cli" in out

@@ -4,7 +4,6 @@ queue so tests can read what was announced."""
 
 import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +14,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batchinfer.pipeline import status_table as keys
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.status_table import StatusTable
+from tests.support.aws import create_status_table
 
 REGION = "eu-west-1"
 BUCKET = "batchinfer-test-data"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT))  # stacks/ (the state machine's field lists)
 
 
 @dataclass
@@ -66,34 +64,7 @@ def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
     with mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
-        dynamodb = boto3.resource("dynamodb", region_name=REGION)
-        table = dynamodb.create_table(
-            TableName="runs",
-            KeySchema=[
-                {"AttributeName": keys.PARTITION_KEY, "KeyType": "HASH"},
-                {"AttributeName": keys.SORT_KEY, "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": name, "AttributeType": "S"}
-                for name in (
-                    keys.PARTITION_KEY,
-                    keys.SORT_KEY,
-                    keys.STATUS_INDEX_PARTITION,
-                    keys.STATUS_INDEX_SORT,
-                )
-            ],
-            GlobalSecondaryIndexes=[
-                {
-                    "IndexName": keys.STATUS_INDEX,
-                    "KeySchema": [
-                        {"AttributeName": keys.STATUS_INDEX_PARTITION, "KeyType": "HASH"},
-                        {"AttributeName": keys.STATUS_INDEX_SORT, "KeyType": "RANGE"},
-                    ],
-                    "Projection": {"ProjectionType": "ALL"},
-                }
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        table = create_status_table("runs", REGION)
         sns = boto3.client("sns", region_name=REGION)
         events = boto3.client("events", region_name=REGION)
         sqs = boto3.client("sqs", region_name=REGION)

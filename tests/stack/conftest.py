@@ -4,7 +4,6 @@ cdk-nag finding ids embed resolved ARNs."""
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,6 @@ import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT))  # app.py and stacks/ live at the repository root
 
 from aws_cdk import App, Environment  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402

@@ -1,0 +1,54 @@
+"""Model sources the tests serve with the real model server."""
+
+import textwrap
+
+# Model M of the spec (section 5): for text/csv one sum per row, rows joined by "\n" and no
+# trailing newline; for JSON Lines {"score": sum} per line. A row holding "bad" is refused
+# with 400 (E9); "slow" makes the request sleep (for interrupting a run).
+ROW_SUM = textwrap.dedent(
+    """
+    import json
+    import time
+
+
+    def model_fn(model_dir):
+        return sum
+
+
+    def _numbers(value):
+        if isinstance(value, dict):
+            value = value.get("f", list(value.values()))
+        return [float(v) for v in (value if isinstance(value, list) else [value])]
+
+
+    def input_fn(body, content_type):
+        text = body.decode() if isinstance(body, bytes) else body
+        if "bad" in text:
+            raise ValueError("row holds 'bad'")
+        if "slow" in text:
+            time.sleep(0.5)
+            text = text.replace("slow", "0")
+        lines = text.split("\\n")
+        if content_type == "text/csv":
+            return "csv", [_numbers(line.split(",")) for line in lines if line.strip()]
+        if content_type == "application/jsonlines":
+            return "jsonl", [_numbers(json.loads(line)) for line in lines if line.strip()]
+        return "json", [_numbers(json.loads(text))]
+
+
+    def predict_fn(data, model):
+        kind, rows = data
+        return kind, [model(row) for row in rows]
+
+
+    def _fmt(x):
+        return str(int(x)) if float(x).is_integer() else repr(x)
+
+
+    def output_fn(prediction, accept):
+        kind, sums = prediction
+        if kind == "csv":
+            return "\\n".join(_fmt(s) for s in sums)
+        return "\\n".join(json.dumps({"score": int(s) if s.is_integer() else s}) for s in sums)
+    """
+)
