@@ -2,6 +2,7 @@
 
 import threading
 
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -64,7 +65,9 @@ class LiveProgress(Progress):
 
 def summary_table(result: JobResult) -> Table:
     """One row per input: where it ran, records in and out, volume, speed, status."""
-    table = Table(title=f"batchinfer run: {result.status}", title_justify="left")
+    table = Table(
+        title=f"batchinfer run: {result.status}", title_justify="left", box=box.SIMPLE_HEAD
+    )
     table.add_column("input", min_width=min(30, max(len(f.name) for f in result.files)))
     for column in ("shards", "inst", "rec in", "rec out", "MB", "s", "rows/s"):
         table.add_column(column, justify="right")
