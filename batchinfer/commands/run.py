@@ -95,10 +95,10 @@ def run(
 
 def _report(console: Console, result: JobResult) -> None:
     console.print(summary_table(result))
-    first = next((f for f in result.files if f.output), None)
+    first = next((f for f in result.files if f.outputs), None)
     if first is None:
         return
-    path = Path(result.output_dir) / first.output.split(", ")[0]
+    path = Path(result.output_dir) / first.outputs[0]
     with path.open("rb") as handle:
         lines = [
             line.decode("utf-8", "replace").rstrip("\n") for line in islice(handle, SAMPLE_LINES)

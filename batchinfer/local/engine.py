@@ -94,25 +94,30 @@ def _process_files(
     outcomes: dict[str, FileOutcome] = {}
     lock = threading.Lock()
 
+    crashed: list[BaseException] = []  # not a file's failure: a fault of the engine itself
+
     def instance_loop(instance: int, client: ModelServerClient) -> None:
-        while True:
-            try:
-                file = pending.get_nowait()
-            except queue.Empty:
-                return
-            progress.file_started(instance, file)
-            outcome = transform_input(
-                file,
-                output_dir,
-                instance=instance,
-                invoke=client.invoke,
-                settings=settings,
-                effective=effective,
-                concurrency=effective.max_concurrent_transforms,
-            )
-            with lock:
-                outcomes[file.name] = outcome
-            progress.file_finished(outcome)
+        try:
+            while not crashed:
+                try:
+                    file = pending.get_nowait()
+                except queue.Empty:
+                    return
+                progress.file_started(instance, file)
+                outcome = transform_input(
+                    file,
+                    output_dir,
+                    instance=instance,
+                    invoke=client.invoke,
+                    settings=settings,
+                    effective=effective,
+                    concurrency=effective.max_concurrent_transforms,
+                )
+                with lock:
+                    outcomes[file.name] = outcome
+                progress.file_finished(outcome)
+        except BaseException as exc:
+            crashed.append(exc)
 
     threads = [
         threading.Thread(target=instance_loop, args=(i, c), name=f"instance-{i + 1}", daemon=True)
@@ -123,4 +128,6 @@ def _process_files(
     for thread in threads:
         while thread.is_alive():
             thread.join(0.2)  # short joins keep Ctrl-C responsive
+    if crashed:
+        raise crashed[0]
     return [outcomes[file.name] for file in files]

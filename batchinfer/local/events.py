@@ -70,4 +70,6 @@ def transform_input(
         )
     except BatchInferError as exc:
         return FileOutcome(file, instance, output, error=str(exc))
+    except OSError as exc:  # e.g. a full disk: this file fails, the others go on
+        return FileOutcome(file, instance, output, error=f"{file.name}: {exc}")
     return FileOutcome(file, instance, output, stats=stats)

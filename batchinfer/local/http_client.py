@@ -47,7 +47,7 @@ class ModelServerClient:
     def _request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
         conn = self._connection()
         try:
-            conn.request(method, path, body=body, headers=self._headers if body else {})
+            conn.request(method, path, body=body, headers=self._headers if method == "POST" else {})
             response = conn.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException) as exc:

@@ -21,13 +21,13 @@ from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.local.events import FileOutcome, Progress
 from batchinfer.local.inputs import InputFile, collect_inputs
 from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.sharding import auto_shard_count, split
+from batchinfer.sharding.local import kernel_copy
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 Engine = Literal["transform", "processing"]
-MANIFEST = "_manifest.json"
-SUCCESS = "_SUCCESS"
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class FileResult:
 
     name: str
     input: str
-    output: str | None
+    outputs: list[str]
     status: str
     records_in: int | None = None
     records_out: int | None = None
@@ -142,7 +142,7 @@ def run_job(
     started = time.perf_counter()
     files = collect_inputs(job.inputs)
     job.output_dir.mkdir(parents=True, exist_ok=True)
-    (job.output_dir / SUCCESS).unlink(missing_ok=True)
+    _clear_previous_run(job.output_dir)
     workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
     try:
         model_dir = prepare_model_dir(job.model, workdir)
@@ -168,10 +168,25 @@ def run_job(
         files=results,
         engine_max_rss_mib=peak_memory_mib(),
     )
-    (job.output_dir / MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    (job.output_dir / RESULT_MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     if result.succeeded:
-        (job.output_dir / SUCCESS).write_text("")
+        (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
+
+
+def _clear_previous_run(output_dir: Path) -> None:
+    """Remove what an earlier run recorded in ``_manifest.json`` (its outputs, the manifest and
+    ``_SUCCESS``), so no stale output stands beside this run's (other files are left alone)."""
+    manifest = output_dir / RESULT_MANIFEST
+    (output_dir / SUCCESS_MARKER).unlink(missing_ok=True)
+    try:
+        previous = json.loads(manifest.read_text())
+        stale = [name for entry in previous["files"] for name in entry["outputs"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        stale = []
+    for name in stale:
+        (output_dir / name).unlink(missing_ok=True)
+    manifest.unlink(missing_ok=True)
 
 
 def _run_engine(
@@ -208,38 +223,42 @@ class _InputGroup:
     source: InputFile
     units: list[InputFile]
     merged: bool
+    shards: int | None = None  # how many shards it was split into, None when not split
+    error: str | None = None  # why it could not be split
 
     def result(self, outcomes: dict[str, FileOutcome], job: LocalJob) -> FileResult:
         parts = [outcomes[unit.name] for unit in self.units]
-        failed = [p for p in parts if not p.succeeded]
-        output = job.output_dir / output_name(self.source.name)
-        if not failed and self.merged:
-            _concatenate([p.output for p in parts], output)
+        errors = [self.error] if self.error else [p.error for p in parts if p.error]
+        if errors:
+            for part in parts:  # R19: nothing of a failed input stays, not even good shards
+                part.output.unlink(missing_ok=True)
+        elif self.merged:
+            merged = job.output_dir / output_name(self.source.name)
+            _concatenate([p.output for p in parts], merged)
         stats = [p.stats for p in parts if p.stats is not None]
         seconds = max((s.seconds for s in stats), default=0.0)
-        records_in = None if failed else _sum_or_none([s.records_in for s in stats])
+        records_in = None if errors else _sum_or_none([s.records_in for s in stats])
+        if errors:
+            outputs = []
+        elif self.merged:
+            outputs = [output_name(self.source.name)]
+        else:
+            outputs = [p.output.relative_to(job.output_dir).as_posix() for p in parts]
         return FileResult(
             name=self.source.name,
             input=str(self.source.path),
-            output=None if failed else _outputs_of(self, parts, output, job.output_dir),
-            status="FAILED" if failed else "SUCCEEDED",
+            outputs=outputs,
+            status="FAILED" if errors else "SUCCEEDED",
             records_in=records_in,
-            records_out=None if failed else _sum_or_none([s.records_out for s in stats]),
+            records_out=None if errors else _sum_or_none([s.records_out for s in stats]),
             bytes_in=sum(s.bytes_in for s in stats),
             bytes_out=sum(s.bytes_out for s in stats),
             seconds=round(seconds, 3),
             rows_per_second=_rate(records_in, seconds),
-            shards=len(self.units) if self.units[0] is not self.source else None,
+            shards=self.shards,
             instances=sorted({p.instance for p in parts}),
-            error="; ".join(p.error or "" for p in failed) or None,
+            error="; ".join(str(e) for e in errors) or None,
         )
-
-
-def _outputs_of(group: _InputGroup, parts: list[FileOutcome], merged: Path, root: Path) -> str:
-    if group.merged or len(parts) == 1:
-        path = merged if group.merged else parts[0].output
-        return path.relative_to(root).as_posix()
-    return ", ".join(p.output.relative_to(root).as_posix() for p in parts)
 
 
 def _sum_or_none(values: list[int | None]) -> int | None:
@@ -249,29 +268,32 @@ def _sum_or_none(values: list[int | None]) -> int | None:
 def _split_inputs(
     files: list[InputFile], job: LocalJob, workdir: Path, on_stage: Callable[[str], None]
 ) -> list[_InputGroup]:
-    """Pre-split every input that is worth splitting (``--shards``) with the sharding library."""
+    """Pre-split every input that is worth splitting (``--shards``) with the sharding library.
+    An input that cannot be split fails alone; the others still run (R19)."""
     if job.shards is None:
         return [_InputGroup(f, [f], merged=False) for f in files]
     on_stage("split")
     groups = []
     for file in files:
-        count = _shard_count(file.size, job)
+        count = _shard_count(file.size, job) if file.size else 1
         if count == 1:
-            groups.append(_InputGroup(file, [file], merged=False))
+            groups.append(_InputGroup(file, [file], merged=job.merge))
             continue
-        shard_dir = workdir / "shards" / file.name
-        index = split(
-            str(file.path),
-            str(shard_dir),
-            shards=count,
-            compression_type=job.settings.compression_type,
-        )
+        try:
+            index = split(
+                str(file.path),
+                str(workdir / "shards" / file.name),
+                shards=count,
+                compression_type=job.settings.compression_type,
+            )
+        except BatchInferError as exc:
+            groups.append(_InputGroup(file, [], merged=job.merge, error=str(exc)))
+            continue
         parent = Path(file.name).parent
-        units = [
-            InputFile(shard_dir / shard.name, (parent / shard.name).as_posix())
-            for shard in index.shards
+        units = [  # a shard's uri is the source itself when nothing could be cut
+            InputFile(Path(shard.uri), (parent / shard.name).as_posix()) for shard in index.shards
         ]
-        groups.append(_InputGroup(file, units, merged=job.merge))
+        groups.append(_InputGroup(file, units, merged=job.merge, shards=len(units)))
     return groups
 
 
@@ -289,12 +311,8 @@ def _concatenate(parts: list[Path], target: Path) -> None:
         with partial.open("wb") as out:
             for part in parts:
                 with part.open("rb") as src:
-                    remaining = os.fstat(src.fileno()).st_size
-                    while remaining:
-                        copied = os.copy_file_range(src.fileno(), out.fileno(), remaining)
-                        if copied == 0:
-                            raise BatchInferError(f"{part}: ended early while merging")
-                        remaining -= copied
+                    size = os.fstat(src.fileno()).st_size
+                    kernel_copy(src.fileno(), out.fileno(), 0, size, source=str(part))
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)

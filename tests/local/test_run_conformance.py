@@ -167,13 +167,33 @@ def test_e9_a_refused_record_fails_its_file_others_complete_r19(tmp_path, row_su
     assert failure.name == "bad.csv" and "record 2" in failure.error and "400" in failure.error
 
 
-def test_e10_job_values_win_over_execution_parameters_r10_c5(tmp_path, row_sum_model):
+def test_e10_container_execution_parameters_fill_what_the_job_leaves_unset_r10_c5(
+    tmp_path, row_sum_model
+):
+    """The server answers /execution-parameters with MaxConcurrentTransforms = its workers,
+    MULTI_RECORD and SAGEMAKER_MAX_PAYLOAD_IN_MB from its environment (C5)."""
     data = write(tmp_path / "in" / "d.csv", b"1,2\n")
-    result = run([data], tmp_path / "out", row_sum_model, max_payload_mb=1, **CSV_LINES)
-    # The job sets only MaxPayloadInMB; the server's /execution-parameters supply the rest.
-    assert result.effective["max_payload_mb"] == 1
-    assert result.effective["batch_strategy"] == "MultiRecord"
-    assert result.effective["max_concurrent_transforms"] >= 1
+    env = {"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2"}
+    settings = TransformSettings(environment=env, **CSV_LINES)
+    from_container = run_job(
+        LocalJob([data], tmp_path / "a", row_sum_model, settings, workers_per_instance=3)
+    )
+    assert from_container.effective == {
+        "batch_strategy": "MultiRecord",
+        "max_payload_mb": 2,
+        "max_concurrent_transforms": 3,
+    }
+    settings = TransformSettings(
+        environment=env, max_payload_mb=1, batch_strategy="SingleRecord", **CSV_LINES
+    )
+    from_job = run_job(
+        LocalJob([data], tmp_path / "b", row_sum_model, settings, workers_per_instance=3)
+    )
+    assert from_job.effective == {
+        "batch_strategy": "SingleRecord",
+        "max_payload_mb": 1,
+        "max_concurrent_transforms": 3,
+    }
 
 
 def test_files_spread_over_instances_each_file_whole_r3(tmp_path, row_sum_model):
@@ -253,3 +273,69 @@ def test_a_model_tar_gz_is_extracted_like_sagemaker_does_c2(tmp_path, row_sum_mo
     data = write(tmp_path / "in" / "d.csv", b"1,2\n")
     assert run([data], tmp_path / "out", archive, **CSV_LINES).succeeded
     assert (tmp_path / "out" / "d.csv.out").read_bytes() == b"3"
+
+
+def test_merge_keeps_the_output_of_an_input_too_small_to_split(tmp_path, row_sum_model):
+    big = write(tmp_path / "in" / "big.csv", b"1,2\n" * (4 * 1024 * 1024))  # 16 MiB: 2 shards
+    small = write(tmp_path / "in" / "small.csv", b"3,4\n")
+    settings = dict(CSV_LINES, assemble_with="Line", instance_count=2, max_payload_mb=1)
+    result = run(
+        [big, small], tmp_path / "out", row_sum_model, shards="auto", merge=True, **settings
+    )
+    assert result.succeeded
+    assert [f.shards for f in result.files] == [2, None]
+    assert (tmp_path / "out" / "small.csv.out").read_bytes() == b"7\n"
+    assert (tmp_path / "out" / "big.csv.out").read_bytes() == b"3\n" * (4 * 1024 * 1024)
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert [f["outputs"] for f in manifest["files"]] == [["big.csv.out"], ["small.csv.out"]]
+
+
+def test_inputs_that_cannot_be_cut_run_whole_and_empty_inputs_give_empty_outputs_r6(
+    tmp_path, row_sum_model
+):
+    one_line = write(tmp_path / "in" / "one.csv", b"1,2\n")
+    empty = write(tmp_path / "in" / "empty.csv", b"")
+    settings = dict(CSV_LINES, assemble_with="Line")
+    result = run(
+        [one_line, empty], tmp_path / "out", row_sum_model, shards=4, merge=True, **settings
+    )
+    assert result.succeeded
+    assert (tmp_path / "out" / "one.csv.out").read_bytes() == b"3\n"
+    assert (tmp_path / "out" / "empty.csv.out").read_bytes() == b""
+    assert [f.records_in for f in result.files] == [0, 1]
+
+
+def test_an_input_that_cannot_be_split_fails_alone_r19(tmp_path, row_sum_model):
+    bad = write(tmp_path / "in" / "bad.csv.gz", b"not gzip at all\n")
+    good = write(tmp_path / "in" / "good.csv", b"1,2\n" * 100)
+    settings = dict(CSV_LINES, assemble_with="Line")
+    result = run([bad, good], tmp_path / "out", row_sum_model, shards=2, **settings)
+    assert [f.status for f in result.files] == ["FAILED", "SUCCEEDED"]
+    assert "bad.csv.gz" in result.files[0].error
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.out")) == [
+        "good.part-00000.csv.out",
+        "good.part-00001.csv.out",
+    ]
+
+
+def test_a_failed_sharded_input_leaves_no_shard_outputs_r19(tmp_path, row_sum_model):
+    data = write(tmp_path / "in" / "d.csv", b"1,2\n" * 1000 + b"bad\n")
+    settings = dict(CSV_LINES, assemble_with="Line")
+    result = run([data], tmp_path / "out", row_sum_model, shards=2, **settings)
+    assert not result.succeeded and "d.part-00001.csv" in result.files[0].error
+    assert list((tmp_path / "out").glob("*.out")) == []
+
+
+def test_a_rerun_removes_the_outputs_the_previous_run_recorded(tmp_path, row_sum_model):
+    data = write(tmp_path / "in" / "d.csv", b"1,2\n" * 1000)
+    (tmp_path / "out").mkdir()
+    unrelated = write(tmp_path / "out" / "notes.txt", b"kept")
+    settings = dict(CSV_LINES, assemble_with="Line")
+    run([data], tmp_path / "out", row_sum_model, shards=4, **settings)
+    result = run([data], tmp_path / "out", row_sum_model, shards=2, **settings)
+    assert result.succeeded
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.out")) == [
+        "d.part-00000.csv.out",
+        "d.part-00001.csv.out",
+    ]
+    assert unrelated.read_bytes() == b"kept"
