@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
+	command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
 	npm ci --no-audit --no-fund
 	touch $(NPM_STAMP)
 
