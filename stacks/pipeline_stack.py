@@ -69,6 +69,7 @@ class PipelineStack(Stack):
             job_prefix=config.job_prefix,
             engine=config.engine,
             transform_defaults=_json(config.transform),
+            model_environment=_json(config.model_environment),
             shard_size=config.shard_size,
             max_rounds=str(config.max_rounds),
             model_name=self.model.model_name,

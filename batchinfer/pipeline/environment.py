@@ -21,6 +21,7 @@ class PipelineEnvironment:
     job_prefix: str
     engine: str = "transform"
     transform_defaults: str = "{}"
+    model_environment: str = "{}"
     shard_size: str = "64MiB"
     max_rounds: str = "3"
     model_name: str = ""
@@ -63,3 +64,8 @@ class PipelineEnvironment:
     @property
     def defaults(self) -> dict[str, Any]:
         return json.loads(self.transform_defaults)
+
+    @property
+    def model_env(self) -> dict[str, str]:
+        """The model's Environment (the CfnModel's), the base of its container's (R21)."""
+        return json.loads(self.model_environment)

@@ -2,10 +2,12 @@
 job name (R1), for the shards of one round's ManifestFile.
 
 The state machine copies each top-level field of ``request`` into the .sync task's
-Parameters, so every field named there is always present: unset batch settings become
-MaxConcurrentTransforms 0 (SageMaker then asks the container, R10) and the R10 defaults
-for BatchStrategy and MaxPayloadInMB; DataProcessing is present only when a filter or join
-applies (the state machine has a task with and one without it).
+Parameters, so every field named there is always present. Unset batch settings take what
+R10 would give: MaxConcurrentTransforms 0 (SageMaker then asks the container, whose answer
+depends on its workers), and for BatchStrategy and MaxPayloadInMB what our container's
+``/execution-parameters`` answers for the environment it will have (R21: the model's, then
+the job's): MULTI_RECORD and SAGEMAKER_MAX_PAYLOAD_IN_MB (else 6). DataProcessing is present
+only when a filter or join applies (the state machine has a task with and one without it).
 """
 
 import json
@@ -15,6 +17,7 @@ from typing import Any
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_name
+from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
 from batchinfer.transform.settings import TransformSettings
 
 RUN_ID_TAG = "batchinfer:run-id"
@@ -59,7 +62,7 @@ def transform_request(
     name: str, settings: TransformSettings, manifest: str, output: str, env: PipelineEnvironment
 ) -> dict[str, Any]:
     api = settings.to_api(input_uri=manifest, data_type="ManifestFile", output_path=output)
-    effective = settings.resolve()
+    effective = settings.resolve(container_parameters(settings, env))
     request = {
         "TransformJobName": name,
         "ModelName": env.model_name,
@@ -76,6 +79,13 @@ def transform_request(
             "VolumeKmsKeyId": env.kms_key_arn,
         }
     return request
+
+
+def container_parameters(settings: TransformSettings, env: PipelineEnvironment) -> dict[str, Any]:
+    """BatchStrategy and MaxPayloadInMB as our container's ``/execution-parameters`` answers
+    them in the environment a job of ``settings`` gives it (R10, R21)."""
+    container_env = settings.container_environment(env.model_env)
+    return {"BatchStrategy": BATCH_STRATEGY, "MaxPayloadInMB": max_payload_mb(container_env)}
 
 
 def processing_arguments(settings: TransformSettings) -> list[str]:

@@ -14,7 +14,8 @@ from typing import Any
 
 from batchinfer.serving.errors import RequestError
 from batchinfer.serving.handlers import InferenceHandler
-from batchinfer.serving.limits import max_payload_mb
+from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
+from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB
 
 LOG = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -29,8 +30,6 @@ _REASONS = {
     415: "Unsupported Media Type",
     500: "Internal Server Error",
 }
-# The platform caps MaxConcurrentTransforms x MaxPayloadInMB at 100 (spec R1).
-_CONCURRENCY_PAYLOAD_CAP = 100
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
@@ -55,10 +54,12 @@ class ServerLimits:
         within 100, spec R1), BatchStrategy MULTI_RECORD, MaxPayloadInMB."""
         concurrency = self.workers
         if self.max_payload_mb:
-            concurrency = max(1, min(concurrency, _CONCURRENCY_PAYLOAD_CAP // self.max_payload_mb))
+            concurrency = max(
+                1, min(concurrency, MAX_PAYLOAD_X_CONCURRENCY_MB // self.max_payload_mb)
+            )
         return {
             "MaxConcurrentTransforms": concurrency,
-            "BatchStrategy": "MULTI_RECORD",
+            "BatchStrategy": BATCH_STRATEGY,
             "MaxPayloadInMB": self.max_payload_mb,
         }
 

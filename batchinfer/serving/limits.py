@@ -4,6 +4,8 @@ from collections.abc import Mapping
 
 from batchinfer.errors import ValidationError
 
+# The BatchStrategy the server answers on /execution-parameters (spec C5).
+BATCH_STRATEGY = "MULTI_RECORD"
 DEFAULT_MAX_PAYLOAD_MB = 6
 DEFAULT_TIMEOUT = 3600
 PAYLOAD_VAR = "SAGEMAKER_MAX_PAYLOAD_IN_MB"

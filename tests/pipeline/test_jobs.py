@@ -2,6 +2,7 @@
 prefix) and the job requests the state machine's tasks copy field by field."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -60,10 +61,32 @@ def test_transform_request_has_every_field_the_task_copies(account):
         "S3DataSource": {"S3DataType": "ManifestFile", "S3Uri": round_["manifest"]}
     }
     assert request["MaxConcurrentTransforms"] == 0, "0: SageMaker asks the container (R10)"
-    assert (request["BatchStrategy"], request["MaxPayloadInMB"]) == ("MultiRecord", 6)
+    assert (request["BatchStrategy"], request["MaxPayloadInMB"]) == ("MultiRecord", 6), (
+        "our container's answer with no SAGEMAKER_MAX_PAYLOAD_IN_MB in its environment"
+    )
     assert request["TransformOutput"]["KmsKeyId"] == account.env.kms_key_arn
     assert request["TransformResources"]["VolumeKmsKeyId"] == account.env.kms_key_arn
     assert request["Tags"] == [{"Key": "batchinfer:run-id", "Value": "r-1"}]
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        ({}, 2),
+        ({"max_payload_mb": 1}, 1),
+        ({"environment": {"SAGEMAKER_MAX_PAYLOAD_IN_MB": "3"}}, 3),
+    ],
+    ids=["container-answers", "job-value-wins", "job-environment-over-model-R21"],
+)
+def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, expected):
+    """E10: with no job value the container's /execution-parameters MaxPayloadInMB (here 2,
+    from the model's Environment) is in force; a job value (1) wins over it."""
+    env = replace(account.env, model_environment=json.dumps({"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2"}))
+    job = prepare_job(_plan(**job), {"number": 1, "manifest": "s3://b/m"}, env=env)
+    request = job["request"]
+    assert request["MaxPayloadInMB"] == expected
+    assert request["BatchStrategy"] == "MultiRecord", "the container answers MULTI_RECORD"
+    assert request["MaxConcurrentTransforms"] == 0
 
 
 def test_filters_select_the_task_with_data_processing_R15(account):

@@ -1,5 +1,7 @@
 """Every resource of the stack and its security settings, read from the template."""
 
+import json
+
 from aws_cdk.assertions import Match
 
 from batchinfer.pipeline import stack_outputs
@@ -117,6 +119,21 @@ def test_lambdas_latest_python_json_logs_xray_own_roles(resources):
         assert "BATCHINFER_TABLE_NAME" in props["Environment"]["Variables"]
         roles.add(props["Role"]["Fn::GetAtt"][0])
     assert len(roles) == 7, "one least-privilege role per Lambda"
+
+
+def test_lambdas_know_the_model_environment_R10_R21(synthesized, resources):
+    """The job-preparing Lambda needs the model's Environment to know what the container
+    will answer on /execution-parameters."""
+    (model,) = of_type(resources, "AWS::SageMaker::Model").values()
+    expected = model["Properties"]["PrimaryContainer"]["Environment"]
+    (function,) = [
+        f
+        for f in of_type(resources, "AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler") == "prepare_job.handler"
+    ]
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert json.loads(variables["BATCHINFER_MODEL_ENVIRONMENT"]) == expected
+    assert expected == dict(synthesized.stack.config.model_environment)
 
 
 def test_model_has_network_isolation_and_the_image(synthesized):
