@@ -14,11 +14,15 @@ CHUNK = 8 * 1024 * 1024
 
 
 def read_json(s3: Any, location: S3Location) -> Any:
+    """The JSON value of an object; InputError naming its URI when unreadable or not JSON."""
     try:
         body = s3.get_object(Bucket=location.bucket, Key=location.key)["Body"].read()
     except ClientError as exc:
         raise InputError(f"{location.uri}: cannot read: {exc}") from None
-    return json.loads(body)
+    try:
+        return json.loads(body)
+    except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for non-UTF bytes
+        raise InputError(f"{location.uri}: not valid JSON: {exc}") from None
 
 
 def write_json(s3: Any, location: S3Location, value: Any) -> str:
@@ -51,18 +55,25 @@ def object_size(s3: Any, uri: str) -> int | None:
 
 def count_lines(s3: Any, uri: str, *, gzip: bool = False) -> int:
     """Line records of an object (spec R6: a last line without ``\\n`` counts), streamed;
-    gzip objects are counted decompressed."""
+    gzip objects are counted decompressed. A corrupt or truncated gzip object is an
+    InputError naming ``uri``."""
     location = parse_s3_uri(uri)
     body = s3.get_object(Bucket=location.bucket, Key=location.key)["Body"]
     inflate = zlib.decompressobj(wbits=47) if gzip else None
-    count, last = 0, b"\n"
+    count, last, compressed = 0, b"\n", 0
     for chunk in iter(lambda: body.read(CHUNK), b""):
-        data = chunk if inflate is None else inflate.decompress(chunk)
-        while inflate is not None and inflate.eof and inflate.unused_data:
-            rest = inflate.unused_data  # concatenated gzip members
-            inflate = zlib.decompressobj(wbits=47)
-            data += inflate.decompress(rest)
+        compressed += len(chunk)
+        try:
+            data = chunk if inflate is None else inflate.decompress(chunk)
+            while inflate is not None and inflate.eof and inflate.unused_data:
+                rest = inflate.unused_data  # concatenated gzip members
+                inflate = zlib.decompressobj(wbits=47)
+                data += inflate.decompress(rest)
+        except zlib.error as exc:
+            raise InputError(f"{uri}: not valid gzip data: {exc}") from None
         if data:
             count += data.count(b"\n")
             last = data[-1:]
+    if inflate is not None and compressed and not inflate.eof:
+        raise InputError(f"{uri}: gzip data ends before the end of its stream (truncated)")
     return count + (0 if last == b"\n" else 1)
