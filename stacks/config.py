@@ -99,10 +99,6 @@ class PipelineConfig:
         return TransformSettings.from_request(self.transform)
 
     @property
-    def shard_size_bytes(self) -> int:
-        return parse_size(self.shard_size, field="shard_size")
-
-    @property
     def is_local_model(self) -> bool:
         return not is_s3_uri(self.model_data)
 

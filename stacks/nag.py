@@ -18,12 +18,6 @@ def acknowledge(
         Validations.of(construct).acknowledge(Acknowledgment(id=rule_id, reason=reason))
 
 
-def arn_ref(resource: IConstruct, attribute: str = "Arn") -> str:
-    """How cdk-nag prints ``Fn::GetAtt`` of ``resource`` in a finding id."""
-    cfn = resource.node.default_child or resource
-    return f"<{Stack.of(resource).get_logical_id(cfn)}.{attribute}>"
-
-
 def resource_finding(scope: IConstruct, value: str) -> str:
     """``Resource::<text>``: how cdk-nag names a policy resource, ``value`` a string that may
     hold tokens (references become ``<LogicalId>``/``<LogicalId.Attr>``)."""
