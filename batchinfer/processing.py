@@ -22,7 +22,7 @@ from batchinfer.local.events import transform_input
 from batchinfer.local.http_client import checked_response
 from batchinfer.local.inputs import collect_inputs
 from batchinfer.serving.app import execution_parameters
-from batchinfer.serving.errors import RequestError
+from batchinfer.serving.errors import error_answer
 from batchinfer.serving.handlers import InferenceHandler, load_handler
 from batchinfer.transform.settings import TransformSettings
 
@@ -42,10 +42,8 @@ def _invoke(body: bytes, content_type: str | None, accept: str | None) -> tuple[
     assert _handler is not None
     try:
         return 200, _handler.invoke(body, content_type, accept)[0]
-    except RequestError as exc:
-        return exc.status, exc.message.encode()
-    except Exception as exc:  # the server answers 500 too, and keeps serving
-        return 500, f"{type(exc).__name__}: {exc}".encode()
+    except Exception as exc:  # answered as the server answers it, which keeps serving
+        return error_answer(exc)
 
 
 def current_host(config: Path = RESOURCE_CONFIG) -> str:

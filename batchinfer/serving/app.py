@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from batchinfer.serving.errors import RequestError
+from batchinfer.serving.errors import RequestError, error_answer
 from batchinfer.serving.handlers import InferenceHandler
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB
@@ -97,10 +97,10 @@ class InferenceApp:
             status, body, content_type = route(environ)
         except RequestError as exc:
             LOG.warning("%s %s -> %d: %s", method, path, exc.status, exc.message)
-            status, body, content_type = exc.status, exc.message.encode(), None
+            (status, body), content_type = error_answer(exc), None
         except Exception as exc:
             LOG.exception("%s %s -> 500", method, path)
-            status, body, content_type = 500, f"{type(exc).__name__}: {exc}".encode(), None
+            (status, body), content_type = error_answer(exc), None
         return _reply(start_response, status, body, ("Content-Type", content_type))
 
     def _ping(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:

@@ -12,6 +12,14 @@ class RequestError(InputError):
         self.message = message
 
 
+def error_answer(exc: Exception) -> tuple[int, bytes]:
+    """The status and body a request that raised ``exc`` gets: a RequestError's own status,
+    500 with the exception's type and text for anything else."""
+    if isinstance(exc, RequestError):
+        return exc.status, exc.message.encode()
+    return 500, f"{type(exc).__name__}: {exc}".encode()
+
+
 class ModelLoadError(BatchInferError):
     """The model directory holds no model (or user module) that can be loaded; says why."""
 
