@@ -1,4 +1,5 @@
-"""What an engine reports: per-file outcomes, and progress callbacks as it works."""
+"""What an engine reports (per-file outcomes, progress callbacks), and the per-file step
+both engines share: one input to its `.out`, a failure recorded as an outcome (R19)."""
 
 from dataclasses import dataclass
 from pathlib import Path
