@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.models import ROW_SUM
+from tests.support.models import ROW_SUM, write_row_sum_model
 
 from .harness import REGION, OfflineStack, model_archive, offline_stack
 
@@ -55,7 +55,4 @@ def stack(
 
 @pytest.fixture(scope="session")
 def row_sum_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    model_dir = tmp_path_factory.mktemp("row-sum-model")
-    (model_dir / "code").mkdir()
-    (model_dir / "code" / "inference.py").write_text(ROW_SUM)
-    return model_dir
+    return write_row_sum_model(tmp_path_factory.mktemp("row-sum-model"))

@@ -1,6 +1,7 @@
 """Model sources the tests serve with the real model server."""
 
 import textwrap
+from pathlib import Path
 
 # Model M of the spec (section 5): for text/csv one sum per row, rows joined by "\n" and no
 # trailing newline; for JSON Lines {"score": sum} per line. A row holding "bad" is refused
@@ -52,3 +53,10 @@ ROW_SUM = textwrap.dedent(
         return "\\n".join(json.dumps({"score": int(s) if s.is_integer() else s}) for s in sums)
     """
 )
+
+
+def write_row_sum_model(model_dir: Path) -> Path:
+    """Model M as a model directory with ``code/inference.py``."""
+    (model_dir / "code").mkdir(parents=True)
+    (model_dir / "code" / "inference.py").write_text(ROW_SUM)
+    return model_dir
