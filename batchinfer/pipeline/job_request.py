@@ -18,7 +18,7 @@ from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_name
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
-from batchinfer.transform.settings import TransformSettings
+from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
 
 RUN_ID_TAG = "batchinfer:run-id"
 PROCESSING_INPUT = "/opt/ml/processing/input/data"
@@ -86,6 +86,21 @@ def container_parameters(settings: TransformSettings, env: PipelineEnvironment) 
     them in the environment a job of ``settings`` gives it (R10, R21)."""
     container_env = settings.container_environment(env.model_env)
     return {"BatchStrategy": BATCH_STRATEGY, "MaxPayloadInMB": max_payload_mb(container_env)}
+
+
+def check_payload_times_concurrency(settings: TransformSettings, env: PipelineEnvironment) -> None:
+    """R1: MaxConcurrentTransforms x MaxPayloadInMB <= 100 also when the payload is the one
+    the container answers (the job request then carries that value, and SageMaker checks it)."""
+    concurrency = settings.max_concurrent_transforms
+    if not concurrency or settings.max_payload_mb is not None:
+        return  # TransformSettings already checked a payload the job sets itself
+    payload = settings.resolve(container_parameters(settings, env)).max_payload_mb
+    if payload * concurrency > MAX_PAYLOAD_X_CONCURRENCY_MB:
+        raise ValidationError(
+            f"max_concurrent_transforms (MaxConcurrentTransforms): {concurrency} x the "
+            f"container's MaxPayloadInMB {payload} is over {MAX_PAYLOAD_X_CONCURRENCY_MB}; "
+            "lower it or set max_payload_mb"
+        )
 
 
 def processing_arguments(settings: TransformSettings) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_base
-from batchinfer.pipeline.job_request import processing_arguments
+from batchinfer.pipeline.job_request import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX, RunLayout
 from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
 from batchinfer.pipeline.s3io import list_objects, write_json
@@ -64,6 +64,8 @@ def plan_run(
     )
     if engine == "processing":
         processing_arguments(settings)  # fails early when the settings do not fit
+    else:
+        check_payload_times_concurrency(settings, env)
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
     if merge and settings.assemble_with != "Line":

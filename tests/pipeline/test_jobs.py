@@ -8,7 +8,11 @@ import pytest
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.job_names import MAX_BASE_LENGTH, job_base, job_name
-from batchinfer.pipeline.job_request import prepare_job, processing_arguments
+from batchinfer.pipeline.job_request import (
+    check_payload_times_concurrency,
+    prepare_job,
+    processing_arguments,
+)
 from batchinfer.pipeline.limits import MAX_ROUNDS
 from batchinfer.transform.settings import TransformSettings, validate_job_name
 from stacks.workflow import _PROCESSING_FIELDS, _TRANSFORM_FIELDS
@@ -124,3 +128,13 @@ def test_processing_settings_must_fit_a_container_argument():
     settings = TransformSettings.from_request({"environment": {"K": "v" * 300}})
     with pytest.raises(ValidationError, match="SageMaker allows 256"):
         processing_arguments(settings)
+
+
+def test_concurrency_times_the_containers_payload_is_checked_before_any_job_R1(account):
+    env = replace(account.env, model_environment=json.dumps({"SAGEMAKER_MAX_PAYLOAD_IN_MB": "20"}))
+    with pytest.raises(ValidationError, match=r"max_concurrent_transforms .* 6 x .* 20"):
+        check_payload_times_concurrency(TransformSettings(max_concurrent_transforms=6), env)
+    check_payload_times_concurrency(TransformSettings(max_concurrent_transforms=5), env)
+    check_payload_times_concurrency(
+        TransformSettings(max_concurrent_transforms=6, max_payload_mb=10), env
+    )
