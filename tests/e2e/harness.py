@@ -38,7 +38,6 @@ Relies on moto 5.2.5 (pinned in requirements-dev.txt): both replaced functions a
 internals of its parser.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -104,6 +103,7 @@ from batchinfer.pipeline.clients import services
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.settings import PASCAL, TransformSettings, validate_job_name
 from batchinfer.uris import S3Location, parse_s3_uri
+from tests.support.lambdas import load_handler
 
 MOTO_VERSION = "5.2.5"
 if moto.__version__ != MOTO_VERSION:
@@ -114,7 +114,6 @@ if moto.__version__ != MOTO_VERSION:
 
 ACCOUNT = "123456789012"
 REGION = "eu-west-1"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 
 
@@ -193,16 +192,6 @@ def bind_keyword_paths(self: Preprocessor, ctx: Any) -> Any:
 # --- Lambda ------------------------------------------------------------------------------
 
 
-def _load_handler(module_name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        f"lambda_{module_name}", REPO_ROOT / "lambda" / f"{module_name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 class Lambdas:
     """The template's functions, run in-process by their real handlers."""
 
@@ -229,7 +218,7 @@ class Lambdas:
         with self._lock:
             self.invocations.append((module_name, event))
             if module_name not in self.modules:
-                self.modules[module_name] = _load_handler(module_name)
+                self.modules[module_name] = load_handler(module_name)
         handler: Callable[[Any, Any], Any] = getattr(self.modules[module_name], attribute)
         try:
             result = handler(event, None)

@@ -2,12 +2,9 @@
 (keys and index as the stack makes them), the topic and event bus, each drained into an SQS
 queue so tests can read what was announced."""
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import boto3
@@ -20,7 +17,6 @@ from tests.support.aws import create_status_table
 
 REGION = "eu-west-1"
 BUCKET = "batchinfer-test-data"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -120,14 +116,3 @@ def _queue_arn(sqs: Any, url: str) -> str:
     return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
     ]
-
-
-def load_handler(name: str) -> ModuleType:
-    """A handler module of ``lambda/`` (not a package: its modules sit at the asset root)."""
-    spec = importlib.util.spec_from_file_location(
-        f"handler_{name}", REPO_ROOT / "lambda" / f"{name}.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

@@ -11,8 +11,9 @@ from batchinfer.pipeline.job_outcome import JobOutcome
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.transform.settings import validate_job_name
 from stacks.workflow import _TRANSFORM_FIELDS
+from tests.support.lambdas import load_handler
 
-from .conftest import BUCKET, load_handler
+from .conftest import BUCKET
 
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:exec-1"
 
