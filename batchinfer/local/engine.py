@@ -18,6 +18,7 @@ from batchinfer.local.events import EngineReport, FileOutcome, Progress, transfo
 from batchinfer.local.http_client import ModelServerClient
 from batchinfer.local.inputs import InputFile
 from batchinfer.serving.launcher import start_server
+from batchinfer.serving.server import native_thread_limits
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
@@ -41,7 +42,7 @@ def run_transform(
     progress = progress or Progress()
     workers = workers_per_instance or default_workers_per_instance(settings.instance_count)
     env = {
-        **_native_threads(settings.instance_count * workers),
+        **native_thread_limits(settings.instance_count * workers, os.environ),
         **settings.container_environment({}),
     }
     servers = []
@@ -66,17 +67,6 @@ def run_transform(
     finally:
         with ThreadPoolExecutor(max(1, len(servers))) as stopping:  # stop all at once (C10)
             list(stopping.map(lambda server: server.stop(), servers))
-
-
-def _native_threads(processes: int) -> dict[str, str]:
-    """OpenMP/BLAS threads per server process so that all of them share the cores fairly;
-    nothing where the user's environment already sets them."""
-    if "OMP_NUM_THREADS" in os.environ:
-        return {}
-    threads = str(max(1, (os.cpu_count() or 1) // processes))
-    return {
-        name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    }
 
 
 def _process_files(

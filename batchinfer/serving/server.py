@@ -74,11 +74,18 @@ def settings_from_env(
     )
 
 
+def native_thread_limits(processes: int, env: Mapping[str, str]) -> dict[str, str]:
+    """OpenMP/BLAS thread counts that give each of ``processes`` model processes an equal
+    share of the cores; none where ``env`` sets OMP_NUM_THREADS or one process has them all."""
+    if processes <= 1 or "OMP_NUM_THREADS" in env:
+        return {}
+    return dict.fromkeys(_THREAD_VARS, str(max(1, cpu_count() // processes)))
+
+
 def share_cores(workers: int, env: MutableMapping[str, str]) -> None:
     """Give each of ``workers`` workers an equal share of the cores for native threads."""
-    if workers > 1 and "OMP_NUM_THREADS" not in env:
-        for name in _THREAD_VARS:
-            env.setdefault(name, str(max(1, cpu_count() // workers)))
+    for name, threads in native_thread_limits(workers, env).items():
+        env.setdefault(name, threads)
 
 
 def _gunicorn_application(settings: ServeSettings) -> Any:
