@@ -11,7 +11,6 @@ from rich.console import Console
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run_display import LiveProgress, summary_table
 from batchinfer.errors import ValidationError
-from batchinfer.local.inputs import collect_inputs
 from batchinfer.local.job import JobResult, LocalJob, run_job
 
 SAMPLE_LINES = 3
@@ -76,8 +75,7 @@ def run(
         merge=merge,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
-    total = sum(f.size for f in collect_inputs(inputs))
-    with LiveProgress(console, total, instance_count) as progress:
+    with LiveProgress(console, instance_count) as progress:
         result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))

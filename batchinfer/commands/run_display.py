@@ -23,7 +23,7 @@ from batchinfer.local.job import JobResult
 class LiveProgress(Progress):
     """An overall bar (bytes of finished files) and one line per instance."""
 
-    def __init__(self, console: Console, total_bytes: int, instances: int) -> None:
+    def __init__(self, console: Console, instances: int) -> None:
         self._bars = RichProgress(
             TextColumn("{task.description}", justify="left"),
             BarColumn(),
@@ -33,7 +33,7 @@ class LiveProgress(Progress):
             console=console,
             transient=False,
         )
-        self._overall = self._bars.add_task("[bold]all files", total=total_bytes)
+        self._overall = self._bars.add_task("[bold]all files", total=None)
         self._instances: list[TaskID] = [
             self._bars.add_task(f"instance {i + 1}: starting", total=None) for i in range(instances)
         ]
@@ -45,6 +45,9 @@ class LiveProgress(Progress):
 
     def __exit__(self, *exc: object) -> None:
         self._bars.stop()
+
+    def job_started(self, total_bytes: int) -> None:
+        self._bars.update(self._overall, total=total_bytes)
 
     def instances_ready(self, count: int) -> None:
         for task in self._instances:

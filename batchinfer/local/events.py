@@ -35,6 +35,9 @@ class EngineReport:
 class Progress:
     """Callbacks the engine makes as it works; the CLI draws them, tests may record them."""
 
+    def job_started(self, total_bytes: int) -> None:
+        """The inputs are known: ``total_bytes`` in all."""
+
     def instances_ready(self, count: int) -> None:
         """All model servers answered /ping."""
 

@@ -141,6 +141,8 @@ def run_job(
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     files = collect_inputs(job.inputs)
+    progress = progress or Progress()
+    progress.job_started(sum(file.size for file in files))
     job.output_dir.mkdir(parents=True, exist_ok=True)
     _clear_previous_run(job.output_dir)
     workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
@@ -194,7 +196,7 @@ def _run_engine(
     units: list[InputFile],
     output_dir: Path,
     model_dir: Path,
-    progress: Progress | None,
+    progress: Progress,
 ) -> tuple[EffectiveSettings, list[FileOutcome]]:
     if job.engine == "processing":
         from batchinfer.local.processing_engine import run_processing
