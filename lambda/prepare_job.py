@@ -4,7 +4,7 @@ engine and request for this attempt."""
 from typing import Any
 
 from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.job_request import prepare_job
+from batchinfer.pipeline.prepare_job import prepare_job
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ out or was aborted."""
 from typing import Any
 
 from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.failure import record_ended_execution, record_failure
+from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from batchinfer.engine import ENGINES
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE
@@ -21,7 +22,6 @@ from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 ENVIRONMENTS_KEY = "batchinfer:environments"
 DEFAULT_ENV_KEY = "env"
-ENGINES = ("transform", "processing")
 
 _STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")
 _RATE = re.compile(r"rate\(([1-9]\d*) (minute|minutes|hour|hours|day|days)\)")

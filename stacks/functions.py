@@ -19,7 +19,7 @@ RUNTIME = lambda_.Runtime.PYTHON_3_14
 # name -> (memory MB, timeout seconds, what it does)
 HANDLERS = {
     "plan": (512, 120, "Validate a run request, list its inputs, claim the run id"),
-    "split": (1024, 900, "Split one input object into shards with a ManifestFile"),
+    "split_object": (1024, 900, "Split one input object into shards with a ManifestFile"),
     "collect": (512, 900, "Gather the shards of a run into the first job manifest"),
     "prepare_job": (256, 60, "Build the job request of one attempt with a new job name"),
     "verify": (1024, 900, "Check every shard's output and record counts; resubmit missing"),

@@ -30,7 +30,7 @@ from stacks.workflow import Workflow
 # What each Lambda does in the data bucket: (read prefixes, write prefixes).
 S3_ACCESS = {
     "plan": ([INPUT_PREFIX], [RUNS_PREFIX]),
-    "split": ([INPUT_PREFIX, SHARDS_PREFIX], [SHARDS_PREFIX]),
+    "split_object": ([INPUT_PREFIX, SHARDS_PREFIX], [SHARDS_PREFIX]),
     "collect": ([INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX], [SHARDS_PREFIX, RUNS_PREFIX]),
     "prepare_job": ([], []),
     "verify": ([SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX], [RUNS_PREFIX]),

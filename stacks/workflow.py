@@ -168,7 +168,7 @@ class Workflow(Construct):
         split_object = tasks.LambdaInvoke(
             self,
             "SplitObject",
-            lambda_function=fns["split"],
+            lambda_function=fns["split_object"],
             payload_response_only=True,
         )
         split_inputs = sfn.DistributedMap(

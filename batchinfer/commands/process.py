@@ -36,7 +36,7 @@ def process(
     ),
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
-    from batchinfer.processing import (  # the model libraries load only when processing
+    from batchinfer.engine.processing_job import (  # the model libraries load only when processing
         current_host,
         default_workers,
         failure_message,

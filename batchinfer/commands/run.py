@@ -10,8 +10,9 @@ from rich.console import Console
 
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run_display import LiveProgress, summary_table
+from batchinfer.engine import ENGINES
+from batchinfer.engine.local_job import JobResult, LocalJob, run_job
 from batchinfer.errors import ValidationError
-from batchinfer.local.job import JobResult, LocalJob, run_job
 
 SAMPLE_LINES = 3
 
@@ -107,8 +108,8 @@ def _report(console: Console, result: JobResult) -> None:
 
 
 def _engine(value: str) -> Literal["transform", "processing"]:
-    if value not in ("transform", "processing"):
-        raise ValidationError(f"--engine must be transform or processing, not {value!r}")
+    if value not in ENGINES:
+        raise ValidationError(f"--engine must be {' or '.join(ENGINES)}, not {value!r}")
     return value  # type: ignore[return-value]
 
 

@@ -15,9 +15,9 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from batchinfer.local.events import FileOutcome, Progress
-from batchinfer.local.inputs import InputFile
-from batchinfer.local.job import JobResult
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.local_job import JobResult
+from batchinfer.engine.outcomes import FileOutcome, Progress
 
 
 class LiveProgress(Progress):

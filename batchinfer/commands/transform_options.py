@@ -50,4 +50,4 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
 def build_settings(env: list[str] | None, **options: Any) -> TransformSettings:
     """Validated job settings from the CLI option values, named as the TransformSettings
     fields (errors name the field, R1/R2/R15)."""
-    return TransformSettings(**options, environment=parse_env(env))
+    return TransformSettings.from_request({**options, "environment": parse_env(env)})

@@ -12,19 +12,19 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from batchinfer.engine import ENGINES
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_base
-from batchinfer.pipeline.job_request import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX, RunLayout
 from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
+from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.s3io import list_objects, write_json
 from batchinfer.pipeline.status_table import StatusTable
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
 
-ENGINES = ("transform", "processing")
 RUN_KEYS = frozenset(
     {"input", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
 )

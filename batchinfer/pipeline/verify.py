@@ -38,7 +38,7 @@ def verify(
     layout = RunLayout(parse_s3_uri(plan["artefacts"]).bucket, run_id)
     shards = read_json(s3, layout.shard_list)
     settings = TransformSettings.from_request(plan["settings"])
-    counted = settings.split_type == "Line" and settings.assemble_with == "Line"
+    counted = settings.counts_records
     outcome = JobOutcome.of(job)
     done = {item["shard"] for item in table.shards(run_id) if item.get("status") == SUCCEEDED}
     missing: list[tuple[dict[str, Any], str]] = []

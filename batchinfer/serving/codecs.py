@@ -26,12 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from batchinfer.serving.errors import RequestError
+from batchinfer.media_types import CSV, JSON, JSONLINES, NPY, media_type
+from batchinfer.serving.server_errors import RequestError
 
-CSV = "text/csv"
-JSON = "application/json"
-JSONLINES = "application/jsonlines"
-NPY = "application/x-npy"
 _ALIASES = {
     "application/jsonl": JSONLINES,
     "application/x-jsonlines": JSONLINES,
@@ -46,12 +43,11 @@ _ARROW_NULLS = frozenset(pacsv.ConvertOptions().null_values)
 _NOT_NUMBERS_HINT = "records must hold numbers only; for other data define input_fn in inference.py"
 
 
-def media_type(header: str | None) -> str | None:
-    """Return the media type of a Content-Type/Accept value, lower case, without parameters."""
-    if header is None:
-        return None
-    kind = header.split(";", 1)[0].strip().lower()
-    return _ALIASES.get(kind, kind) or None
+def codec_type(header: str | None) -> str | None:
+    """The codec a Content-Type/Accept value selects: its media type, with the common
+    aliases of JSON Lines and NumPy's type read as the canonical names."""
+    kind = media_type(header)
+    return _ALIASES.get(kind, kind) if kind else None
 
 
 # --- decoders --------------------------------------------------------------------------------
@@ -351,7 +347,7 @@ def negotiate(accept: str | None, default: str, supported: frozenset[str] | None
     """Pick the response type from an Accept header: its first listed type that is
     ``supported`` (any type when ``supported`` is None); ``default`` when the header is
     missing or reaches a wildcard (``*/*``) first. 406 when it lists only unsupported types."""
-    offered = [kind for kind in map(media_type, accept.split(",")) if kind] if accept else []
+    offered = [kind for kind in map(codec_type, accept.split(",")) if kind] if accept else []
     for kind in offered:
         if "*" in kind:
             return default

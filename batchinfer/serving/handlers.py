@@ -31,8 +31,8 @@ from types import ModuleType
 from typing import Any
 
 from batchinfer.serving import codecs
-from batchinfer.serving.errors import ModelLoadError, RequestError
 from batchinfer.serving.models import load_model, predict_method
+from batchinfer.serving.server_errors import ModelLoadError, RequestError
 
 LOG = logging.getLogger(__name__)
 USER_MODULE = "inference.py"
@@ -68,7 +68,7 @@ class InferenceHandler:
         or predicting, by the defaults or the user module. Any other exception is a failure
         of the model or the user module (the server answers 500).
         """
-        kind = codecs.media_type(content_type) or codecs.CSV
+        kind = codecs.codec_type(content_type) or codecs.CSV
         user = self.user_functions
         custom_output = "output_fn" in user or "transform_fn" in user
         response_type = codecs.negotiate(
@@ -209,7 +209,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         model = load_model(model_dir)
     uses_default_predict = not functions.keys() & {"predict_fn", "transform_fn"}
     method = predict_method(model, env) if uses_default_predict else None
-    default_accept = codecs.media_type(env.get(DEFAULT_ACCEPT_VAR))
+    default_accept = codecs.codec_type(env.get(DEFAULT_ACCEPT_VAR))
     LOG.info(
         "loaded %s from %s%s",
         type(model).__name__,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from batchinfer.serving.errors import ServerStartError
+from batchinfer.serving.server_errors import ServerStartError
 
 _LISTENING = re.compile(rb"Listening at: http://[^\s]+:(\d+)")
 _POLL_SECONDS = 0.05

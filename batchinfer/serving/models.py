@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from batchinfer.serving.errors import ModelLoadError
+from batchinfer.serving.server_errors import ModelLoadError
 
 PREDICT_METHOD_VAR = "BATCHINFER_PREDICT_METHOD"
 PREDICT_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")

@@ -112,9 +112,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
-            from batchinfer.serving.app import InferenceApp, ServerLimits
-            from batchinfer.serving.errors import ModelLoadError
             from batchinfer.serving.handlers import load_handler
+            from batchinfer.serving.server_errors import ModelLoadError
+            from batchinfer.serving.wsgi_app import InferenceApp, ServerLimits
 
             try:
                 handler = load_handler(settings.model_dir)

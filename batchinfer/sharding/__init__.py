@@ -9,7 +9,7 @@ from batchinfer.sharding.auto import auto_shard_count
 from batchinfer.sharding.index import Shard, ShardIndex
 from batchinfer.sharding.names import shard_name
 from batchinfer.sharding.planner import ShardPlan, plan_shards
-from batchinfer.sharding.split import split
+from batchinfer.sharding.splitter import split
 
 __all__ = [
     "Shard",

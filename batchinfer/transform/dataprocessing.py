@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 from batchinfer.errors import InputError
-from batchinfer.transform import jsonpath
-from batchinfer.transform.errors import RecordError
+from batchinfer.media_types import CSV, media_type
+from batchinfer.transform.record_errors import RecordError
 from batchinfer.transform.records import Batch
-from batchinfer.transform.settings import TransformSettings, label, media_type
+from batchinfer.transform.settings import TransformSettings
 
 
 class DataProcessing:
@@ -23,10 +23,10 @@ class DataProcessing:
         self.name = name
         self.join = settings.join_source == "Input"
         self.line_records = settings.split_type == "Line"
-        self.input_csv = media_type(settings.content_type) == "text/csv"
-        self.output_csv = media_type(settings.accept) == "text/csv"
-        self.input_filter = _parse(settings.input_filter, "input_filter")
-        self.output_filter = _parse(settings.output_filter, "output_filter")
+        self.input_csv = media_type(settings.content_type) == CSV
+        self.output_csv = media_type(settings.accept) == CSV
+        self.input_filter = None if settings.input_path.is_root else settings.input_path
+        self.output_filter = None if settings.output_path.is_root else settings.output_path
 
     @property
     def filters_input(self) -> bool:
@@ -116,11 +116,6 @@ class DataProcessing:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise RecordError(self.name, first, f"is not UTF-8 text: {exc}", last) from None
-
-
-def _parse(expression: str, key: str) -> jsonpath.JsonPath | None:
-    path = jsonpath.parse(expression, field=label(key))
-    return None if path.is_root else path
 
 
 def _split_terminator(text: str) -> tuple[str, str]:

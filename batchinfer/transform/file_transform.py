@@ -23,7 +23,7 @@ from typing import BinaryIO
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
 from batchinfer.transform.dataprocessing import DataProcessing
-from batchinfer.transform.errors import InvocationError, RecordError
+from batchinfer.transform.record_errors import InvocationError, RecordError
 from batchinfer.transform.records import Batch, frame, read_into
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
@@ -77,7 +77,7 @@ def transform_stream(
         record_filter=processing.filter_record if processing.filters_input else None,
         keep_records=processing.join,
     )
-    verify = settings.split_type == "Line" and settings.assemble_with == "Line"
+    verify = settings.counts_records
     totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0}
 
     def call(body: bytes) -> bytes:

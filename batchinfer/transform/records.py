@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from batchinfer.errors import ValidationError
-from batchinfer.transform.errors import RecordError
+from batchinfer.transform.record_errors import RecordError
 
 MIB = 1024 * 1024
 READ_SIZE = 8 * MIB

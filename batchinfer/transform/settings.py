@@ -8,12 +8,13 @@ Standard library only: the Plan Lambda and the processing container import this 
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from batchinfer.errors import ValidationError
+from batchinfer.media_types import CSV, JSON, JSONLINES, media_type
 from batchinfer.transform import jsonpath
-from batchinfer.uris import parse_s3_uri
 
 MIB = 1024 * 1024
 
@@ -63,7 +64,7 @@ DEFAULT_MAX_PAYLOAD_MB = 6
 
 _ENV_KEY = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,1023}")
 _JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
-_DATA_PROCESSING_TYPES = ("text/csv", "application/json", "application/jsonlines")
+_DATA_PROCESSING_TYPES = (CSV, JSON, JSONLINES)
 # The container's /execution-parameters spellings of BatchStrategy (R10, C5, C6).
 _STRATEGY_SPELLINGS = {
     "MultiRecord": "MultiRecord",
@@ -77,13 +78,6 @@ _CONTAINER_STRATEGY = {"MultiRecord": "MULTI_RECORD", "SingleRecord": "SINGLE_RE
 def label(key: str) -> str:
     """``max_payload_mb (MaxPayloadInMB)``: how errors name a field."""
     return f"{key} ({PASCAL[key]})"
-
-
-def media_type(content_type: str | None) -> str | None:
-    """``text/csv; charset=utf-8`` -> ``text/csv``."""
-    if content_type is None:
-        return None
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 def validate_job_name(name: str) -> str:
@@ -112,7 +106,11 @@ class EffectiveSettings:
 
 @dataclass(frozen=True)
 class TransformSettings:
-    """The transform settings of a job request; None means "not set in the job"."""
+    """The transform settings of a job request; None means "not set in the job".
+
+    Build them with :meth:`from_request` (validated: every error names the field) or read
+    them back from the pipeline's state with :meth:`from_state`; the bare constructor
+    checks nothing."""
 
     content_type: str | None = None
     accept: str | None = None
@@ -132,17 +130,33 @@ class TransformSettings:
     environment: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.environment, Mapping):
+            object.__setattr__(self, "environment", dict(self.environment))
+
+    def validate(self) -> "TransformSettings":
+        """These settings, if CreateTransformJob would accept them; else ValidationError
+        naming every field at fault."""
         if not isinstance(self.environment, Mapping):
             raise ValidationError(
                 f"{label('environment')}: {self.environment!r} is not an object of string "
                 "keys and string values"
             )
-        object.__setattr__(self, "environment", dict(self.environment))
         problems = _type_problems(self)
         if not problems:
             problems = _value_problems(self)
         if problems:
             raise ValidationError("; ".join(problems))
+        return self
+
+    def to_state(self) -> dict[str, Any]:
+        """Every field, as JSON values (the pipeline's state and records carry these)."""
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> "TransformSettings":
+        """Settings that :meth:`to_state` wrote after :meth:`from_request` validated them:
+        read back as they are, not validated again."""
+        return cls(**state)
 
     @classmethod
     def request_keys(cls) -> frozenset[str]:
@@ -168,7 +182,23 @@ class TransformSettings:
                     raise ValidationError(f"{source}: unknown key {key!r}{_suggestion(key)}")
                 if value is not None:
                     merged[key] = _canonical_enum(key, value)
-        return cls(**merged)
+        return cls(**merged).validate()
+
+    @cached_property
+    def input_path(self) -> jsonpath.JsonPath:
+        """The parsed InputFilter (R16), parsed once per settings."""
+        return jsonpath.parse(self.input_filter, field=label("input_filter"))
+
+    @cached_property
+    def output_path(self) -> jsonpath.JsonPath:
+        """The parsed OutputFilter (R16), parsed once per settings."""
+        return jsonpath.parse(self.output_filter, field=label("output_filter"))
+
+    @property
+    def counts_records(self) -> bool:
+        """True when output records can be counted against input records: SplitType and
+        AssembleWith are both Line, so every record and every response is one line."""
+        return self.split_type == "Line" and self.assemble_with == "Line"
 
     @property
     def uses_data_processing(self) -> bool:
@@ -221,61 +251,6 @@ class TransformSettings:
         if self.max_concurrent_transforms is not None:
             env["SAGEMAKER_MAX_CONCURRENT_TRANSFORMS"] = str(self.max_concurrent_transforms)
         return env
-
-    def to_api(
-        self,
-        *,
-        input_uri: str | None = None,
-        data_type: str = "S3Prefix",
-        output_path: str | None = None,
-    ) -> dict[str, Any]:
-        """The CreateTransformJob request fragments these settings determine (PascalCase,
-        unset values omitted). S3 locations are included when given."""
-        data_source = None
-        if input_uri is not None:
-            if data_type not in ("S3Prefix", "ManifestFile"):
-                raise ValidationError(
-                    f"data_type (S3DataType): {data_type!r} is not allowed; "
-                    "allowed: S3Prefix, ManifestFile"
-                )
-            parse_s3_uri(input_uri, field="input (S3Uri)")
-            data_source = {"S3DataSource": {"S3DataType": data_type, "S3Uri": input_uri}}
-        if output_path is not None:
-            parse_s3_uri(output_path, field="output (S3OutputPath)")
-        request: dict[str, Any] = {
-            "TransformInput": _present(
-                DataSource=data_source,
-                ContentType=self.content_type,
-                CompressionType=self.compression_type,
-                SplitType=self.split_type,
-            ),
-            "TransformOutput": _present(
-                S3OutputPath=output_path, Accept=self.accept, AssembleWith=self.assemble_with
-            ),
-            "TransformResources": {
-                "InstanceType": self.instance_type,
-                "InstanceCount": self.instance_count,
-            },
-            "ModelClientConfig": {
-                "InvocationsTimeoutInSeconds": self.invocations_timeout_seconds,
-                "InvocationsMaxRetries": self.invocations_max_retries,
-            },
-        }
-        if self.uses_data_processing:
-            request["DataProcessing"] = {
-                "InputFilter": self.input_filter,
-                "OutputFilter": self.output_filter,
-                "JoinSource": self.join_source,
-            }
-        request.update(
-            _present(
-                BatchStrategy=self.batch_strategy,
-                MaxPayloadInMB=self.max_payload_mb,
-                MaxConcurrentTransforms=self.max_concurrent_transforms,
-                Environment=dict(self.environment) or None,
-            )
-        )
-        return request
 
 
 _SNAKE = {pascal: snake for snake, pascal in PASCAL.items()}
@@ -372,7 +347,7 @@ def _data_processing_problems(s: TransformSettings) -> list[str]:
     """R15 constraints and R16 filter syntax."""
     problems = []
     paths = {}
-    for key in ("input_filter", "output_filter"):
+    for key, parsed in (("input_filter", "input_path"), ("output_filter", "output_path")):
         expression = getattr(s, key)
         if len(expression) > MAX_FILTER_LENGTH:
             problems.append(
@@ -381,7 +356,7 @@ def _data_processing_problems(s: TransformSettings) -> list[str]:
             )
             continue
         try:
-            paths[key] = jsonpath.parse(expression, field=label(key))
+            paths[key] = getattr(s, parsed)
         except ValidationError as exc:
             problems.append(str(exc))
     if not s.uses_data_processing:
@@ -404,7 +379,7 @@ def _data_processing_problems(s: TransformSettings) -> list[str]:
                 f"{'a join' if join else 'a filter'} (DataProcessing) needs one of "
                 f"{', '.join(_DATA_PROCESSING_TYPES)}"
             )
-        elif kind == "text/csv":
+        elif kind == CSV:
             needs_lines = True
             path = paths.get(filter_key)
             if path is not None and path.uses_names:
@@ -452,7 +427,3 @@ def _suggestion(key: str) -> str:
 
 def _first(*values: Any) -> Any:
     return next(v for v in values if v is not None)
-
-
-def _present(**values: Any) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not None}

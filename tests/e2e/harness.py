@@ -94,14 +94,15 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.processing_engine import run_processing
+from batchinfer.engine.transform_engine import run_transform
 from batchinfer.errors import BatchInferError
-from batchinfer.local.engine import run_transform
-from batchinfer.local.inputs import InputFile
-from batchinfer.local.processing_engine import run_processing
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.clients import services
 from batchinfer.transform.assemble import output_name
-from batchinfer.transform.settings import PASCAL, TransformSettings, validate_job_name
+from batchinfer.transform.job_api import from_api
+from batchinfer.transform.settings import TransformSettings, validate_job_name
 from batchinfer.uris import S3Location, parse_s3_uri
 from tests.support.lambdas import load_handler
 
@@ -355,7 +356,7 @@ class SageMakerJobs:
         model_data_url = self.models.get(request["ModelName"])
         if model_data_url is None:
             return "Failed", f"ClientError: Could not find model {request['ModelName']}"
-        settings = transform_settings(request)
+        settings = from_api(request)
         source = request["TransformInput"]["DataSource"]["S3DataSource"]
         with tempfile.TemporaryDirectory(prefix="sagemaker-transform-") as scratch:
             work = Path(scratch)
@@ -397,26 +398,6 @@ class SageMakerJobs:
             missing = self._upload(files, work / "output", output, lost)
         errors = [o.error for o in report.outcomes if o.error]
         return _ending(missing, errors, "AlgorithmError")
-
-
-def transform_settings(request: dict[str, Any]) -> TransformSettings:
-    """The settings a CreateTransformJob request carries (the inverse of ``to_api``)."""
-    sections = [
-        request,
-        request.get("TransformInput", {}),
-        request.get("TransformOutput", {}),
-        request.get("TransformResources", {}),
-        request.get("ModelClientConfig", {}),
-        request.get("DataProcessing", {}),
-    ]
-    values = {}
-    for snake, pascal in PASCAL.items():
-        for section in sections:
-            if pascal in section:
-                values[snake] = section[pascal]
-    if values.get("max_concurrent_transforms") == 0:  # 0: ask the container (R10)
-        values["max_concurrent_transforms"] = None
-    return TransformSettings.from_request(values)
 
 
 def _ending(missing: list[str], errors: list[str], kind: str) -> tuple[str, str | None]:

@@ -122,7 +122,7 @@ def test_bad_request_fails_plan_with_a_message_naming_it(stack, request_of, name
     assert named in execution.cause
     entered = execution.states_entered()
     assert entered[0] == "Plan" and "SplitInputs" not in entered
-    assert stack.lambdas.events_of("split") == [] and stack.jobs.requests == []
+    assert stack.lambdas.events_of("split_object") == [] and stack.jobs.requests == []
     run = StatusTable.named(stack.table_name).get_run("bad-request")
     assert run["run_status"] == FAILED and named in run["cause"]
 
@@ -140,7 +140,7 @@ def test_same_run_id_twice_does_no_work_and_overwrites_nothing(stack):
     keys = stack.keys("output/nightly/") + stack.keys("runs/nightly/") + stack.keys("shards/")
     objects_before = {k: stack.s3.head_object(Bucket=stack.bucket, Key=k)["ETag"] for k in keys}
     stack.announced()
-    splits, jobs = len(stack.lambdas.events_of("split")), len(stack.jobs.requests)
+    splits, jobs = len(stack.lambdas.events_of("split_object")), len(stack.jobs.requests)
 
     stack.put("input/dup/a.csv", csv_rows(31))  # even with new data, the run id is taken
     second = stack.run(request, "second")
@@ -148,7 +148,9 @@ def test_same_run_id_twice_does_no_work_and_overwrites_nothing(stack):
     assert second.error == "RunAlreadyExists"
     assert "nightly" in second.cause and first.arn in second.cause
     assert second.states_entered() == ["Plan", "DuplicateRun"]
-    assert len(stack.lambdas.events_of("split")) == splits and len(stack.jobs.requests) == jobs
+    assert (
+        len(stack.lambdas.events_of("split_object")) == splits and len(stack.jobs.requests) == jobs
+    )
     assert table.get_run("nightly") == run_before
     assert table.shards("nightly") == shards_before
     keys = stack.keys("output/nightly/") + stack.keys("runs/nightly/") + stack.keys("shards/")

@@ -5,8 +5,8 @@ R12, R14, S1, S2), the status table, the run-finished event and ``_SUCCESS``."""
 import json
 from pathlib import Path
 
-from batchinfer.local.engine import run_transform
-from batchinfer.local.inputs import collect_inputs
+from batchinfer.engine.inputs import collect_inputs
+from batchinfer.engine.transform_engine import run_transform
 from batchinfer.pipeline.notify import DETAIL_TYPE
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
 from batchinfer.transform.settings import TransformSettings, validate_job_name

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from batchinfer.local.job import LocalJob, run_job
+from batchinfer.engine.local_job import LocalJob, run_job
 from batchinfer.transform.settings import TransformSettings
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from batchinfer.engine.local_job import LocalJob, run_job
 from batchinfer.errors import InputError
-from batchinfer.local.job import LocalJob, run_job
 from batchinfer.transform.settings import TransformSettings
 
 CSV = dict(content_type="text/csv", accept="text/csv", split_type="Line", assemble_with="Line")

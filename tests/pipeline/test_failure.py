@@ -3,7 +3,7 @@ and executions that timed out (no Catch runs then)."""
 
 import json
 
-from batchinfer.pipeline.failure import record_ended_execution, record_failure
+from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
 from batchinfer.pipeline.status_table import FAILED, RUNNING, SUCCEEDED
 
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:"

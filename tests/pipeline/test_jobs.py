@@ -8,12 +8,12 @@ import pytest
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.job_names import MAX_BASE_LENGTH, job_base, job_name
-from batchinfer.pipeline.job_request import (
+from batchinfer.pipeline.limits import MAX_ROUNDS
+from batchinfer.pipeline.prepare_job import (
     check_payload_times_concurrency,
     prepare_job,
     processing_arguments,
 )
-from batchinfer.pipeline.limits import MAX_ROUNDS
 from batchinfer.transform.settings import TransformSettings, validate_job_name
 from stacks.workflow import _PROCESSING_FIELDS, _TRANSFORM_FIELDS
 

@@ -1,4 +1,4 @@
-"""A run through the real Lambda handlers over moto: Plan, Split (lambda/split.py), Collect,
+"""A run through the real Lambda handlers over moto: Plan, Split (lambda/split_object.py), Collect,
 PrepareJob, a transform job that leaves one shard without output, Verify resubmitting only
 that shard (spec R4), the second job, Verify, Finalize with an ordered merge."""
 
@@ -60,7 +60,7 @@ def handlers(account, monkeypatch):
         name: load_handler(name)
         for name in (
             "plan",
-            "split",
+            "split_object",
             "collect",
             "prepare_job",
             "verify",
@@ -96,7 +96,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     assert [i["input"].rsplit("/", 2)[-2:] for i in items] == [["batch", "a.csv"], ["sub", "b.csv"]]
 
     for item in items:  # the split Map
-        assert handlers["split"].handler(item, None)["shards"] == 3
+        assert handlers["split_object"].handler(item, None)["shards"] == 3
 
     round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
     manifest = json.loads(account.get(round_1["manifest"]))
@@ -179,7 +179,7 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(accou
         None,
     )
     (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
-    assert handlers["split"].handler(item, None)["copied"] is False
+    assert handlers["split_object"].handler(item, None)["copied"] is False
     round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
     assert account.keys("shards/r-1/one.csv") != [], "the unsplit object was copied"
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
@@ -203,7 +203,7 @@ def test_last_round_without_output_fails_naming_shard_and_job(account, handlers)
         None,
     )
     (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
-    handlers["split"].handler(item, None)
+    handlers["split_object"].handler(item, None)
     round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
     for _ in range(int(account.env.max_rounds)):
         job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)

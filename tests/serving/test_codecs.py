@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from batchinfer.serving import codecs
-from batchinfer.serving.errors import RequestError
+from batchinfer.serving.server_errors import RequestError
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
 MATRICES = hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(1, 5)), elements=FINITE)

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from batchinfer.serving.errors import ServerStartError
 from batchinfer.serving.launcher import start_server
+from batchinfer.serving.server_errors import ServerStartError
 
 ROW = b"59,2,32.1,101,157,93.2,38,4,4.8598,87\n"
 

@@ -115,8 +115,8 @@ def test_sagemaker_program_names_the_module_and_value_errors_are_400(serve, mode
 
 
 def test_transform_fn_with_input_fn_is_refused_at_load(model_dir, user_module):
-    from batchinfer.serving.errors import ModelLoadError
     from batchinfer.serving.handlers import load_handler
+    from batchinfer.serving.server_errors import ModelLoadError
 
     user_module(model_dir, TRANSFORM_FN + INPUT_FN)
     with pytest.raises(ModelLoadError, match="defines transform_fn and input_fn"):

@@ -1,6 +1,6 @@
-"""The ``batchinfer split`` command and the Step Functions Lambda handler (lambda/split.py)."""
+"""The ``batchinfer split`` command and the Step Functions Lambda handler
+(lambda/split_object.py)."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,8 +11,8 @@ import pytest
 
 from batchinfer.errors import ValidationError
 from batchinfer.sharding import ShardIndex
+from tests.support.lambdas import load_handler as load_lambda
 
-REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).with_name("batchinfer")
 
 
@@ -24,10 +24,7 @@ def batchinfer(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def load_handler():
-    spec = importlib.util.spec_from_file_location("split_lambda", REPO / "lambda" / "split.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.handler
+    return load_lambda("split_object").handler
 
 
 def test_cli_splits_and_prints_the_shards(tmp_path, csv_lines):

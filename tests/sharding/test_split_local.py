@@ -9,7 +9,7 @@ import pytest
 
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.sharding import ShardIndex, split
-from batchinfer.sharding import local as local_module
+from batchinfer.sharding import local_files as local_module
 
 
 def write(path: Path, data: bytes) -> str:

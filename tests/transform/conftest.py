@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pytest
 
-from batchinfer.transform.errors import InvocationError
+from batchinfer.transform.record_errors import InvocationError
 
 
 def _rows(body: bytes) -> list[str]:

@@ -3,7 +3,7 @@
 import pytest
 
 from batchinfer.transform.dataprocessing import DataProcessing
-from batchinfer.transform.errors import RecordError
+from batchinfer.transform.record_errors import RecordError
 from batchinfer.transform.records import Batch
 from batchinfer.transform.settings import TransformSettings
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchinfer.errors import ValidationError
-from batchinfer.transform.errors import RecordError
+from batchinfer.transform.record_errors import RecordError
 from batchinfer.transform.records import count_records, frame
 
 MIB = 1024 * 1024

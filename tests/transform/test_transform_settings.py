@@ -3,6 +3,7 @@
 import pytest
 
 from batchinfer.errors import ValidationError
+from batchinfer.transform.job_api import to_api
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings, validate_job_name
 
 CSV_LINES = dict(
@@ -10,15 +11,19 @@ CSV_LINES = dict(
 )
 
 
+def accepts(**kwargs) -> TransformSettings:
+    return TransformSettings.from_request(kwargs)
+
+
 def rejects(match: str, **kwargs) -> str:
     with pytest.raises(ValidationError, match=match) as info:
-        TransformSettings(**kwargs)
+        TransformSettings.from_request(kwargs)
     return str(info.value)
 
 
 @pytest.mark.parametrize("value", [0, 1, 6, 100])
 def test_r1_max_payload_in_range_is_accepted(value):
-    assert TransformSettings(max_payload_mb=value).max_payload_mb == value
+    assert accepts(max_payload_mb=value).max_payload_mb == value
 
 
 @pytest.mark.parametrize("value", [-1, 101])
@@ -28,14 +33,14 @@ def test_r1_max_payload_out_of_range_names_field_value_and_range(value):
 
 
 def test_r1_concurrency_times_payload_at_most_100():
-    assert TransformSettings(max_payload_mb=25, max_concurrent_transforms=4)
+    assert accepts(max_payload_mb=25, max_concurrent_transforms=4)
     message = rejects("MaxConcurrentTransforms", max_payload_mb=20, max_concurrent_transforms=6)
     assert "MaxPayloadInMB" in message and "120" in message and "100" in message
 
 
 @pytest.mark.parametrize("count", [0, 101])
 def test_r1_instance_count_1_to_100(count):
-    assert TransformSettings(instance_count=1) and TransformSettings(instance_count=100)
+    assert accepts(instance_count=1) and accepts(instance_count=100)
     assert "1..100" in rejects(r"instance_count \(InstanceCount\)", instance_count=count)
 
 
@@ -45,16 +50,16 @@ def test_r1_filters_at_most_63_characters():
         r"input_filter \(InputFilter\)", content_type="application/json", input_filter=path
     )
     assert "64 characters" in message and "63" in message
-    assert TransformSettings(content_type="application/json", input_filter=path[:63])
+    assert accepts(content_type="application/json", input_filter=path[:63])
 
 
 def test_r1_environment_limits():
-    assert TransformSettings(environment={f"K{i}": "v" for i in range(16)})
+    assert accepts(environment={f"K{i}": "v" for i in range(16)})
     assert "17 entries" in rejects("Environment", environment={f"K{i}": "v" for i in range(17)})
     for key in ("1A", "A-B", ""):
         assert repr(key) in rejects("Environment", environment={key: "v"})
     assert "10241" in rejects("Environment", environment={"K": "x" * 10241})
-    assert TransformSettings(environment={"_K9": "x" * 10240})
+    assert accepts(environment={"_K9": "x" * 10240})
     assert "string" in rejects("Environment", environment={"K": 1})
     assert "object" in rejects("Environment", environment=["K=v"])
 
@@ -79,7 +84,7 @@ def test_r2_enums_name_field_value_and_allowed(key, pascal, bad, allowed):
     [("invocations_timeout_seconds", 1, 3600), ("invocations_max_retries", 0, 3)],
 )
 def test_r20_model_client_config_ranges(key, low, high):
-    assert TransformSettings(**{key: low}) and TransformSettings(**{key: high})
+    assert accepts(**{key: low}) and accepts(**{key: high})
     for bad in (low - 1, high + 1):
         assert f"{low}..{high}" in rejects(key, **{key: bad})
 
@@ -97,7 +102,7 @@ def test_wrong_types_are_named():
 def test_r15_csv_data_processing_needs_line_split_and_line_assembly():
     message = rejects("SplitType", content_type="text/csv", input_filter="$[1:]")
     assert "AssembleWith" in message and "'Line'" in message
-    assert TransformSettings(**CSV_LINES, input_filter="$[1:]")
+    assert accepts(**CSV_LINES, input_filter="$[1:]")
 
 
 def test_r15_join_needs_accept_equal_content_type():
@@ -121,9 +126,7 @@ def test_r15_join_needs_assemble_with_equal_split_type():
         join_source="Input",
     )
     assert "SplitType" in message
-    assert TransformSettings(
-        content_type="application/json", accept="application/json", join_source="Input"
-    )
+    assert accepts(content_type="application/json", accept="application/json", join_source="Input")
 
 
 @pytest.mark.parametrize("content_type", ["application/x-parquet", None])
@@ -136,7 +139,7 @@ def test_r15_filters_only_for_csv_and_json(content_type):
 
 def test_r15_output_filter_checks_accept():
     assert "Accept" in rejects("accept", accept="text/plain", output_filter="$[0]")
-    assert TransformSettings(accept="application/json; charset=utf-8", output_filter="$.a")
+    assert accepts(accept="application/json; charset=utf-8", output_filter="$.a")
 
 
 def test_r16_filter_syntax_checked_at_validation():
@@ -245,7 +248,7 @@ def test_s1_to_api_pascal_case_fragments_omit_unset_values():
         max_payload_mb=1,
         environment={"K": "v"},
     )
-    api = settings.to_api(input_uri="s3://b/in/", output_path="s3://b/out/")
+    api = to_api(settings, input_uri="s3://b/in/", output_path="s3://b/out/")
     assert api == {
         "TransformInput": {
             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/in/"}},
@@ -264,13 +267,13 @@ def test_s1_to_api_pascal_case_fragments_omit_unset_values():
         "MaxPayloadInMB": 1,
         "Environment": {"K": "v"},
     }
-    bare = TransformSettings().to_api()
+    bare = to_api(TransformSettings())
     assert "DataProcessing" not in bare and "BatchStrategy" not in bare
     assert "ContentType" not in bare["TransformInput"] and "Environment" not in bare
     with pytest.raises(ValidationError, match=r"S3DataType"):
-        TransformSettings().to_api(input_uri="s3://b/m.json", data_type="Manifest")
+        to_api(TransformSettings(), input_uri="s3://b/m.json", data_type="Manifest")
     with pytest.raises(ValidationError, match=r"S3Uri"):
-        TransformSettings().to_api(input_uri="b/in/")
+        to_api(TransformSettings(), input_uri="b/in/")
 
 
 @pytest.mark.parametrize("name", ["a-b--c9", "a", "A1", "x" * 63])

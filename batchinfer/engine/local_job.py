@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from batchinfer.engine.inputs import InputFile, collect_inputs
+from batchinfer.engine.outcomes import FileOutcome, Progress
 from batchinfer.errors import BatchInferError, ValidationError
-from batchinfer.local.events import FileOutcome, Progress
-from batchinfer.local.inputs import InputFile, collect_inputs
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.sharding import auto_shard_count, split
-from batchinfer.sharding.local import kernel_copy
+from batchinfer.sharding.local_files import kernel_copy
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
@@ -199,13 +199,13 @@ def _run_engine(
     progress: Progress,
 ) -> tuple[EffectiveSettings, list[FileOutcome]]:
     if job.engine == "processing":
-        from batchinfer.local.processing_engine import run_processing
+        from batchinfer.engine.processing_engine import run_processing
 
         report = run_processing(
             units, output_dir, model_dir=model_dir, settings=job.settings, progress=progress
         )
     else:
-        from batchinfer.local.engine import run_transform
+        from batchinfer.engine.transform_engine import run_transform
 
         report = run_transform(
             units,

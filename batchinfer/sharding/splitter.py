@@ -9,7 +9,7 @@ from typing import Any
 from batchinfer.errors import ValidationError
 from batchinfer.sharding.gzip_split import split_gzip
 from batchinfer.sharding.index import Shard, ShardIndex
-from batchinfer.sharding.local import LocalSink, LocalSource
+from batchinfer.sharding.local_files import LocalSink, LocalSource
 from batchinfer.sharding.names import index_name, manifest_name, shard_name
 from batchinfer.sharding.planner import ShardPlan, plan_shards
 from batchinfer.uris import is_s3_uri, parse_s3_uri

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from batchinfer.serving.errors import RequestError, error_answer
 from batchinfer.serving.handlers import InferenceHandler
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
+from batchinfer.serving.server_errors import RequestError, error_answer
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB
 
 LOG = logging.getLogger(__name__)

@@ -14,11 +14,11 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress
+from batchinfer.engine.transform_engine import default_workers_per_instance
 from batchinfer.errors import BatchInferError
-from batchinfer.local.engine import default_workers_per_instance
-from batchinfer.local.events import EngineReport, FileOutcome, Progress
-from batchinfer.local.inputs import InputFile
-from batchinfer.serving.app import execution_parameters
+from batchinfer.serving.wsgi_app import execution_parameters
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.settings import TransformSettings

@@ -9,7 +9,7 @@ import json
 import threading
 from typing import Any
 
-from batchinfer.transform.errors import InvocationError
+from batchinfer.transform.record_errors import InvocationError
 
 
 def checked_response(status: int, body: bytes) -> bytes:

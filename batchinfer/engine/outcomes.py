@@ -4,8 +4,8 @@ both engines share: one input to its `.out`, a failure recorded as an outcome (R
 from dataclasses import dataclass
 from pathlib import Path
 
+from batchinfer.engine.inputs import InputFile
 from batchinfer.errors import BatchInferError
-from batchinfer.local.inputs import InputFile
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.file_transform import FileStats, Invoke, transform_file
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings

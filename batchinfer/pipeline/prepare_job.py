@@ -18,6 +18,7 @@ from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_name
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
+from batchinfer.transform.job_api import to_api
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
 
 RUN_ID_TAG = "batchinfer:run-id"
@@ -61,7 +62,7 @@ def prepare_job(
 def transform_request(
     name: str, settings: TransformSettings, manifest: str, output: str, env: PipelineEnvironment
 ) -> dict[str, Any]:
-    api = settings.to_api(input_uri=manifest, data_type="ManifestFile", output_path=output)
+    api = to_api(settings, input_uri=manifest, data_type="ManifestFile", output_path=output)
     effective = settings.resolve(container_parameters(settings, env))
     request = {
         "TransformJobName": name,

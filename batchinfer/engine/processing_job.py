@@ -17,13 +17,13 @@ from dataclasses import asdict
 from multiprocessing import get_context
 from pathlib import Path
 
+from batchinfer.engine.http_client import checked_response
+from batchinfer.engine.inputs import collect_inputs
+from batchinfer.engine.outcomes import transform_input
 from batchinfer.errors import BatchInferError
-from batchinfer.local.events import transform_input
-from batchinfer.local.http_client import checked_response
-from batchinfer.local.inputs import collect_inputs
-from batchinfer.serving.app import execution_parameters
-from batchinfer.serving.errors import error_answer
 from batchinfer.serving.handlers import InferenceHandler, load_handler
+from batchinfer.serving.server_errors import error_answer
+from batchinfer.serving.wsgi_app import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")

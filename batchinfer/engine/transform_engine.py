@@ -14,9 +14,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from batchinfer.local.events import EngineReport, FileOutcome, Progress, transform_input
-from batchinfer.local.http_client import ModelServerClient
-from batchinfer.local.inputs import InputFile
+from batchinfer.engine.http_client import ModelServerClient
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import start_server
 from batchinfer.serving.server import native_thread_limits
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings

@@ -1,0 +1,8 @@
+"""The engine: the code that turns input files into ``.out`` files with Batch Transform's
+semantics, on this machine (``batchinfer run``) and inside the inference image
+(``batchinfer process``, a Processing job). Light to import: the pipeline's Lambdas read
+:data:`ENGINES` from here."""
+
+# How a run's shards are transformed: SageMaker transform jobs (model servers over HTTP)
+# or processing jobs (the handlers in-process on every core).
+ENGINES = ("transform", "processing")
