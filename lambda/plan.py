@@ -1,5 +1,5 @@
 """Step Functions task: Plan. Event: ``{"request", "execution", "execution_name",
-"started_at"}``; returns the plan (see :mod:`batchinfer.pipeline.plan`)."""
+"started_at"}``; answers the run's plan (``$.plan``)."""
 
 from typing import Any
 
@@ -17,4 +17,4 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         env=aws.env,
         s3=aws.s3,
         table=aws.table,
-    )
+    ).to_state()

@@ -1,11 +1,13 @@
-"""Step Functions task: PrepareJob. Event: ``{"plan", "round"}``; returns the job's name,
+"""Step Functions task: PrepareJob. Event: ``{"plan", "round"}``; answers the job's name,
 engine and request for this attempt."""
 
 from typing import Any
 
 from batchinfer.pipeline.clients import services
 from batchinfer.pipeline.prepare_job import prepare_job
+from batchinfer.pipeline.state import Round, RunPlan
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return prepare_job(event["plan"], event["round"], env=services().env)
+    plan, round_ = RunPlan.from_state(event["plan"]), Round.from_state(event["round"])
+    return prepare_job(plan, round_, env=services().env).to_state()

@@ -1,19 +1,20 @@
-"""Step Functions task: Verify. Event: ``{"plan", "round", "job", "execution"}``; returns
-the next round, or the same one with ``complete`` true."""
+"""Step Functions task: Verify. Event: ``{"plan", "round", "job", "execution"}``; answers
+the next round, or the same one ``complete``."""
 
 from typing import Any
 
 from batchinfer.pipeline.clients import services
+from batchinfer.pipeline.state import JobOutcome, Round, RunPlan
 from batchinfer.pipeline.verify import verify
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     aws = services()
     return verify(
-        event["plan"],
-        event["round"],
-        event["job"],
+        RunPlan.from_state(event["plan"]),
+        Round.from_state(event["round"]),
+        JobOutcome.from_state(event["job"]),
         execution=event["execution"],
         s3=aws.s3,
         table=aws.table,
-    )
+    ).to_state()

@@ -1,5 +1,6 @@
 """The pipeline's Lambdas: one asset (``lambda/`` + ``batchinfer/``, bundled locally without
-Docker), one function and one least-privilege role per handler, JSON logs and X-Ray."""
+Docker), one function and one least-privilege role per step of the registry
+(:data:`batchinfer.pipeline.steps.STEPS`), JSON logs and X-Ray."""
 
 import shutil
 from pathlib import Path
@@ -12,20 +13,14 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.steps import STEPS, Step
 from stacks.config import LOG_RETENTION_DAYS, PipelineConfig
-from stacks.nag import acknowledge
+from stacks.nag import acknowledge, resource_finding
+from stacks.operations import Notifications
+from stacks.status_table import StatusTable
+from stacks.storage import Storage
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
-# name -> (memory MB, timeout seconds, what it does)
-HANDLERS = {
-    "plan": (512, 120, "Validate a run request, list its inputs, claim the run id"),
-    "split_object": (1024, 900, "Split one input object into shards with a ManifestFile"),
-    "collect": (512, 900, "Gather the shards of a run into the first job manifest"),
-    "prepare_job": (256, 60, "Build the job request of one attempt with a new job name"),
-    "verify": (1024, 900, "Check every shard's output and record counts; resubmit missing"),
-    "finalize": (1024, 900, "Merge outputs, write _manifest.json and _SUCCESS, announce"),
-    "record_failure": (256, 120, "Record a failed run and announce it"),
-}
 
 
 @jsii.implements(ILocalBundling)
@@ -50,7 +45,7 @@ class CopySources:
 
 
 class Functions(Construct):
-    """``functions[name]`` for every name in :data:`HANDLERS`; ``roles[name]`` their roles."""
+    """``functions[name]`` for every step name; ``roles[name]`` their roles."""
 
     def __init__(
         self,
@@ -60,6 +55,9 @@ class Functions(Construct):
         config: PipelineConfig,
         environment: PipelineEnvironment,
         repo_root: Path,
+        storage: Storage,
+        status: StatusTable,
+        notifications: Notifications,
     ) -> None:
         super().__init__(scope, id)
         code = lambda_.Code.from_asset(
@@ -75,8 +73,8 @@ class Functions(Construct):
         self.roles: dict[str, iam.Role] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
         variables = environment.to_variables()
-        for name, (memory, timeout, description) in HANDLERS.items():
-            construct_id = "".join(part.title() for part in name.split("_"))
+        for step in STEPS:
+            name, construct_id = step.name, step.construct_id
             log_group = logs.LogGroup(
                 self,
                 f"{construct_id}Logs",
@@ -99,12 +97,12 @@ class Functions(Construct):
                 self,
                 construct_id,
                 code=code,
-                handler=f"{name}.handler",
+                handler=step.handler,
                 runtime=RUNTIME,
                 architecture=lambda_.Architecture.ARM_64,
-                memory_size=memory,
-                timeout=Duration.seconds(timeout),
-                description=description,
+                memory_size=step.memory_mb,
+                timeout=Duration.seconds(step.timeout_seconds),
+                description=step.description,
                 environment=variables,
                 role=role,
                 log_group=log_group,
@@ -121,6 +119,63 @@ class Functions(Construct):
             self.functions[name] = function
             self.roles[name] = role
             self.log_groups[name] = log_group
+            _grant(step, role, storage, status, notifications)
+
+
+def _grant(
+    step: Step,
+    role: iam.Role,
+    storage: Storage,
+    status: StatusTable,
+    notifications: Notifications,
+) -> None:
+    """Least privilege for ``step`` as the registry declares it: its S3 prefixes, the
+    table, the key, the announcers' topic and bus."""
+    findings = []
+    if step.reads:
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadData",
+                actions=["s3:GetObject"],
+                resources=[storage.data_arn(p) for p in step.reads],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListData",
+                actions=["s3:ListBucket"],
+                resources=[storage.data_bucket.bucket_arn],
+            )
+        )
+        findings += [resource_finding(role, storage.data_arn(p)) for p in step.reads]
+    if step.writes:
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="WriteData",
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[storage.data_arn(p) for p in step.writes],
+            )
+        )
+        findings += [resource_finding(role, storage.data_arn(p)) for p in step.writes]
+    if step.reads or step.writes:
+        storage.key.grant_encrypt_decrypt(role)
+        findings += ["Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"]
+    if step.table:
+        status.table.grant_read_write_data(role)
+        findings.append(resource_finding(role, f"{status.table.table_arn}/index/*"))
+    if step.announces:
+        notifications.topic.grant_publish(role)
+        notifications.bus.grant_put_events_to(role)
+    if findings:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            f"The {step.name} Lambda works on objects of per-run folders under fixed "
+            "prefixes of the data bucket (run ids are chosen at run time), queries "
+            "the status table's by-status index, and uses the stack's key through "
+            "the S3 and DynamoDB integrations.",
+            findings=sorted(set(findings)),
+        )
 
 
 def retention(days: int) -> logs.RetentionDays:

@@ -4,41 +4,20 @@ import json
 from pathlib import Path
 
 from aws_cdk import Environment, Stack
-from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.layout import (
-    INPUT_PREFIX,
-    MAP_RESULTS_PREFIX,
-    OUTPUT_PREFIX,
-    RUNS_PREFIX,
-    SHARDS_PREFIX,
-)
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
 from stacks.model import Model
-from stacks.nag import acknowledge, resource_finding
+from stacks.nag import acknowledge
 from stacks.operations import Alarms, Notifications
 from stacks.outputs import Outputs
 from stacks.status_table import StatusTable
 from stacks.storage import Storage
 from stacks.triggers import Triggers
 from stacks.workflow import Workflow
-
-# What each Lambda does in the data bucket: (read prefixes, write prefixes).
-S3_ACCESS = {
-    "plan": ([INPUT_PREFIX], [RUNS_PREFIX]),
-    "split_object": ([INPUT_PREFIX, SHARDS_PREFIX], [SHARDS_PREFIX]),
-    "collect": ([INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX], [SHARDS_PREFIX, RUNS_PREFIX]),
-    "prepare_job": ([], []),
-    "verify": ([SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX], [RUNS_PREFIX]),
-    "finalize": ([SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX], [OUTPUT_PREFIX]),
-    "record_failure": ([RUNS_PREFIX, MAP_RESULTS_PREFIX], []),
-}
-TABLE_WRITERS = ("plan", "collect", "verify", "finalize", "record_failure")
-ANNOUNCERS = ("finalize", "record_failure")
 
 
 class PipelineStack(Stack):
@@ -85,9 +64,15 @@ class PipelineStack(Stack):
             run_record_days=str(config.run_record_days),
         )
         self.functions = Functions(
-            self, "Functions", config=config, environment=environment, repo_root=repo_root
+            self,
+            "Functions",
+            config=config,
+            environment=environment,
+            repo_root=repo_root,
+            storage=self.storage,
+            status=self.status,
+            notifications=self.notifications,
         )
-        self._grant_functions()
         self.workflow = Workflow(
             self,
             "Workflow",
@@ -145,58 +130,6 @@ class PipelineStack(Stack):
                         "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
                         "AWSLambdaBasicExecutionRole"
                     ],
-                )
-
-    def _grant_functions(self) -> None:
-        """Least privilege per Lambda: its S3 prefixes, the table, the key, the announcers'
-        topic and bus."""
-        storage = self.storage
-        for name, role in self.functions.roles.items():
-            reads, writes = S3_ACCESS[name]
-            findings = []
-            if reads:
-                role.add_to_policy(
-                    iam.PolicyStatement(
-                        sid="ReadData",
-                        actions=["s3:GetObject"],
-                        resources=[storage.data_arn(p) for p in reads],
-                    )
-                )
-                role.add_to_policy(
-                    iam.PolicyStatement(
-                        sid="ListData",
-                        actions=["s3:ListBucket"],
-                        resources=[storage.data_bucket.bucket_arn],
-                    )
-                )
-                findings += [resource_finding(role, storage.data_arn(p)) for p in reads]
-            if writes:
-                role.add_to_policy(
-                    iam.PolicyStatement(
-                        sid="WriteData",
-                        actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-                        resources=[storage.data_arn(p) for p in writes],
-                    )
-                )
-                findings += [resource_finding(role, storage.data_arn(p)) for p in writes]
-            if reads or writes:
-                storage.key.grant_encrypt_decrypt(role)
-                findings += ["Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"]
-            if name in TABLE_WRITERS:
-                self.status.table.grant_read_write_data(role)
-                findings.append(resource_finding(role, f"{self.status.table.table_arn}/index/*"))
-            if name in ANNOUNCERS:
-                self.notifications.topic.grant_publish(role)
-                self.notifications.bus.grant_put_events_to(role)
-            if findings:
-                acknowledge(
-                    role,
-                    "AwsSolutions-IAM5",
-                    f"The {name} Lambda works on objects of per-run folders under fixed "
-                    "prefixes of the data bucket (run ids are chosen at run time), queries "
-                    "the status table's by-status index, and uses the stack's key through "
-                    "the S3 and DynamoDB integrations.",
-                    findings=sorted(set(findings)),
                 )
 
 

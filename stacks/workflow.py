@@ -16,19 +16,21 @@ error of the job task goes to the failure path.
 
 from typing import Any
 
-from aws_cdk import Aws, Duration, Fn, Stack
-from aws_cdk import aws_iam as iam
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from batchinfer.pipeline import steps
 from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX
+from batchinfer.pipeline.prepare_job import JOB_TASKS, JobTask
+from batchinfer.pipeline.steps import Step
 from stacks.config import PipelineConfig
 from stacks.functions import Functions, retention
 from stacks.model import Model
-from stacks.nag import acknowledge, resource_finding
 from stacks.storage import Storage
+from stacks.workflow_access import acknowledge_workflow_access, grant_workflow_access
 
 # Errors of the SageMaker API that a later attempt (with a new job name) can get past.
 RETRYABLE_SAGEMAKER_ERRORS = [
@@ -41,49 +43,35 @@ RETRYABLE_SAGEMAKER_ERRORS = [
 RUN_ALREADY_EXISTS = "RunAlreadyExists"
 JOB_FAILED = "States.TaskFailed"
 
-_TRANSFORM_FIELDS = (
-    "TransformJobName",
-    "ModelName",
-    "TransformInput",
-    "TransformOutput",
-    "TransformResources",
-    "BatchStrategy",
-    "MaxPayloadInMB",
-    "MaxConcurrentTransforms",
-    "ModelClientConfig",
-    "Environment",
-    "Tags",
-)
-_PROCESSING_FIELDS = (
-    "ProcessingJobName",
-    "RoleArn",
-    "AppSpecification",
-    "ProcessingInputs",
-    "ProcessingOutputConfig",
-    "ProcessingResources",
-    "NetworkConfig",
-    "StoppingCondition",
-    "Environment",
-    "Tags",
-)
 
-
-def _job_task(
-    scope: Construct, id: str, action: str, fields: tuple[str, ...], kind: str
-) -> sfn.CustomState:
+def _job_task(scope: Construct, task: JobTask) -> sfn.CustomState:
     """A ``.sync`` SageMaker task whose parameters are the request PrepareJob built."""
     return sfn.CustomState(
         scope,
-        id,
+        task.state,
         state_json={
             "Type": "Task",
-            "Resource": f"arn:{Stack.of(scope).partition}:states:::sagemaker:{action}.sync",
-            "Parameters": {f"{name}.$": f"$.job.request.{name}" for name in fields},
+            "Resource": f"arn:{Stack.of(scope).partition}:states:::sagemaker:{task.action}.sync",
+            "Parameters": {f"{name}.$": f"$.job.request.{name}" for name in task.fields},
             "ResultSelector": {
-                "name.$": f"$.{kind}JobName",
-                "status.$": f"$.{kind}JobStatus",
+                "name.$": f"$.{task.kind}JobName",
+                "status.$": f"$.{task.kind}JobStatus",
             },
         },
+    )
+
+
+def _payload(step: Step) -> sfn.TaskInput | None:
+    """The event a step's state passes, from the registry's paths."""
+    if step.payload is None:
+        return None
+    return sfn.TaskInput.from_object(
+        {
+            key: sfn.JsonPath.string_at(path)
+            if path.startswith("$$.")
+            else sfn.JsonPath.object_at(path)
+            for key, path in step.payload.items()
+        }
     )
 
 
@@ -101,22 +89,16 @@ class Workflow(Construct):
         functions: Functions,
     ) -> None:
         super().__init__(scope, id)
-        fns = functions.functions
 
-        def invoke(name: str, state_id: str, payload: dict[str, Any], result_path: str | None):
+        def invoke(step: Step) -> tasks.LambdaInvoke:
             return tasks.LambdaInvoke(
                 self,
-                state_id,
-                lambda_function=fns[name],
-                payload=sfn.TaskInput.from_object(payload),
+                step.state,
+                lambda_function=functions.functions[step.name],
+                payload=_payload(step),
                 payload_response_only=True,
-                result_path=result_path,
+                result_path=step.result_path,
             )
-
-        execution = {
-            "execution": sfn.JsonPath.execution_id,
-            "execution_name": sfn.JsonPath.execution_name,
-        }
 
         run_failed = sfn.Fail(
             self,
@@ -131,28 +113,14 @@ class Workflow(Construct):
             cause="The run failed and recording the failure failed too; see the execution "
             "history and the record_failure Lambda's logs.",
         )
-        record_failure = invoke(
-            "record_failure",
-            "RecordFailure",
-            {"state": sfn.JsonPath.object_at("$"), **execution},
-            "$.failure",
-        )
+        record_failure = invoke(steps.RECORD_FAILURE)
         record_failure.add_catch(not_recorded, errors=["States.ALL"], result_path="$.error")
         record_failure.next(run_failed)
 
         def on_error(state: Any) -> None:
             state.add_catch(record_failure, errors=["States.ALL"], result_path="$.error")
 
-        plan = invoke(
-            "plan",
-            "Plan",
-            {
-                "request": sfn.JsonPath.object_at("$"),
-                "started_at": sfn.JsonPath.execution_start_time,
-                **execution,
-            },
-            "$.plan",
-        )
+        plan = invoke(steps.PLAN)
         plan.add_catch(
             sfn.Fail(
                 self,
@@ -165,12 +133,7 @@ class Workflow(Construct):
         )
         on_error(plan)
 
-        split_object = tasks.LambdaInvoke(
-            self,
-            "SplitObject",
-            lambda_function=fns["split_object"],
-            payload_response_only=True,
-        )
+        split_object = invoke(steps.SPLIT_OBJECT)
         split_inputs = sfn.DistributedMap(
             self,
             "SplitInputs",
@@ -188,38 +151,22 @@ class Workflow(Construct):
         split_inputs.item_processor(split_object)
         on_error(split_inputs)
 
-        collect = invoke(
-            "collect", "Collect", {"plan": sfn.JsonPath.object_at("$.plan"), **execution}, "$.round"
-        )
+        collect = invoke(steps.COLLECT)
         on_error(collect)
 
-        prepare_job = invoke(
-            "prepare_job",
-            "PrepareJob",
-            {
-                "plan": sfn.JsonPath.object_at("$.plan"),
-                "round": sfn.JsonPath.object_at("$.round"),
-            },
-            "$.job",
-        )
-        transform_job = _job_task(
-            self, "TransformJob", "createTransformJob", _TRANSFORM_FIELDS, "Transform"
-        )
-        transform_job_dp = _job_task(
-            self,
-            "TransformJobWithDataProcessing",
-            "createTransformJob",
-            (*_TRANSFORM_FIELDS, "DataProcessing"),
-            "Transform",
-        )
-        processing_job = _job_task(
-            self, "ProcessingJob", "createProcessingJob", _PROCESSING_FIELDS, "Processing"
-        )
+        prepare_job = invoke(steps.PREPARE_JOB)
+        jobs = {key: _job_task(self, task) for key, task in JOB_TASKS.items()}
         choose_job = (
             sfn.Choice(self, "ChooseJob")
-            .when(sfn.Condition.string_equals("$.job.engine", "processing"), processing_job)
-            .when(sfn.Condition.boolean_equals("$.job.data_processing", True), transform_job_dp)
-            .otherwise(transform_job)
+            .when(
+                sfn.Condition.string_equals("$.job.engine", "processing"),
+                jobs["processing", False],
+            )
+            .when(
+                sfn.Condition.boolean_equals("$.job.data_processing", True),
+                jobs["transform", True],
+            )
+            .otherwise(jobs["transform", False])
         )
         run_job = sfn.Parallel(
             self,
@@ -237,17 +184,7 @@ class Workflow(Construct):
             jitter_strategy=sfn.JitterType.FULL,
         )
 
-        verify = invoke(
-            "verify",
-            "Verify",
-            {
-                "plan": sfn.JsonPath.object_at("$.plan"),
-                "round": sfn.JsonPath.object_at("$.round"),
-                "job": sfn.JsonPath.object_at("$.job"),
-                **execution,
-            },
-            "$.round",
-        )
+        verify = invoke(steps.VERIFY)
         on_error(verify)
         job_api_error = sfn.Pass(
             self, "JobApiError", input_path="$.job", result_path="$.error"
@@ -262,12 +199,7 @@ class Workflow(Construct):
         run_job.add_catch(check_job_error, errors=[JOB_FAILED], result_path="$.job")
         on_error(run_job)
 
-        finalize = invoke(
-            "finalize",
-            "Finalize",
-            {"plan": sfn.JsonPath.object_at("$.plan"), **execution},
-            "$.result",
-        )
+        finalize = invoke(steps.FINALIZE)
         on_error(finalize)
         finalize.next(sfn.Succeed(self, "Done"))
 
@@ -299,102 +231,7 @@ class Workflow(Construct):
                 destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
             ),
         )
-        self._grant_sagemaker(config, storage, model)
-        storage.key.grant_encrypt_decrypt(self.state_machine)
-        self._acknowledge(storage, functions)
-
-    def _grant_sagemaker(self, config: PipelineConfig, storage: Storage, model: Model) -> None:
-        """The IAM of the .sync SageMaker integrations (spec S4, S5), written out by hand."""
-        stack = Stack.of(self)
-        role = self.state_machine.role
-
-        def job_arn(kind: str) -> str:
-            return stack.format_arn(
-                service="sagemaker", resource=f"{kind}-job", resource_name=f"{config.job_prefix}-*"
-            )
-
-        def rule_arn(kind: str) -> str:
-            return stack.format_arn(
-                service="events",
-                resource="rule",
-                resource_name=f"StepFunctionsGetEventsForSageMaker{kind}JobsRule",
-            )
-
-        jobs = [job_arn("transform"), job_arn("processing")]
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="RunJobs",
-                actions=[
-                    "sagemaker:CreateTransformJob",
-                    "sagemaker:DescribeTransformJob",
-                    "sagemaker:StopTransformJob",
-                    "sagemaker:CreateProcessingJob",
-                    "sagemaker:DescribeProcessingJob",
-                    "sagemaker:StopProcessingJob",
-                    "sagemaker:AddTags",
-                ],
-                resources=jobs,
-            )
+        grant_workflow_access(self.state_machine, config=config, storage=storage, model=model)
+        acknowledge_workflow_access(
+            self.state_machine, config=config, storage=storage, functions=functions
         )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(sid="ListJobTags", actions=["sagemaker:ListTags"], resources=["*"])
-        )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="PassJobRole",
-                actions=["iam:PassRole"],
-                resources=[model.role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-            )
-        )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="SyncJobEvents",
-                actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
-                resources=[rule_arn("Transform"), rule_arn("Processing")],
-            )
-        )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="EncryptJobVolumesAndOutputs",
-                actions=["kms:CreateGrant", "kms:DescribeKey"],
-                resources=[storage.key.key_arn],
-                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
-            )
-        )
-        self.job_arns = jobs
-
-    def _acknowledge(self, storage: Storage, functions: Functions) -> None:
-        """The wildcards of the state machine's role, finding by finding."""
-        machine = self.state_machine
-        acknowledge(
-            machine,
-            "AwsSolutions-IAM5",
-            "Job names are made per attempt (<prefix>-<run>-r<round>-<token>), so jobs are "
-            "allowed by the stack's job-name prefix; sagemaker:ListTags and the X-Ray trace "
-            "calls have no resource scope; the Lambdas are invoked with any version "
-            "qualifier; the split Map reads its run's input list and writes its results in "
-            "the data bucket and starts only its own child executions; the key is used "
-            "through S3.",
-            findings=[
-                *(resource_finding(machine, arn) for arn in self.job_arns),
-                "Resource::*",
-                "Action::kms:GenerateDataKey*",
-                "Action::kms:ReEncrypt*",
-                resource_finding(
-                    machine, f"arn:{Aws.PARTITION}:s3:::{storage.data_bucket.bucket_name}/*"
-                ),
-                *(
-                    resource_finding(machine, f"{fn.function_arn}:*")
-                    for fn in functions.functions.values()
-                ),
-                *(resource_finding(machine, arn) for arn in self._map_execution_arns()),
-            ],
-        )
-
-    def _map_execution_arns(self) -> list[str]:
-        """The child-execution ARNs CDK's DistributedMapPolicy grants on."""
-        stack = Stack.of(self)
-        name = Fn.select(6, Fn.split(":", self.state_machine.state_machine_arn))
-        base = f"arn:{stack.partition}:states:{stack.region}:{stack.account}:execution:{name}"
-        return [f"{base}:*", f"{base}/*:*"]

@@ -23,6 +23,7 @@ from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.sharding import auto_shard_count, split
+from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import kernel_copy
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
@@ -113,22 +114,16 @@ def _rate(records: int | None, seconds: float) -> float | None:
 
 def validate_job(job: LocalJob) -> None:
     """Checks that depend on more than one setting of a local job (names the option)."""
-    if job.shards is not None:
-        if job.settings.split_type != "Line":
-            raise ValidationError(
-                "--shards needs --split-type Line: with SplitType None each file is one "
-                "request, and splitting it would change what the model sees"
-            )
-        if job.shards != "auto" and job.shards < 1:
-            raise ValidationError(f"--shards must be at least 1 or 'auto', not {job.shards}")
-    if job.merge:
-        if job.shards is None:
-            raise ValidationError("--merge joins the outputs of shards: it needs --shards")
-        if job.settings.assemble_with != "Line":
-            raise ValidationError(
-                "--merge needs --assemble-with Line: with None, responses are concatenated "
-                "without separators and the records of adjacent shards would run together"
-            )
+    if job.shards not in (None, "auto") and job.shards < 1:
+        raise ValidationError(f"--shards must be at least 1 or 'auto', not {job.shards}")
+    if job.merge and job.shards is None:
+        raise ValidationError("--merge joins the outputs of shards: it needs --shards")
+    check_sharding(
+        job.settings,
+        split=None if job.shards is None else "--shards",
+        merge="--merge" if job.merge else None,
+        name=lambda key: "--" + key.replace("_", "-"),
+    )
 
 
 def run_job(

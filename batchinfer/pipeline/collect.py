@@ -10,24 +10,24 @@ import posixpath
 from typing import Any
 
 from batchinfer.errors import InputError
-from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.s3io import read_json, write_json
+from batchinfer.pipeline.state import Round, RunPlan
 from batchinfer.pipeline.status_table import PENDING, StatusTable
 from batchinfer.sharding import ShardIndex
 from batchinfer.sharding.names import index_name
 from batchinfer.uris import S3Location, parse_s3_uri
 
 
-def collect(plan: dict[str, Any], *, execution: str, s3: Any, table: StatusTable) -> dict[str, Any]:
+def collect(plan: RunPlan, *, execution: str, s3: Any, table: StatusTable) -> Round:
     """Write ``shards.json``, SHARD items and ``round-1.manifest``; return round 1."""
-    bucket = parse_s3_uri(plan["artefacts"]).bucket
-    layout = RunLayout(bucket, plan["run_id"])
+    layout = plan.layout
+    bucket = layout.bucket
     items = read_json(s3, layout.inputs)
     prefix = layout.shards.uri
     shards: list[dict[str, Any]] = []
     for item in items:
         source = parse_s3_uri(item["input"])
-        input_name = item["input"][len(_input_base(plan["input"])) :]
+        input_name = item["input"][len(_input_base(plan.input)) :]
         folder = item["output"][len(prefix) :]
         index_uri = parse_s3_uri(item["output"]).child(index_name(posixpath.basename(source.key)))
         try:
@@ -51,25 +51,21 @@ def collect(plan: dict[str, Any], *, execution: str, s3: Any, table: StatusTable
                 }
             )
     if not shards:
-        raise InputError(f"input: {plan['input']} produced no shards")
+        raise InputError(f"input: {plan.input} produced no shards")
     write_json(s3, layout.shard_list, shards)
     for shard in shards:
         table.put_shard(
-            plan["run_id"],
+            plan.run_id,
             shard["number"],
             {"status": PENDING, "name": shard["name"], "input": shard["input"], "attempts": 0},
         )
-    table.update_run(plan["run_id"], execution, {"shards": len(shards), "shards_done": 0})
+    table.update_run(plan.run_id, execution, {"shards": len(shards), "shards_done": 0})
     manifest = write_json(
         s3, layout.round_manifest(1), [{"prefix": prefix}, *(s["name"] for s in shards)]
     )
-    return {
-        "number": 1,
-        "manifest": manifest,
-        "complete": False,
-        "shards": len(shards),
-        "missing": len(shards),
-    }
+    return Round(
+        number=1, manifest=manifest, complete=False, shards=len(shards), missing=len(shards)
+    )
 
 
 def _input_base(input_uri: str) -> str:

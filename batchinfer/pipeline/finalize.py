@@ -10,9 +10,10 @@ from itertools import groupby
 from typing import Any
 
 from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER, RunLayout
+from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.pipeline.notify import announce
 from batchinfer.pipeline.s3io import CHUNK, read_json, write_json
+from batchinfer.pipeline.state import RunEnd, RunPlan
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable, now
 from batchinfer.transform.assemble import output_name
 from batchinfer.uris import S3Location, parse_s3_uri
@@ -22,7 +23,7 @@ MIN_PART = 5 * 1024 * 1024
 
 
 def finalize(
-    plan: dict[str, Any],
+    plan: RunPlan,
     *,
     execution: str,
     env: PipelineEnvironment,
@@ -30,18 +31,18 @@ def finalize(
     table: StatusTable,
     events: Any,
     sns: Any,
-) -> dict[str, Any]:
-    run_id = plan["run_id"]
-    layout = RunLayout(parse_s3_uri(plan["artefacts"]).bucket, run_id)
-    output = parse_s3_uri(plan["output"])
-    parts = parse_s3_uri(plan["job_output"])
+) -> RunEnd:
+    run_id = plan.run_id
+    layout = plan.layout
+    output = parse_s3_uri(plan.output)
+    parts = parse_s3_uri(plan.job_output)
     items = {item["shard"]: item for item in table.shards(run_id)}
     shards = read_json(s3, layout.shard_list)
     files = []
     for input_name, group in groupby(shards, key=lambda s: s["input_name"]):
         group = list(group)
         outputs = [parts.child(output_name(s["name"])) for s in group]
-        if plan["merge"]:
+        if plan.merge:
             target = output.child(output_name(input_name))
             merge_objects(s3, outputs, target)
             names = [target.key[len(output.key) :]]
@@ -68,31 +69,35 @@ def finalize(
     manifest = {
         "status": SUCCEEDED,
         "run_id": run_id,
-        "engine": plan["engine"],
-        "input": plan["input"],
-        "output": plan["output"],
+        "engine": plan.engine,
+        "input": plan.input,
+        "output": plan.output,
         "execution": execution,
         "finished_at": now(),
-        "settings": plan["settings"],
+        "settings": plan.settings.to_state(),
         "files": files,
         "totals": totals,
     }
     write_json(s3, output.child(RESULT_MANIFEST), manifest)
     s3.put_object(Bucket=output.bucket, Key=output.child(SUCCESS_MARKER).key, Body=b"")
-    run = {
-        "run_id": run_id,
-        "status": SUCCEEDED,
-        "output": plan["output"],
-        "records_in": totals["records_in"],
-        "records_out": totals["records_out"],
-        "shards": len(shards),
-        "execution": execution,
-    }
+    run = RunEnd(
+        run_id=run_id,
+        status=SUCCEEDED,
+        output=plan.output,
+        execution=execution,
+        records_in=totals["records_in"],
+        records_out=totals["records_out"],
+        shards=len(shards),
+    )
     attributes = {
         "run_status": SUCCEEDED,
         "finished_at": manifest["finished_at"],
         "manifest": output.child(RESULT_MANIFEST).uri,
-    } | {k: run[k] for k in ("records_in", "records_out") if run[k] is not None}
+    } | {
+        key: value
+        for key, value in (("records_in", run.records_in), ("records_out", run.records_out))
+        if value is not None
+    }
     table.update_run(run_id, execution, attributes)
     announce(run, env=env, events=events, sns=sns)
     return run

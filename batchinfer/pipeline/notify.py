@@ -5,32 +5,16 @@ import json
 from typing import Any
 
 from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.state import RunEnd
 
 DETAIL_TYPE = "Batch Inference Run Finished"
 SUBJECT_LIMIT = 100
 
 
-def run_finished_detail(run: dict[str, Any]) -> dict[str, Any]:
-    """The event detail: run id, status, output URI, counts, and the error of a failure."""
-    keys = (
-        "run_id",
-        "status",
-        "output",
-        "records_in",
-        "records_out",
-        "shards",
-        "error",
-        "cause",
-        "failed_job",
-        "failed_shards",
-        "execution",
-    )
-    return {key: run[key] for key in keys if run.get(key) is not None}
-
-
-def announce(run: dict[str, Any], *, env: PipelineEnvironment, events: Any, sns: Any) -> None:
-    """Put the run-finished event on the stack's bus and publish to its topic."""
-    detail = run_finished_detail(run)
+def announce(run: RunEnd, *, env: PipelineEnvironment, events: Any, sns: Any) -> None:
+    """Put the run-finished event on the stack's bus and publish to its topic. The detail
+    is the run's end: run id, status, output URI, counts, and the error of a failure."""
+    detail = run.to_state()
     if env.event_bus_name:
         response = events.put_events(
             Entries=[
@@ -39,20 +23,20 @@ def announce(run: dict[str, Any], *, env: PipelineEnvironment, events: Any, sns:
                     "Source": env.event_source,
                     "DetailType": DETAIL_TYPE,
                     "Detail": json.dumps(detail, default=str),
-                    "Resources": [run["execution"]] if run.get("execution") else [],
+                    "Resources": [run.execution] if run.execution else [],
                 }
             ]
         )
         if response.get("FailedEntryCount"):
             raise RuntimeError(f"run-finished event not delivered: {response['Entries']}")
     if env.topic_arn:
-        subject = f"batchinfer run {run['run_id']} {run['status']}"
+        subject = f"batchinfer run {run.run_id} {run.status}"
         sns.publish(
             TopicArn=env.topic_arn,
             Subject=subject[:SUBJECT_LIMIT],
             Message=json.dumps(detail, indent=2, default=str),
             MessageAttributes={
-                "status": {"DataType": "String", "StringValue": run["status"]},
-                "run_id": {"DataType": "String", "StringValue": run["run_id"]},
+                "status": {"DataType": "String", "StringValue": run.status},
+                "run_id": {"DataType": "String", "StringValue": run.run_id},
             },
         )

@@ -9,7 +9,6 @@ into the state.
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import asdict
 from typing import Any
 
 from batchinfer.engine import ENGINES
@@ -20,7 +19,9 @@ from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX, RunLayout
 from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.s3io import list_objects, write_json
+from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
+from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
@@ -41,7 +42,7 @@ def plan_run(
     env: PipelineEnvironment,
     s3: Any,
     table: StatusTable,
-) -> dict[str, Any]:
+) -> RunPlan:
     """Check ``request``, write the input list and the RUN item; return the plan."""
     if not isinstance(request, Mapping):
         raise ValidationError(
@@ -68,11 +69,7 @@ def plan_run(
         check_payload_times_concurrency(settings, env)
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
-    if merge and settings.assemble_with != "Line":
-        raise ValidationError(
-            "merge: needs assemble_with Line; with None, responses are concatenated without "
-            "separators and the records of adjacent shards would run together"
-        )
+    check_sharding(settings, split=None, merge="merge" if merge else None)
     objects = _input_objects(s3, source)
     base = source.key[: source.key.rfind("/") + 1]
     items = []
@@ -80,13 +77,13 @@ def plan_run(
         name = obj["Key"][len(base) :]
         folder = posixpath.dirname(name)
         items.append(
-            {
-                "input": S3Location(source.bucket, obj["Key"]).uri,
-                "output": layout.shards.child(folder + "/" if folder else "").uri,
-                "compression_type": settings.compression_type,
-                "header": split["header"],
+            SplitTask(
+                input=S3Location(source.bucket, obj["Key"]).uri,
+                output=layout.shards.child(folder + "/" if folder else "").uri,
+                compression_type=settings.compression_type,
+                header=split["header"],
                 **split["size"],
-            }
+            ).to_state()
         )
     total = sum(obj["Size"] for obj in objects)
     table.create_run(
@@ -98,27 +95,27 @@ def plan_run(
         engine=engine,
         objects=len(items),
         bytes=total,
-        settings={k: v for k, v in asdict(settings).items() if v is not None and v != {}},
+        settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
     )
     # Only the execution that claimed the run id writes the run's objects.
     inputs = layout.inputs
     write_json(s3, inputs, items)
-    return {
-        "run_id": run_id,
-        "engine": engine,
-        "input": source.uri,
-        "output": output.uri,
-        "job_output": (layout.parts if merge else output).uri,
-        "artefacts": layout.artefacts.uri,
-        "shards_prefix": layout.shards.uri,
-        "inputs_key": inputs.key,
-        "objects": len(items),
-        "bytes": total,
-        "settings": asdict(settings),
-        "merge": merge,
-        "max_rounds": int(env.max_rounds),
-        "job_base": job_base(env.job_prefix, run_id),
-    }
+    return RunPlan(
+        run_id=run_id,
+        engine=engine,
+        input=source.uri,
+        output=output.uri,
+        job_output=(layout.parts if merge else output).uri,
+        artefacts=layout.artefacts.uri,
+        shards_prefix=layout.shards.uri,
+        inputs_key=inputs.key,
+        objects=len(items),
+        bytes=total,
+        settings=settings,
+        merge=merge,
+        max_rounds=int(env.max_rounds),
+        job_base=job_base(env.job_prefix, run_id),
+    )
 
 
 def run_id_of(request: Mapping[str, Any], execution_name: str) -> str:
@@ -168,12 +165,13 @@ def _split_options(
     if shards is not None and size is not None:
         raise ValidationError("shards, shard_size: give one of them, not both")
     if settings.split_type != "Line":
-        if shards not in (None, 1) or size is not None or header:
-            raise ValidationError(
-                f"shards/shard_size/header need split_type Line (not {settings.split_type!r}): "
-                "with SplitType None each file is one request, and splitting it would change "
-                "what the model sees"
-            )
+        given = {
+            "shards": shards not in (None, 1),
+            "shard_size": size is not None,
+            "header": header,
+        }
+        asked = [key for key, value in given.items() if value]
+        check_sharding(settings, split=asked[0] if asked else None, merge=None)
         return {"header": False, "size": {"shards": 1}}
     if shards is not None:
         if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:

@@ -11,12 +11,13 @@ only when a filter or join applies (the state machine has a task with and one wi
 """
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_name
+from batchinfer.pipeline.state import JobRequest, Round, RunPlan
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
 from batchinfer.transform.job_api import to_api
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
@@ -30,33 +31,79 @@ MAX_CONTAINER_ARGUMENT = 256
 # Settings that choose instances, not what the container does with records.
 _RESOURCE_KEYS = ("instance_count", "instance_type")
 
+TRANSFORM_FIELDS = (
+    "TransformJobName",
+    "ModelName",
+    "TransformInput",
+    "TransformOutput",
+    "TransformResources",
+    "BatchStrategy",
+    "MaxPayloadInMB",
+    "MaxConcurrentTransforms",
+    "ModelClientConfig",
+    "Environment",
+    "Tags",
+)
+PROCESSING_FIELDS = (
+    "ProcessingJobName",
+    "RoleArn",
+    "AppSpecification",
+    "ProcessingInputs",
+    "ProcessingOutputConfig",
+    "ProcessingResources",
+    "NetworkConfig",
+    "StoppingCondition",
+    "Environment",
+    "Tags",
+)
+
+
+@dataclass(frozen=True)
+class JobTask:
+    """A ``.sync`` SageMaker task of the state machine (spec S1): it copies exactly
+    ``fields`` from the request PrepareJob built, so the request must hold each of them."""
+
+    state: str
+    action: str
+    kind: str  # "Transform" or "Processing": the Describe*Job field names
+    fields: tuple[str, ...]
+
+
+# (engine, data processing) -> the task that runs the job.
+JOB_TASKS = {
+    ("transform", False): JobTask(
+        "TransformJob", "createTransformJob", "Transform", TRANSFORM_FIELDS
+    ),
+    ("transform", True): JobTask(
+        "TransformJobWithDataProcessing",
+        "createTransformJob",
+        "Transform",
+        (*TRANSFORM_FIELDS, "DataProcessing"),
+    ),
+    ("processing", False): JobTask(
+        "ProcessingJob", "createProcessingJob", "Processing", PROCESSING_FIELDS
+    ),
+}
+
 
 def prepare_job(
-    plan: dict[str, Any],
-    round_: dict[str, Any],
-    *,
-    env: PipelineEnvironment,
-    token: str | None = None,
-) -> dict[str, Any]:
-    """``{"name", "engine", "data_processing", "request"}`` for one attempt of ``round_``."""
-    settings = TransformSettings.from_request(plan["settings"])
-    name = job_name(plan["job_base"], int(round_["number"]), token)
-    tags = [{"Key": RUN_ID_TAG, "Value": plan["run_id"]}]
-    if plan["engine"] == "processing":
-        request = processing_request(name, settings, round_["manifest"], plan["job_output"], env)
-        return {
-            "name": name,
-            "engine": "processing",
-            "data_processing": False,
-            "request": request | {"Tags": tags},
-        }
-    request = transform_request(name, settings, round_["manifest"], plan["job_output"], env)
-    return {
-        "name": name,
-        "engine": "transform",
-        "data_processing": "DataProcessing" in request,
-        "request": request | {"Tags": tags},
-    }
+    plan: RunPlan, round_: Round, *, env: PipelineEnvironment, token: str | None = None
+) -> JobRequest:
+    """One attempt of ``round_``: a new job name, and its Create*Job request."""
+    name = job_name(plan.job_base, round_.number, token)
+    tags = [{"Key": RUN_ID_TAG, "Value": plan.run_id}]
+    build = processing_request if plan.engine == "processing" else transform_request
+    request = build(name, plan.settings, round_.manifest, plan.job_output, env) | {"Tags": tags}
+    data_processing = "DataProcessing" in request
+    task = JOB_TASKS[(plan.engine, data_processing)]
+    if sorted(request) != sorted(task.fields):
+        raise ValueError(
+            f"the {task.state} task copies {sorted(task.fields)}, the request has "
+            f"{sorted(request)}: a field would be dropped or missing"
+        )
+    return JobRequest(
+        name=name, engine=plan.engine, data_processing=data_processing, request=request
+    )
 
 
 def transform_request(

@@ -7,9 +7,9 @@ from typing import Any
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.job_outcome import JobOutcome
 from batchinfer.pipeline.notify import announce
 from batchinfer.pipeline.plan import run_id_of
+from batchinfer.pipeline.state import Failure, JobOutcome, RunEnd, RunPlan
 from batchinfer.pipeline.status_table import FAILED, MISSING, NotRunOwner, StatusTable, now
 
 CAUSE_LIMIT = 4000
@@ -25,21 +25,20 @@ def record_failure(
     table: StatusTable,
     events: Any,
     sns: Any,
-) -> dict[str, str]:
-    """Record the failure in ``state["error"]``; return ``{"error", "cause"}`` for the
-    execution's Fail state."""
-    error = state.get("error") if isinstance(state.get("error"), dict) else {}
-    outcome = JobOutcome.of(error)
-    plan = state.get("plan") if isinstance(state.get("plan"), dict) else None
-    run_id = plan["run_id"] if plan else _run_id(state, execution_name)
-    job = JobOutcome.of(state.get("job"))
-    failed_job = outcome.name or job.name
+) -> Failure:
+    """Record the failure in ``state["error"]``; return the error and cause of the
+    execution's Fail state. ``state`` is the whole state at the failure: it has a plan
+    unless Plan failed."""
+    outcome = JobOutcome.from_state(state.get("error") or {})
+    plan = RunPlan.from_state(state["plan"]) if isinstance(state.get("plan"), dict) else None
+    run_id = plan.run_id if plan else _run_id(state, execution_name)
+    failed_job = outcome.name or JobOutcome.from_state(state.get("job")).name
     return _record(
         run_id,
         error=outcome.error or "RunFailed",
         cause=_message(outcome.reason),
         failed_job=failed_job,
-        output=plan["output"] if plan else None,
+        output=plan.output if plan else None,
         execution=execution,
         create=plan is None,
         env=env,
@@ -51,7 +50,7 @@ def record_failure(
 
 def record_ended_execution(
     event: dict[str, Any], *, env: PipelineEnvironment, table: StatusTable, events: Any, sns: Any
-) -> dict[str, str] | None:
+) -> Failure | None:
     """Handle a "Step Functions Execution Status Change" event (TIMED_OUT or ABORTED)."""
     detail = event["detail"]
     try:
@@ -96,24 +95,26 @@ def _record(
     events: Any,
     sns: Any,
     only_if_running: bool = False,
-) -> dict[str, str]:
+) -> Failure:
     failed_shards = [
         item.get("name", str(item["shard"]))
         for item in table.shards(run_id)
         if item.get("status") == MISSING
     ][:SHOWN_SHARDS]
-    run = {
-        "run_id": run_id,
-        "status": FAILED,
-        "error": error,
-        "cause": cause[:CAUSE_LIMIT],
-        "failed_job": failed_job,
-        "failed_shards": failed_shards or None,
-        "output": output,
-        "execution": execution,
-    }
+    run = RunEnd(
+        run_id=run_id,
+        status=FAILED,
+        output=output,
+        execution=execution,
+        error=error,
+        cause=cause[:CAUSE_LIMIT],
+        failed_job=failed_job,
+        failed_shards=failed_shards or None,
+    )
     attributes = {"run_status": FAILED, "finished_at": now()} | {
-        key: run[key] for key in ("error", "cause", "failed_job", "failed_shards") if run[key]
+        key: value
+        for key, value in run.to_state().items()
+        if key in ("error", "cause", "failed_job", "failed_shards") and value
     }
     try:
         table.update_run(
@@ -123,9 +124,9 @@ def _record(
         if only_if_running:
             raise
         # Another execution owns this run id: leave its record and its subscribers alone.
-        return {"error": error, "cause": f"run {run_id} (not this execution's): {cause}"}
+        return Failure(error, f"run {run_id} (not this execution's): {cause}")
     announce(run, env=env, events=events, sns=sns)
-    return {"error": error, "cause": f"run {run_id}: {cause}"[:CAUSE_LIMIT]}
+    return Failure(error, f"run {run_id}: {cause}"[:CAUSE_LIMIT])
 
 
 def _run_id(state: dict[str, Any], execution_name: str) -> str:

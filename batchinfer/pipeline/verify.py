@@ -3,16 +3,15 @@ input records. Missing shards go to a new ManifestFile for the next round (only 
 spec R4); after the last round the run fails naming them."""
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from batchinfer.errors import BatchInferError
-from batchinfer.pipeline.job_outcome import JobOutcome
-from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.s3io import count_lines, object_size, read_json, write_json
+from batchinfer.pipeline.state import JobOutcome, Round, RunPlan
 from batchinfer.pipeline.status_table import MISSING, SUCCEEDED, StatusTable, now
 from batchinfer.transform.assemble import output_name
-from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
 SHOWN = 10
@@ -25,26 +24,25 @@ class ShardsMissing(BatchInferError):
 
 
 def verify(
-    plan: dict[str, Any],
-    round_: dict[str, Any],
-    job: Any,
+    plan: RunPlan,
+    round_: Round,
+    outcome: JobOutcome,
     *,
     execution: str,
     s3: Any,
     table: StatusTable,
-) -> dict[str, Any]:
-    """Check round ``round_`` after ``job``; return the next round or ``complete``."""
-    run_id, number = plan["run_id"], int(round_["number"])
-    layout = RunLayout(parse_s3_uri(plan["artefacts"]).bucket, run_id)
+) -> Round:
+    """Check round ``round_`` after the job of ``outcome``; return the next round, or this
+    one ``complete``."""
+    run_id, number = plan.run_id, round_.number
+    layout = plan.layout
     shards = read_json(s3, layout.shard_list)
-    settings = TransformSettings.from_request(plan["settings"])
-    counted = settings.counts_records
-    outcome = JobOutcome.of(job)
+    counted = plan.settings.counts_records
     done = {item["shard"] for item in table.shards(run_id) if item.get("status") == SUCCEEDED}
     missing: list[tuple[dict[str, Any], str]] = []
     pending = [shard for shard in shards if shard["number"] not in done]
     outputs = [
-        parse_s3_uri(plan["job_output"]).child(output_name(shard["name"])).uri for shard in pending
+        parse_s3_uri(plan.job_output).child(output_name(shard["name"])).uri for shard in pending
     ]
     with ThreadPoolExecutor(PARALLEL_CHECKS) as pool:  # shards are read in parallel streams
         results = list(pool.map(partial(_check, s3, plan, counted=counted), pending, outputs))
@@ -71,14 +69,8 @@ def verify(
         run_id, execution, {"shards": len(shards), "shards_done": len(shards) - len(missing)}
     )
     if not missing:
-        return {
-            "number": number,
-            "manifest": round_["manifest"],
-            "complete": True,
-            "shards": len(shards),
-            "missing": 0,
-        }
-    if number >= int(plan["max_rounds"]):
+        return replace(round_, complete=True, shards=len(shards), missing=0)
+    if number >= plan.max_rounds:
         listed = "; ".join(f"{s['name']}: {why}" for s, why in missing[:SHOWN])
         more = f" (and {len(missing) - SHOWN} more)" if len(missing) > SHOWN else ""
         raise ShardsMissing(
@@ -88,26 +80,26 @@ def verify(
     manifest = write_json(
         s3,
         layout.round_manifest(number + 1),
-        [{"prefix": plan["shards_prefix"]}, *(s["name"] for s, _ in missing)],
+        [{"prefix": plan.shards_prefix}, *(s["name"] for s, _ in missing)],
     )
-    return {
-        "number": number + 1,
-        "manifest": manifest,
-        "complete": False,
-        "shards": len(shards),
-        "missing": len(missing),
-    }
+    return Round(
+        number=number + 1,
+        manifest=manifest,
+        complete=False,
+        shards=len(shards),
+        missing=len(missing),
+    )
 
 
 def _check(
-    s3: Any, plan: dict[str, Any], shard: dict[str, Any], output: str, counted: bool
+    s3: Any, plan: RunPlan, shard: dict[str, Any], output: str, counted: bool
 ) -> tuple[str | None, dict[str, int]]:
     """(what is wrong or None, record counts) for one shard's output."""
     if object_size(s3, output) is None:
         return f"no output {output}", {}
     if not counted:
         return None, {}
-    source = parse_s3_uri(plan["shards_prefix"]).child(shard["name"]).uri
+    source = parse_s3_uri(plan.shards_prefix).child(shard["name"]).uri
     records_in = count_lines(s3, source, gzip=shard["compression"] == "Gzip")
     records_out = count_lines(s3, output)
     if records_in != records_out:

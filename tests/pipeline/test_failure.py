@@ -4,6 +4,7 @@ and executions that timed out (no Catch runs then)."""
 import json
 
 from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
+from batchinfer.pipeline.state import Failure
 from batchinfer.pipeline.status_table import FAILED, RUNNING, SUCCEEDED
 
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:"
@@ -30,7 +31,7 @@ def test_plan_failure_is_recorded_under_the_request_run_id(account):
     result = record_failure(
         state, execution=EXECUTION + "e", execution_name="e", **_clients(account)
     )
-    assert result == {"error": "ValidationError", "cause": "run bad-1: input: 's3://x' is outside"}
+    assert result == Failure("ValidationError", "run bad-1: input: 's3://x' is outside")
     run = account.table.get_run("bad-1")
     assert run["run_status"] == FAILED and run["execution_arn"] == EXECUTION + "e"
     notifications, events = account.announced()
@@ -44,7 +45,7 @@ def test_another_executions_run_is_left_alone(account):
     result = record_failure(
         state, execution=EXECUTION + "other", execution_name="other", **_clients(account)
     )
-    assert "not this execution's" in result["cause"]
+    assert "not this execution's" in result.cause
     assert account.table.get_run("shared")["run_status"] == RUNNING
     assert account.announced() == ([], [])
 
@@ -67,7 +68,7 @@ def test_timed_out_execution_marks_its_running_run_failed(account):
         _status_change("e1", "TIMED_OUT", {"input": "s3://b/input/", "run_id": "slow"}),
         **_clients(account),
     )
-    assert result["error"] == "ExecutionTimedOut"
+    assert result.error == "ExecutionTimedOut"
     assert account.table.get_run("slow")["run_status"] == FAILED
 
 

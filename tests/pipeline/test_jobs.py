@@ -10,12 +10,14 @@ from batchinfer.errors import ValidationError
 from batchinfer.pipeline.job_names import MAX_BASE_LENGTH, job_base, job_name
 from batchinfer.pipeline.limits import MAX_ROUNDS
 from batchinfer.pipeline.prepare_job import (
+    PROCESSING_FIELDS,
+    TRANSFORM_FIELDS,
     check_payload_times_concurrency,
     prepare_job,
     processing_arguments,
 )
+from batchinfer.pipeline.state import Round, RunPlan
 from batchinfer.transform.settings import TransformSettings, validate_job_name
-from stacks.workflow import _PROCESSING_FIELDS, _TRANSFORM_FIELDS
 
 
 @pytest.mark.parametrize(
@@ -45,24 +47,35 @@ def _plan(engine="transform", **settings):
         "split_type": "Line",
         "assemble_with": "Line",
     } | settings
-    from dataclasses import asdict
+    return RunPlan(
+        run_id="r-1",
+        engine=engine,
+        input="s3://b/input/",
+        output="s3://b/output/r-1/",
+        job_output="s3://b/output/r-1/",
+        artefacts="s3://b/runs/r-1/",
+        shards_prefix="s3://b/shards/r-1/",
+        inputs_key="runs/r-1/inputs.json",
+        objects=1,
+        bytes=1,
+        settings=TransformSettings.from_request(values),
+        merge=False,
+        max_rounds=3,
+        job_base="bi-test-r-1",
+    )
 
-    return {
-        "run_id": "r-1",
-        "engine": engine,
-        "settings": asdict(TransformSettings.from_request(values)),
-        "job_base": "bi-test-r-1",
-        "job_output": "s3://b/output/r-1/",
-    }
+
+def _round(number: int, manifest: str) -> Round:
+    return Round(number=number, manifest=manifest, complete=False, shards=1, missing=1)
 
 
 def test_transform_request_has_every_field_the_task_copies(account):
-    round_ = {"number": 1, "manifest": "s3://b/runs/r-1/round-1.manifest"}
-    job = prepare_job(_plan(), round_, env=account.env)
+    round_ = _round(1, "s3://b/runs/r-1/round-1.manifest")
+    job = prepare_job(_plan(), round_, env=account.env).to_state()
     request = job["request"]
-    assert set(_TRANSFORM_FIELDS) <= set(request) and not job["data_processing"]
+    assert set(TRANSFORM_FIELDS) <= set(request) and not job["data_processing"]
     assert request["TransformInput"]["DataSource"] == {
-        "S3DataSource": {"S3DataType": "ManifestFile", "S3Uri": round_["manifest"]}
+        "S3DataSource": {"S3DataType": "ManifestFile", "S3Uri": round_.manifest}
     }
     assert request["MaxConcurrentTransforms"] == 0, "0: SageMaker asks the container (R10)"
     assert (request["BatchStrategy"], request["MaxPayloadInMB"]) == ("MultiRecord", 6), (
@@ -86,7 +99,7 @@ def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, e
     """E10: with no job value the container's /execution-parameters MaxPayloadInMB (here 2,
     from the model's Environment) is in force; a job value (1) wins over it."""
     env = replace(account.env, model_environment=json.dumps({"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2"}))
-    job = prepare_job(_plan(**job), {"number": 1, "manifest": "s3://b/m"}, env=env)
+    job = prepare_job(_plan(**job), _round(1, "s3://b/m"), env=env).to_state()
     request = job["request"]
     assert request["MaxPayloadInMB"] == expected
     assert request["BatchStrategy"] == "MultiRecord", "the container answers MULTI_RECORD"
@@ -95,7 +108,7 @@ def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, e
 
 def test_filters_select_the_task_with_data_processing_R15(account):
     plan = _plan(input_filter="$[1:]", join_source="Input")
-    job = prepare_job(plan, {"number": 1, "manifest": "s3://b/m"}, env=account.env)
+    job = prepare_job(plan, _round(1, "s3://b/m"), env=account.env).to_state()
     assert job["data_processing"] is True
     assert job["request"]["DataProcessing"] == {
         "InputFilter": "$[1:]",
@@ -107,11 +120,11 @@ def test_filters_select_the_task_with_data_processing_R15(account):
 def test_processing_request_shards_by_key_with_isolation_P4(account):
     job = prepare_job(
         _plan("processing", instance_count=3),
-        {"number": 2, "manifest": "s3://b/m"},
+        _round(2, "s3://b/m"),
         env=account.env,
-    )
+    ).to_state()
     request = job["request"]
-    assert set(_PROCESSING_FIELDS) <= set(request)
+    assert set(PROCESSING_FIELDS) <= set(request)
     data, model = request["ProcessingInputs"]
     assert data["S3Input"]["S3DataDistributionType"] == "ShardedByS3Key"
     assert data["S3Input"]["S3DataType"] == "ManifestFile"

@@ -23,7 +23,7 @@ def plan(account, request, name="exec-1"):
         env=account.env,
         s3=account.s3,
         table=account.table,
-    )
+    ).to_state()
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def plan(account, request, name="exec-1"):
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "split_type": "None", "shards": 4},
             ValidationError,
-            r"need split_type Line",
+            r"shards: needs split_type Line",
         ),
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "shards": 2, "shard_size": "1MiB"},

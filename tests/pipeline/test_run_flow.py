@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.job_outcome import JobOutcome
+from batchinfer.pipeline.prepare_job import TRANSFORM_FIELDS
+from batchinfer.pipeline.state import JobOutcome
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.transform.settings import validate_job_name
-from stacks.workflow import _TRANSFORM_FIELDS
 from tests.support.lambdas import load_handler
 
 from .conftest import BUCKET
@@ -111,7 +111,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     ]
 
     job_1 = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
-    assert set(_TRANSFORM_FIELDS) <= set(job_1["request"]), "the task copies these fields"
+    assert set(TRANSFORM_FIELDS) <= set(job_1["request"]), "the task copies these fields"
     assert job_1["data_processing"] is False
     validate_job_name(job_1["name"])
     outcome = run_job(account, job_1, skip={"a.part-00001.csv"})
@@ -235,7 +235,7 @@ def test_last_round_without_output_fails_naming_shard_and_job(account, handlers)
     run = account.table.get_run("r-2")
     assert run["run_status"] == FAILED
     assert run["failed_shards"] == ["x.part-00001.csv"]
-    assert run["failed_job"] == JobOutcome.of(outcome).name
+    assert run["failed_job"] == JobOutcome.from_state(outcome).name
     notifications, events = account.announced()
     assert notifications[0]["MessageAttributes"]["status"]["Value"] == FAILED
     assert events[0]["detail"]["failed_shards"] == ["x.part-00001.csv"]

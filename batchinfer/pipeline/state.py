@@ -1,0 +1,253 @@
+"""What the state machine carries from step to step, typed.
+
+The execution's state is JSON: the request at ``$``, then ``$.plan`` (:class:`RunPlan`,
+written by Plan), ``$.round`` (:class:`Round`, by Collect and Verify), ``$.job`` (a
+:class:`JobRequest` from PrepareJob, then the job task's :class:`JobOutcome`),
+``$.result`` (:class:`RunEnd`, by Finalize) and ``$.failure`` (:class:`Failure`, by
+RecordFailure). The split Map's items are :class:`SplitTask` objects in S3 and each
+SplitObject answers a :class:`SplitResult`.
+
+Each class reads its part of the state with ``from_state`` and writes it with
+``to_state``; the handlers of ``lambda/`` do nothing else with the state. Settings are
+validated once, by Plan, and then carried as they are (:meth:`TransformSettings.from_state`).
+Standard library only.
+"""
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.layout import RunLayout
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import parse_size
+from batchinfer.uris import is_s3_uri, parse_s3_uri
+
+
+def _plain(cls: Any, state: dict[str, Any], **typed: Any) -> Any:
+    """``cls`` from the keys of ``state`` named as its fields (others are ignored), with
+    ``typed`` values instead of the state's for those fields."""
+    return cls(**{f.name: state[f.name] for f in fields(cls) if f.name in state} | typed)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What Plan decided for a run (``$.plan``); every later step reads it."""
+
+    run_id: str
+    engine: str
+    input: str
+    output: str
+    job_output: str  # where jobs write: the output prefix, or the parts of a merged run
+    artefacts: str
+    shards_prefix: str
+    inputs_key: str  # the split Map's item list, a key in the data bucket
+    objects: int
+    bytes: int
+    settings: TransformSettings
+    merge: bool
+    max_rounds: int
+    job_base: str
+
+    @property
+    def layout(self) -> RunLayout:
+        return RunLayout(parse_s3_uri(self.artefacts).bucket, self.run_id)
+
+    def to_state(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {
+            "settings": self.settings.to_state()
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "RunPlan":
+        return _plain(cls, state, settings=TransformSettings.from_state(state["settings"]))
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of jobs (``$.round``): its ManifestFile of the shards still without a
+    valid output (spec R4), and whether every shard is done."""
+
+    number: int
+    manifest: str
+    complete: bool
+    shards: int
+    missing: int
+
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "Round":
+        return _plain(cls, state)
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """One job attempt as PrepareJob made it (``$.job``): a new name (R1), the engine, and
+    the Create*Job request whose fields the job task copies."""
+
+    name: str
+    engine: str
+    data_processing: bool
+    request: dict[str, Any]
+
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "JobRequest":
+        return _plain(cls, state)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What a job attempt left at ``$.job``: ``{"name", "status"}`` when the task ended, or
+    the ``Error``/``Cause`` a Catch recorded (the Cause of a Failed .sync job is its
+    Describe*Job response, spec S2)."""
+
+    name: str | None
+    status: str | None
+    error: str | None = None
+    reason: str | None = None
+
+    def to_state(self) -> dict[str, Any]:
+        if self.error is None:
+            return {"name": self.name, "status": self.status}
+        return {"Error": self.error, "Cause": self.reason or ""}
+
+    @classmethod
+    def from_state(cls, job: Any) -> "JobOutcome":
+        if not isinstance(job, dict):
+            return cls(None, None)
+        if "Error" not in job:
+            return cls(job.get("name"), job.get("status"))
+        cause = job.get("Cause") or ""
+        try:
+            described = json.loads(cause)
+        except ValueError:
+            described = None
+        if not isinstance(described, dict):
+            return cls(None, None, job["Error"], cause or None)
+        name = described.get("TransformJobName") or described.get("ProcessingJobName")
+        status = described.get("TransformJobStatus") or described.get("ProcessingJobStatus")
+        reason = (
+            described.get("FailureReason")
+            or described.get("ExitMessage")
+            or described.get("errorMessage")
+            or cause
+        )
+        return cls(name, status, job["Error"], reason)
+
+    def describe(self) -> str:
+        what = f"job {self.name}" if self.name else "the job"
+        if self.error is None:
+            return f"{what} ended {self.status or 'without a status'}"
+        return f"{what} failed ({self.error}): {self.reason or 'no reason given'}"
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended: Finalize's result (``$.result``) and what a failure records; the
+    run-finished event and the SNS message carry it."""
+
+    run_id: str
+    status: str
+    output: str | None = None
+    execution: str | None = None
+    records_in: int | None = None
+    records_out: int | None = None
+    shards: int | None = None
+    error: str | None = None
+    cause: str | None = None
+    failed_job: str | None = None
+    failed_shards: list[str] | None = None
+
+    def to_state(self) -> dict[str, Any]:
+        """The fields that are set."""
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "RunEnd":
+        return _plain(cls, state)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """RecordFailure's answer (``$.failure``): the error and cause the execution fails with."""
+
+    error: str
+    cause: str
+
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "Failure":
+        return _plain(cls, state)
+
+
+@dataclass(frozen=True)
+class SplitTask:
+    """One item of the split Map (Plan writes the list to ``inputs_key``): split ``input``
+    into shards under ``output``, ``shards`` of them or about ``shard_size`` bytes each."""
+
+    input: str
+    output: str
+    shards: int | None = None
+    shard_size: int | None = None
+    header: bool = False
+    compression_type: str = "None"
+
+    def to_state(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "SplitTask":
+        """Read an item, naming the key at fault (items come from an S3 object)."""
+        unknown = sorted(set(state) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValidationError(f"split event: unknown key(s) {', '.join(unknown)}")
+        for key in ("input", "output"):
+            if not isinstance(state.get(key), str) or not is_s3_uri(state[key]):
+                raise ValidationError(f"split event: {key} must be an s3:// URI")
+        shards = state.get("shards")
+        if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int)):
+            raise ValidationError(f"split event: shards must be an integer, not {shards!r}")
+        size = state.get("shard_size")
+        if isinstance(size, str):
+            size = parse_size(size, field="shard_size")
+        elif size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+            raise ValidationError(f"split event: shard_size must be a size, not {size!r}")
+        header = state.get("header", False)
+        if not isinstance(header, bool):
+            raise ValidationError(f"split event: header must be true or false, not {header!r}")
+        return cls(
+            state["input"],
+            state["output"],
+            shards,
+            size,
+            header,
+            state.get("compression_type", "None"),
+        )
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    """What SplitObject answers for one object: where its shard index is, and scalars only
+    (the shard list stays in the index: a state holds at most 256 KB)."""
+
+    index: str
+    manifest: str
+    shards: int
+    source: str
+    etag: str | None
+    compression_type: str
+    copied: bool
+
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "SplitResult":
+        return _plain(cls, state)

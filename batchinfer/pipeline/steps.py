@@ -1,0 +1,138 @@
+"""The registry of the pipeline's Lambda steps: one entry per step, the only place that says
+what a step is called, what it is given and where its answer goes, how much memory and
+time it has, and what it may touch. ``stacks/functions.py`` builds each function and its
+grants from it and ``stacks/workflow.py`` builds each step's state from it.
+
+A step ``name`` is the module ``lambda/<name>.py`` (its ``handler``: parse the event into
+:mod:`batchinfer.pipeline.state`, call the library, answer) over the library module
+``batchinfer/pipeline/<name>.py``.
+"""
+
+from dataclasses import dataclass
+
+from batchinfer.pipeline.layout import (
+    INPUT_PREFIX,
+    MAP_RESULTS_PREFIX,
+    OUTPUT_PREFIX,
+    RUNS_PREFIX,
+    SHARDS_PREFIX,
+)
+
+# Payload values: a path into the state (``$`` or ``$.<part>``) or into the execution's
+# context object (``$$.Execution...``).
+EXECUTION = {"execution": "$$.Execution.Id"}
+EXECUTION_NAME = {"execution_name": "$$.Execution.Name"}
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    state: str  # the state's name in the definition
+    description: str
+    memory_mb: int
+    timeout_seconds: int
+    # The event: key -> path. None: the state's input as it is (the split Map's item).
+    payload: dict[str, str] | None
+    result_path: str | None  # where the answer goes in the state (None: replaces it)
+    reads: tuple[str, ...] = ()  # data-bucket prefixes it reads
+    writes: tuple[str, ...] = ()  # data-bucket prefixes it writes
+    table: bool = False  # reads and writes the status table
+    announces: bool = False  # publishes the run-finished event and SNS message
+
+    @property
+    def handler(self) -> str:
+        return f"{self.name}.handler"
+
+    @property
+    def construct_id(self) -> str:
+        return "".join(part.title() for part in self.name.split("_"))
+
+
+PLAN = Step(
+    name="plan",
+    state="Plan",
+    description="Validate a run request, list its inputs, claim the run id",
+    memory_mb=512,
+    timeout_seconds=120,
+    payload={
+        "request": "$",
+        "started_at": "$$.Execution.StartTime",
+        **EXECUTION,
+        **EXECUTION_NAME,
+    },
+    result_path="$.plan",
+    reads=(INPUT_PREFIX,),
+    writes=(RUNS_PREFIX,),
+    table=True,
+)
+SPLIT_OBJECT = Step(
+    name="split_object",
+    state="SplitObject",
+    description="Split one input object into shards with a ManifestFile",
+    memory_mb=1024,
+    timeout_seconds=900,
+    payload=None,
+    result_path=None,
+    reads=(INPUT_PREFIX, SHARDS_PREFIX),
+    writes=(SHARDS_PREFIX,),
+)
+COLLECT = Step(
+    name="collect",
+    state="Collect",
+    description="Gather the shards of a run into the first job manifest",
+    memory_mb=512,
+    timeout_seconds=900,
+    payload={"plan": "$.plan", **EXECUTION},
+    result_path="$.round",
+    reads=(INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX),
+    writes=(SHARDS_PREFIX, RUNS_PREFIX),
+    table=True,
+)
+PREPARE_JOB = Step(
+    name="prepare_job",
+    state="PrepareJob",
+    description="Build the job request of one attempt with a new job name",
+    memory_mb=256,
+    timeout_seconds=60,
+    payload={"plan": "$.plan", "round": "$.round"},
+    result_path="$.job",
+)
+VERIFY = Step(
+    name="verify",
+    state="Verify",
+    description="Check every shard's output and record counts; resubmit missing",
+    memory_mb=1024,
+    timeout_seconds=900,
+    payload={"plan": "$.plan", "round": "$.round", "job": "$.job", **EXECUTION},
+    result_path="$.round",
+    reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
+    writes=(RUNS_PREFIX,),
+    table=True,
+)
+FINALIZE = Step(
+    name="finalize",
+    state="Finalize",
+    description="Merge outputs, write _manifest.json and _SUCCESS, announce",
+    memory_mb=1024,
+    timeout_seconds=900,
+    payload={"plan": "$.plan", **EXECUTION},
+    result_path="$.result",
+    reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
+    writes=(OUTPUT_PREFIX,),
+    table=True,
+    announces=True,
+)
+RECORD_FAILURE = Step(
+    name="record_failure",
+    state="RecordFailure",
+    description="Record a failed run and announce it",
+    memory_mb=256,
+    timeout_seconds=120,
+    payload={"state": "$", **EXECUTION, **EXECUTION_NAME},
+    result_path="$.failure",
+    reads=(RUNS_PREFIX, MAP_RESULTS_PREFIX),
+    table=True,
+    announces=True,
+)
+
+STEPS = (PLAN, SPLIT_OBJECT, COLLECT, PREPARE_JOB, VERIFY, FINALIZE, RECORD_FAILURE)

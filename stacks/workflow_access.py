@@ -1,0 +1,123 @@
+"""What the state machine's role may do beyond what CDK grants for its states: the IAM of
+the ``.sync`` SageMaker integrations (spec S4, S5), written out by hand because the job
+tasks are CustomStates, and the cdk-nag acknowledgements of the role's wildcards."""
+
+from aws_cdk import Aws, Fn, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_stepfunctions as sfn
+
+from stacks.config import PipelineConfig
+from stacks.functions import Functions
+from stacks.model import Model
+from stacks.nag import acknowledge, resource_finding
+from stacks.storage import Storage
+
+JOB_KINDS = ("transform", "processing")
+
+
+def job_arns(machine: sfn.StateMachine, config: PipelineConfig) -> list[str]:
+    """The jobs the pipeline may run: every job named with the stack's prefix (R1)."""
+    stack = Stack.of(machine)
+    return [
+        stack.format_arn(
+            service="sagemaker", resource=f"{kind}-job", resource_name=f"{config.job_prefix}-*"
+        )
+        for kind in JOB_KINDS
+    ]
+
+
+def grant_workflow_access(
+    machine: sfn.StateMachine, *, config: PipelineConfig, storage: Storage, model: Model
+) -> None:
+    """Create, describe and stop the stack's jobs, pass the model's role to them, manage the
+    rules .sync polls through, and let SageMaker encrypt job volumes and outputs."""
+    stack = Stack.of(machine)
+    role = machine.role
+
+    def rule_arn(kind: str) -> str:
+        return stack.format_arn(
+            service="events",
+            resource="rule",
+            resource_name=f"StepFunctionsGetEventsForSageMaker{kind}JobsRule",
+        )
+
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="RunJobs",
+            actions=[
+                "sagemaker:CreateTransformJob",
+                "sagemaker:DescribeTransformJob",
+                "sagemaker:StopTransformJob",
+                "sagemaker:CreateProcessingJob",
+                "sagemaker:DescribeProcessingJob",
+                "sagemaker:StopProcessingJob",
+                "sagemaker:AddTags",
+            ],
+            resources=job_arns(machine, config),
+        )
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(sid="ListJobTags", actions=["sagemaker:ListTags"], resources=["*"])
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="PassJobRole",
+            actions=["iam:PassRole"],
+            resources=[model.role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+        )
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="SyncJobEvents",
+            actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+            resources=[rule_arn("Transform"), rule_arn("Processing")],
+        )
+    )
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="EncryptJobVolumesAndOutputs",
+            actions=["kms:CreateGrant", "kms:DescribeKey"],
+            resources=[storage.key.key_arn],
+            conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        )
+    )
+    storage.key.grant_encrypt_decrypt(machine)
+
+
+def acknowledge_workflow_access(
+    machine: sfn.StateMachine, *, config: PipelineConfig, storage: Storage, functions: Functions
+) -> None:
+    """The wildcards of the state machine's role, finding by finding."""
+    acknowledge(
+        machine,
+        "AwsSolutions-IAM5",
+        "Job names are made per attempt (<prefix>-<run>-r<round>-<token>), so jobs are "
+        "allowed by the stack's job-name prefix; sagemaker:ListTags and the X-Ray trace "
+        "calls have no resource scope; the Lambdas are invoked with any version "
+        "qualifier; the split Map reads its run's input list and writes its results in "
+        "the data bucket and starts only its own child executions; the key is used "
+        "through S3.",
+        findings=[
+            *(resource_finding(machine, arn) for arn in job_arns(machine, config)),
+            "Resource::*",
+            "Action::kms:GenerateDataKey*",
+            "Action::kms:ReEncrypt*",
+            resource_finding(
+                machine, f"arn:{Aws.PARTITION}:s3:::{storage.data_bucket.bucket_name}/*"
+            ),
+            *(
+                resource_finding(machine, f"{fn.function_arn}:*")
+                for fn in functions.functions.values()
+            ),
+            *(resource_finding(machine, arn) for arn in _map_execution_arns(machine)),
+        ],
+    )
+
+
+def _map_execution_arns(machine: sfn.StateMachine) -> list[str]:
+    """The child-execution ARNs CDK's DistributedMapPolicy grants on."""
+    stack = Stack.of(machine)
+    name = Fn.select(6, Fn.split(":", machine.state_machine_arn))
+    base = f"arn:{stack.partition}:states:{stack.region}:{stack.account}:execution:{name}"
+    return [f"{base}:*", f"{base}/*:*"]
