@@ -15,7 +15,7 @@ Standard library only.
 
 import json
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Self
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.layout import RunLayout
@@ -24,14 +24,25 @@ from batchinfer.units import parse_size
 from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 
-def _plain(cls: Any, state: dict[str, Any], **typed: Any) -> Any:
-    """``cls`` from the keys of ``state`` named as its fields (others are ignored), with
-    ``typed`` values instead of the state's for those fields."""
-    return cls(**{f.name: state[f.name] for f in fields(cls) if f.name in state} | typed)
+class StatePart:
+    """A frozen dataclass written to the state as its fields (JSON values) and read back
+    from the keys named as its fields (others are ignored)."""
+
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_state(cls, state: Any) -> Self:
+        return cls(**cls._fields_in(state))
+
+    @classmethod
+    def _fields_in(cls, state: dict[str, Any]) -> dict[str, Any]:
+        names = (f.name for f in fields(cls))  # type: ignore[arg-type]
+        return {name: state[name] for name in names if name in state}
 
 
 @dataclass(frozen=True)
-class RunPlan:
+class RunPlan(StatePart):
     """What Plan decided for a run (``$.plan``); every later step reads it."""
 
     run_id: str
@@ -59,12 +70,13 @@ class RunPlan:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "RunPlan":
-        return _plain(cls, state, settings=TransformSettings.from_state(state["settings"]))
+    def from_state(cls, state: Any) -> "RunPlan":
+        settings = TransformSettings.from_state(state["settings"])
+        return cls(**cls._fields_in(state) | {"settings": settings})
 
 
 @dataclass(frozen=True)
-class Round:
+class Round(StatePart):
     """One round of jobs (``$.round``): its ManifestFile of the shards still without a
     valid output (spec R4), and whether every shard is done."""
 
@@ -74,16 +86,9 @@ class Round:
     shards: int
     missing: int
 
-    def to_state(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "Round":
-        return _plain(cls, state)
-
 
 @dataclass(frozen=True)
-class JobRequest:
+class JobRequest(StatePart):
     """One job attempt as PrepareJob made it (``$.job``): a new name (R1), the engine, and
     the Create*Job request whose fields the job task copies."""
 
@@ -92,16 +97,9 @@ class JobRequest:
     data_processing: bool
     request: dict[str, Any]
 
-    def to_state(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "JobRequest":
-        return _plain(cls, state)
-
 
 @dataclass(frozen=True)
-class JobOutcome:
+class JobOutcome(StatePart):
     """What a job attempt left at ``$.job``: ``{"name", "status"}`` when the task ended, or
     the ``Error``/``Cause`` a Catch recorded (the Cause of a Failed .sync job is its
     Describe*Job response, spec S2)."""
@@ -117,18 +115,18 @@ class JobOutcome:
         return {"Error": self.error, "Cause": self.reason or ""}
 
     @classmethod
-    def from_state(cls, job: Any) -> "JobOutcome":
-        if not isinstance(job, dict):
+    def from_state(cls, state: Any) -> "JobOutcome":
+        if not isinstance(state, dict):
             return cls(None, None)
-        if "Error" not in job:
-            return cls(job.get("name"), job.get("status"))
-        cause = job.get("Cause") or ""
+        if "Error" not in state:
+            return cls(state.get("name"), state.get("status"))
+        cause = state.get("Cause") or ""
         try:
             described = json.loads(cause)
         except ValueError:
             described = None
         if not isinstance(described, dict):
-            return cls(None, None, job["Error"], cause or None)
+            return cls(None, None, state["Error"], cause or None)
         name = described.get("TransformJobName") or described.get("ProcessingJobName")
         status = described.get("TransformJobStatus") or described.get("ProcessingJobStatus")
         reason = (
@@ -137,7 +135,7 @@ class JobOutcome:
             or described.get("errorMessage")
             or cause
         )
-        return cls(name, status, job["Error"], reason)
+        return cls(name, status, state["Error"], reason)
 
     def describe(self) -> str:
         what = f"job {self.name}" if self.name else "the job"
@@ -147,7 +145,7 @@ class JobOutcome:
 
 
 @dataclass(frozen=True)
-class RunEnd:
+class RunEnd(StatePart):
     """How a run ended: Finalize's result (``$.result``) and what a failure records; the
     run-finished event and the SNS message carry it."""
 
@@ -167,28 +165,17 @@ class RunEnd:
         """The fields that are set."""
         return {key: value for key, value in asdict(self).items() if value is not None}
 
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "RunEnd":
-        return _plain(cls, state)
-
 
 @dataclass(frozen=True)
-class Failure:
+class Failure(StatePart):
     """RecordFailure's answer (``$.failure``): the error and cause the execution fails with."""
 
     error: str
     cause: str
 
-    def to_state(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "Failure":
-        return _plain(cls, state)
-
 
 @dataclass(frozen=True)
-class SplitTask:
+class SplitTask(StatePart):
     """One item of the split Map (Plan writes the list to ``inputs_key``): split ``input``
     into shards under ``output``, ``shards`` of them or about ``shard_size`` bytes each."""
 
@@ -203,7 +190,7 @@ class SplitTask:
         return {key: value for key, value in asdict(self).items() if value is not None}
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "SplitTask":
+    def from_state(cls, state: Any) -> "SplitTask":
         """Read an item, naming the key at fault (items come from an S3 object)."""
         unknown = sorted(set(state) - {f.name for f in fields(cls)})
         if unknown:
@@ -233,7 +220,7 @@ class SplitTask:
 
 
 @dataclass(frozen=True)
-class SplitResult:
+class SplitResult(StatePart):
     """What SplitObject answers for one object: where its shard index is, and scalars only
     (the shard list stays in the index: a state holds at most 256 KB)."""
 
@@ -244,10 +231,3 @@ class SplitResult:
     etag: str | None
     compression_type: str
     copied: bool
-
-    def to_state(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> "SplitResult":
-        return _plain(cls, state)

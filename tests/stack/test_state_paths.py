@@ -1,0 +1,118 @@
+"""Every path the synthesized state machine reads from the run's state (``$.plan...``,
+``$.round...``, ``$.job...``, ``$.result...``, ``$.failure...``, ``$.error...``) exists in
+what the typed state writes there (``to_state``), so renaming a field of
+:mod:`batchinfer.pipeline.state` fails here, not in a run."""
+
+import re
+from typing import Any
+
+import pytest
+
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.prepare_job import JOB_TASKS, prepare_job
+from batchinfer.pipeline.state import Failure, JobOutcome, Round, RunEnd, RunPlan
+from batchinfer.transform.settings import TransformSettings
+
+from .definition import all_states, definitions
+
+# A path into the state: $.<part> then .name or ['name'] segments.
+_PATH = re.compile(r"^\$\.(plan|round|job|result|failure|error)((?:\.[A-Za-z_]\w*)*)$")
+
+SETTINGS = {
+    (False,): dict(content_type="text/csv", split_type="Line", assemble_with="Line"),
+    (True,): dict(
+        content_type="text/csv",
+        accept="text/csv",
+        split_type="Line",
+        assemble_with="Line",
+        join_source="Input",
+    ),
+}
+
+
+def _plan(engine: str, data_processing: bool) -> RunPlan:
+    return RunPlan(
+        run_id="r-1",
+        engine=engine,
+        input="s3://b/input/",
+        output="s3://b/output/r-1/",
+        job_output="s3://b/output/r-1/",
+        artefacts="s3://b/runs/r-1/",
+        shards_prefix="s3://b/shards/r-1/",
+        inputs_key="runs/r-1/inputs.json",
+        objects=1,
+        bytes=10,
+        settings=TransformSettings.from_request(SETTINGS[(data_processing,)]),
+        merge=False,
+        max_rounds=3,
+        job_base="bi-r-1",
+    )
+
+
+def _written() -> dict[str, list[Any]]:
+    """For each part of the state, every shape the typed state writes there."""
+    env = PipelineEnvironment(table_name="t", data_bucket="b", job_prefix="bi")
+    round_ = Round(number=1, manifest="s3://b/runs/r-1/round-1.manifest", complete=False,
+                   shards=1, missing=1)  # fmt: skip
+    jobs = [prepare_job(_plan(engine, dp), round_, env=env).to_state() for engine, dp in JOB_TASKS]
+    failed = JobOutcome(None, None, "States.TaskFailed", "{}").to_state()
+    return {
+        "plan": [_plan("transform", False).to_state()],
+        "round": [round_.to_state()],
+        "job": [*jobs, JobOutcome("j", "Completed").to_state(), failed],
+        "result": [RunEnd("r-1", "SUCCEEDED", "s3://b/output/r-1/", "arn", 1, 1, 1).to_state()],
+        "failure": [Failure("E", "cause").to_state()],
+        "error": [failed],
+    }
+
+
+def state_paths(value: Any) -> set[str]:
+    """The state paths a definition reads (a ResultPath writes)."""
+    if isinstance(value, dict):
+        reads = (v for k, v in value.items() if k != "ResultPath")
+        return set().union(*(state_paths(v) for v in reads), set())
+    if isinstance(value, list):
+        return set().union(*(state_paths(v) for v in value), set())
+    return {value} if isinstance(value, str) and _PATH.match(value) else set()
+
+
+def unresolved(paths: set[str], written: dict[str, list[Any]]) -> list[str]:
+    """The paths that no shape written to their part of the state holds."""
+    missing = []
+    for path in sorted(paths):
+        part, rest = _PATH.match(path).groups()
+        names = [name for name in rest.split(".") if name]
+        if not any(_holds(shape, names) for shape in written[part]):
+            missing.append(path)
+    return missing
+
+
+def _holds(value: Any, names: list[str]) -> bool:
+    for name in names:
+        if not isinstance(value, dict) or name not in value:
+            return False
+        value = value[name]
+    return True
+
+
+@pytest.fixture(scope="module")
+def paths(synthesized) -> set[str]:
+    (definition,) = definitions(synthesized.template_json).values()
+    return state_paths(all_states(definition["States"]))
+
+
+def test_the_definition_reads_the_state_parts_steps_write(paths):
+    parts = {_PATH.match(path).group(1) for path in paths}
+    assert parts == {"plan", "round", "job", "failure", "error"}
+    assert "$.plan.inputs_key" in paths and "$.job.request.TransformJobName" in paths
+
+
+def test_every_state_path_of_the_definition_exists_in_the_typed_state(paths):
+    assert unresolved(paths, _written()) == []
+
+
+def test_a_renamed_state_field_is_caught(paths):
+    written = _written()
+    plan = written["plan"][0]
+    written["plan"] = [{("items_key" if k == "inputs_key" else k): v for k, v in plan.items()}]
+    assert unresolved(paths, written) == ["$.plan.inputs_key"]
