@@ -71,7 +71,7 @@ def test_r1_environment_limits():
         ("batch_strategy", "BatchStrategy", "Multi", "MultiRecord, SingleRecord"),
         ("assemble_with", "AssembleWith", "Newline", "None, Line"),
         ("join_source", "JoinSource", "Output", "None, Input"),
-        ("compression_type", "CompressionType", "gzip", "None, Gzip"),
+        ("compression_type", "CompressionType", "zip", "None, Gzip"),
     ],
 )
 def test_r2_enums_name_field_value_and_allowed(key, pascal, bad, allowed):
