@@ -6,23 +6,23 @@ from aws_cdk import Aws, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 
+from batchinfer.engine import ENGINES
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
 from stacks.model import Model
 from stacks.nag import acknowledge, resource_finding
 from stacks.storage import Storage
 
-JOB_KINDS = ("transform", "processing")
-
 
 def job_arns(machine: sfn.StateMachine, config: PipelineConfig) -> list[str]:
-    """The jobs the pipeline may run: every job named with the stack's prefix (R1)."""
+    """The jobs the pipeline may run: every job of each engine named with the stack's
+    prefix (R1)."""
     stack = Stack.of(machine)
     return [
         stack.format_arn(
             service="sagemaker", resource=f"{kind}-job", resource_name=f"{config.job_prefix}-*"
         )
-        for kind in JOB_KINDS
+        for kind in ENGINES
     ]
 
 

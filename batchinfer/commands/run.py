@@ -10,7 +10,7 @@ from rich.console import Console
 
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run_display import LiveProgress, summary_table
-from batchinfer.engine import ENGINES
+from batchinfer.engine import ENGINES, Engine
 from batchinfer.engine.local_job import JobResult, LocalJob, run_job
 from batchinfer.errors import ValidationError
 
@@ -107,7 +107,7 @@ def _report(console: Console, result: JobResult) -> None:
         console.print("  " + line, highlight=False, markup=False)
 
 
-def _engine(value: str) -> Literal["transform", "processing"]:
+def _engine(value: str) -> Engine:
     if value not in ENGINES:
         raise ValidationError(f"--engine must be {' or '.join(ENGINES)}, not {value!r}")
     return value  # type: ignore[return-value]

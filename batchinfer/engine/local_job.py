@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from batchinfer.engine import Engine
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import FileOutcome, Progress
 from batchinfer.errors import BatchInferError, ValidationError
@@ -27,8 +28,6 @@ from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import kernel_copy
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
-
-Engine = Literal["transform", "processing"]
 
 
 @dataclass(frozen=True)

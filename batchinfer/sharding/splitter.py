@@ -12,9 +12,10 @@ from batchinfer.sharding.index import Shard, ShardIndex
 from batchinfer.sharding.local_files import LocalSink, LocalSource
 from batchinfer.sharding.names import index_name, manifest_name, shard_name
 from batchinfer.sharding.planner import ShardPlan, plan_shards
+from batchinfer.transform.settings import ENUMS
 from batchinfer.uris import is_s3_uri, parse_s3_uri
 
-COMPRESSION_TYPES = ("None", "Gzip")  # spec R2
+COMPRESSION_TYPES = ENUMS["compression_type"]  # spec R2
 
 Progress = Callable[[int, int], None]
 
