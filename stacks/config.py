@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from batchinfer.engine import ENGINES
+from batchinfer.engines import ENGINES
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE

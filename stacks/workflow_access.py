@@ -6,7 +6,7 @@ from aws_cdk import Aws, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 
-from batchinfer.engine import ENGINES
+from batchinfer.engines import ENGINES
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
 from stacks.model import Model

@@ -10,8 +10,8 @@ from rich.console import Console
 
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run_display import LiveProgress, summary_table
-from batchinfer.engine import ENGINES, Engine
 from batchinfer.engine.local_job import JobResult, LocalJob, run_job
+from batchinfer.engines import ENGINES, Engine
 from batchinfer.errors import ValidationError
 
 SAMPLE_LINES = 3

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from batchinfer.engine import Engine
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import FileOutcome, Progress
+from batchinfer.engines import Engine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER

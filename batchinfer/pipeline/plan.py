@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from batchinfer.engine import ENGINES
+from batchinfer.engines import ENGINES
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_base
