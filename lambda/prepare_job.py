@@ -10,4 +10,5 @@ from batchinfer.pipeline.state import Round, RunPlan
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     plan, round_ = RunPlan.from_state(event["plan"]), Round.from_state(event["round"])
-    return prepare_job(plan, round_, env=services().env).to_state()
+    aws = services()
+    return prepare_job(plan, round_, env=aws.env, s3=aws.s3).to_state()

@@ -181,6 +181,15 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
     _int_range(config.processing_volume_gb, 1, 16384, f"{where}.processing_volume_gb")
     _int_range(config.processing_max_runtime_hours, 1, 120, f"{where}.processing_max_runtime_hours")
     _int_range(config.timeout_hours, 1, 24 * 365, f"{where}.timeout_hours")
+    longest = config.max_rounds * config.processing_max_runtime_hours
+    _require(
+        config.timeout_hours >= longest,
+        f"{where}.timeout_hours",
+        config.timeout_hours,
+        f"at least {where}.max_rounds x {where}.processing_max_runtime_hours = "
+        f"{config.max_rounds} x {config.processing_max_runtime_hours} = {longest} hours, or the "
+        "execution times out while a job it started may still run",
+    )
     _int_range(config.shard_expiry_days, 1, 3650, f"{where}.shard_expiry_days")
     _int_range(config.artefact_expiry_days, 1, 3650, f"{where}.artefact_expiry_days")
     _int_range(config.run_record_days, 1, 3650, f"{where}.run_record_days")

@@ -75,13 +75,13 @@ class Triggers(Construct):
         self.ended_rule = events.Rule(
             self,
             "RunEndedWithoutCatch",
-            description="Record runs that timed out or were aborted as FAILED",
+            description="Close runs whose execution ended without the failure path",
             event_pattern=events.EventPattern(
                 source=["aws.states"],
                 detail_type=[EXECUTION_STATUS_CHANGE],
                 detail={
                     "stateMachineArn": [state_machine.state_machine_arn],
-                    "status": ["TIMED_OUT", "ABORTED"],
+                    "status": ["FAILED", "TIMED_OUT", "ABORTED"],
                 },
             ),
         )

@@ -32,13 +32,30 @@ from stacks.model import Model
 from stacks.storage import Storage
 from stacks.workflow_access import acknowledge_workflow_access, grant_workflow_access
 
-# Errors of the SageMaker API that a later attempt (with a new job name) can get past.
+# Errors of the SageMaker API that a later attempt can get past: quota, throttling and
+# service faults. SageMaker models only ResourceLimitExceeded, ResourceInUse and
+# ResourceNotFound for Create*Job; every other API error (throttling and 5xx, but also
+# ValidationException and AccessDenied) surfaces under the one name
+# SageMaker.AmazonSageMakerException, with the SDK's "Error Code: X" in its Cause. A Catch
+# inside the job branch reads that Cause and fails the branch as transient or permanent, so
+# only the transient ones are retried (docs/errors.md).
+GENERIC_SAGEMAKER_ERROR = "SageMaker.AmazonSageMakerException"
+TRANSIENT_API_ERROR = "BatchInfer.TransientApiError"
+PERMANENT_API_ERROR = "BatchInfer.PermanentApiError"
 RETRYABLE_SAGEMAKER_ERRORS = [
     "SageMaker.ResourceLimitExceededException",
-    "SageMaker.AmazonSageMakerException",
-    "SageMaker.ThrottlingException",
-    "ThrottlingException",
+    "SageMaker.SdkClientException",
+    TRANSIENT_API_ERROR,
 ]
+# Cause patterns (StringMatches) of a generic SageMaker error worth another attempt.
+TRANSIENT_API_CAUSES = (
+    "*Error Code: ThrottlingException*",
+    "*Rate exceeded*",
+    "*Status Code: 5*",
+    "*Error Code: InternalFailure*",
+    "*Error Code: ServiceUnavailable*",
+)
+LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
 # Raised by Plan when the run id is taken: the other run must stay untouched.
 RUN_ALREADY_EXISTS = "RunAlreadyExists"
 JOB_FAILED = "States.TaskFailed"
@@ -91,14 +108,25 @@ class Workflow(Construct):
         super().__init__(scope, id)
 
         def invoke(step: Step) -> tasks.LambdaInvoke:
-            return tasks.LambdaInvoke(
+            task = tasks.LambdaInvoke(
                 self,
                 step.state,
                 lambda_function=functions.functions[step.name],
                 payload=_payload(step),
                 payload_response_only=True,
+                result_selector=step.result_selector,
                 result_path=step.result_path,
             )
+            # CDK retries the Lambda service errors; throttling needs a retry of its own.
+            task.add_retry(
+                errors=[LAMBDA_THROTTLED],
+                interval=Duration.seconds(1),
+                backoff_rate=2,
+                max_attempts=8,
+                max_delay=Duration.seconds(60),
+                jitter_strategy=sfn.JitterType.FULL,
+            )
+            return task
 
         run_failed = sfn.Fail(
             self,
@@ -155,7 +183,18 @@ class Workflow(Construct):
         on_error(collect)
 
         prepare_job = invoke(steps.PREPARE_JOB)
+        transient = sfn.Fail(
+            self, "TransientApiError", error=TRANSIENT_API_ERROR, cause_path="$.api_error.Cause"
+        )
+        permanent = sfn.Fail(
+            self, "PermanentApiError", error=PERMANENT_API_ERROR, cause_path="$.api_error.Cause"
+        )
+        classify = sfn.Choice(self, "ClassifyApiError").otherwise(permanent)
+        for pattern in TRANSIENT_API_CAUSES:
+            classify.when(sfn.Condition.string_matches("$.api_error.Cause", pattern), transient)
         jobs = {key: _job_task(self, task) for key, task in JOB_TASKS.items()}
+        for job in jobs.values():
+            job.add_catch(classify, errors=[GENERIC_SAGEMAKER_ERROR], result_path="$.api_error")
         choose_job = (
             sfn.Choice(self, "ChooseJob")
             .when(
@@ -194,10 +233,9 @@ class Workflow(Construct):
             .when(sfn.Condition.string_equals("$.job.Error", JOB_FAILED), verify)
             .otherwise(job_api_error)
         )
-        # States.TaskFailed matches every error but States.Timeout: CheckJobError tells a
-        # Failed job from an API error.
+        # States.TaskFailed matches every error but States.Timeout (no state here has a
+        # timeout): CheckJobError tells a Failed job from an API error.
         run_job.add_catch(check_job_error, errors=[JOB_FAILED], result_path="$.job")
-        on_error(run_job)
 
         finalize = invoke(steps.FINALIZE)
         on_error(finalize)

@@ -12,7 +12,7 @@ from typing import Any
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.pipeline.notify import announce
-from batchinfer.pipeline.s3io import CHUNK, read_json, write_json
+from batchinfer.pipeline.s3io import CHUNK, read_json, run_settings, write_json
 from batchinfer.pipeline.state import RunEnd, RunPlan
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable, now
 from batchinfer.transform.assemble import output_name
@@ -74,7 +74,7 @@ def finalize(
         "output": plan.output,
         "execution": execution,
         "finished_at": now(),
-        "settings": plan.settings.to_state(),
+        "settings": run_settings(s3, plan).to_state(),
         "files": files,
         "totals": totals,
     }
@@ -99,7 +99,7 @@ def finalize(
         if value is not None
     }
     table.update_run(run_id, execution, attributes)
-    announce(run, env=env, events=events, sns=sns)
+    announce(run, env=env, events=events, sns=sns, table=table)
     return run
 
 

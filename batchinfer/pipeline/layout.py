@@ -18,6 +18,7 @@ OUTPUT_PREFIX = "output/"
 MAP_RESULTS_PREFIX = "runs/_map-results/"
 INPUTS_FILE = "inputs.json"
 SHARDS_FILE = "shards.json"
+ENVIRONMENT_FILE = "environment.json"
 RESULT_MANIFEST = "_manifest.json"
 SUCCESS_MARKER = "_SUCCESS"
 
@@ -42,6 +43,11 @@ class RunLayout:
     @property
     def inputs(self) -> S3Location:
         return self.artefacts.child(INPUTS_FILE)
+
+    @property
+    def environment(self) -> S3Location:
+        """The container environment the request set (kept out of the state)."""
+        return self.artefacts.child(ENVIRONMENT_FILE)
 
     @property
     def shard_list(self) -> S3Location:

@@ -9,6 +9,7 @@ into the state.
 import posixpath
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from batchinfer.engines import ENGINES
@@ -100,6 +101,9 @@ def plan_run(
     # Only the execution that claimed the run id writes the run's objects.
     inputs = layout.inputs
     write_json(s3, inputs, items)
+    environment = (
+        write_json(s3, layout.environment, settings.environment) if settings.environment else None
+    )
     return RunPlan(
         run_id=run_id,
         engine=engine,
@@ -111,10 +115,11 @@ def plan_run(
         inputs_key=inputs.key,
         objects=len(items),
         bytes=total,
-        settings=settings,
+        settings=replace(settings, environment={}),
         merge=merge,
         max_rounds=int(env.max_rounds),
         job_base=job_base(env.job_prefix, run_id),
+        environment_uri=environment,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.job_names import job_name
+from batchinfer.pipeline.s3io import run_settings
 from batchinfer.pipeline.state import JobRequest, Round, RunPlan
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
 from batchinfer.transform.job_api import to_api
@@ -87,13 +88,14 @@ JOB_TASKS = {
 
 
 def prepare_job(
-    plan: RunPlan, round_: Round, *, env: PipelineEnvironment, token: str | None = None
+    plan: RunPlan, round_: Round, *, env: PipelineEnvironment, s3: Any, token: str | None = None
 ) -> JobRequest:
     """One attempt of ``round_``: a new job name, and its Create*Job request."""
     name = job_name(plan.job_base, round_.number, token)
     tags = [{"Key": RUN_ID_TAG, "Value": plan.run_id}]
     build = processing_request if plan.engine == "processing" else transform_request
-    request = build(name, plan.settings, round_.manifest, plan.job_output, env) | {"Tags": tags}
+    settings = run_settings(s3, plan)
+    request = build(name, settings, round_.manifest, plan.job_output, env) | {"Tags": tags}
     data_processing = "DataProcessing" in request
     task = JOB_TASKS[(plan.engine, data_processing)]
     if sorted(request) != sorted(task.fields):

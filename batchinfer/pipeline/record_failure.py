@@ -1,6 +1,11 @@
-"""The failure recorder: mark a run FAILED with the cause and the failing job or shards,
-then announce it. Called by the state machine's Catch path and, for executions that timed
-out or were aborted (no Catch runs then), by an EventBridge rule."""
+"""The failure recorder: close a run with the cause and the failing job or shards, then
+announce it once. Called by the state machine's Catch path and, for executions that ended
+without it (timed out, aborted, or failed with an error no Catch can take), by an
+EventBridge rule.
+
+How the run ends: REJECTED when the request failed before Plan accepted it (the run id is
+not taken), ABORTED when a job or the execution was stopped on purpose, FAILED otherwise.
+"""
 
 import json
 from typing import Any
@@ -9,8 +14,17 @@ from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.notify import announce
 from batchinfer.pipeline.plan import run_id_of
+from batchinfer.pipeline.run_errors import JobStopped
 from batchinfer.pipeline.state import Failure, JobOutcome, RunEnd, RunPlan
-from batchinfer.pipeline.status_table import FAILED, MISSING, NotRunOwner, StatusTable, now
+from batchinfer.pipeline.status_table import (
+    ABORTED,
+    FAILED,
+    MISSING,
+    REJECTED,
+    NotRunOwner,
+    StatusTable,
+    now,
+)
 
 CAUSE_LIMIT = 4000
 SHOWN_SHARDS = 20
@@ -33,9 +47,13 @@ def record_failure(
     plan = RunPlan.from_state(state["plan"]) if isinstance(state.get("plan"), dict) else None
     run_id = plan.run_id if plan else _run_id(state, execution_name)
     failed_job = outcome.name or JobOutcome.from_state(state.get("job")).name
+    error = outcome.error or "RunFailed"
+    stopped = error == JobStopped.__name__
+    status = REJECTED if plan is None else ABORTED if stopped else FAILED
     return _record(
         run_id,
-        error=outcome.error or "RunFailed",
+        status=status,
+        error=error,
         cause=_message(outcome.reason),
         failed_job=failed_job,
         output=plan.output if plan else None,
@@ -51,7 +69,8 @@ def record_failure(
 def record_ended_execution(
     event: dict[str, Any], *, env: PipelineEnvironment, table: StatusTable, events: Any, sns: Any
 ) -> Failure | None:
-    """Handle a "Step Functions Execution Status Change" event (TIMED_OUT or ABORTED)."""
+    """Handle a "Step Functions Execution Status Change" event (FAILED, TIMED_OUT or
+    ABORTED): close the run if it is still RUNNING."""
     detail = event["detail"]
     try:
         request = json.loads(detail.get("input") or "{}")
@@ -62,11 +81,13 @@ def record_ended_execution(
     except ValidationError:
         return None  # Plan rejected this run id: there is no run to mark
     status = detail["status"]
+    ended = f"the execution {status.lower().replace('_', ' ')} before the run finished"
     try:
         return _record(
             run_id,
-            error=f"Execution{status.title().replace('_', '')}",
-            cause=f"the execution {status.lower().replace('_', ' ')} before the run finished",
+            status=ABORTED if status == ABORTED else FAILED,
+            error=detail.get("error") or f"Execution{status.title().replace('_', '')}",
+            cause=f"{ended}: {detail['cause']}" if detail.get("cause") else ended,
             failed_job=None,
             output=None,
             execution=detail["executionArn"],
@@ -84,6 +105,7 @@ def record_ended_execution(
 def _record(
     run_id: str,
     *,
+    status: str,
     error: str,
     cause: str,
     failed_job: str | None,
@@ -103,7 +125,7 @@ def _record(
     ][:SHOWN_SHARDS]
     run = RunEnd(
         run_id=run_id,
-        status=FAILED,
+        status=status,
         output=output,
         execution=execution,
         error=error,
@@ -111,7 +133,7 @@ def _record(
         failed_job=failed_job,
         failed_shards=failed_shards or None,
     )
-    attributes = {"run_status": FAILED, "finished_at": now()} | {
+    attributes = {"run_status": status, "finished_at": now()} | {
         key: value
         for key, value in run.to_state().items()
         if key in ("error", "cause", "failed_job", "failed_shards") and value
@@ -125,7 +147,7 @@ def _record(
             raise
         # Another execution owns this run id: leave its record and its subscribers alone.
         return Failure(error, f"run {run_id} (not this execution's): {cause}")
-    announce(run, env=env, events=events, sns=sns)
+    announce(run, env=env, events=events, sns=sns, table=table)
     return Failure(error, f"run {run_id}: {cause}"[:CAUSE_LIMIT])
 
 

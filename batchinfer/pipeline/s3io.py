@@ -3,11 +3,14 @@
 import json
 import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
+from batchinfer.pipeline.state import RunPlan
+from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import S3Location, parse_s3_uri
 
 CHUNK = 8 * 1024 * 1024
@@ -33,6 +36,14 @@ def write_json(s3: Any, location: S3Location, value: Any) -> str:
         ContentType="application/json",
     )
     return location.uri
+
+
+def run_settings(s3: Any, plan: RunPlan) -> TransformSettings:
+    """The run's settings with the container environment Plan kept in S3."""
+    if plan.environment_uri is None:
+        return plan.settings
+    environment = read_json(s3, parse_s3_uri(plan.environment_uri))
+    return replace(plan.settings, environment=environment)
 
 
 def list_objects(s3: Any, location: S3Location) -> Iterator[dict[str, Any]]:

@@ -55,10 +55,13 @@ class RunPlan(StatePart):
     inputs_key: str  # the split Map's item list, a key in the data bucket
     objects: int
     bytes: int
+    # Validated by Plan, without the container environment: that can hold up to 180 KB, so
+    # it is in S3 at ``environment_uri`` and in the state only once, in the job request.
     settings: TransformSettings
     merge: bool
     max_rounds: int
     job_base: str
+    environment_uri: str | None = None
 
     @property
     def layout(self) -> RunLayout:
@@ -96,6 +99,13 @@ class JobRequest(StatePart):
     engine: str
     data_processing: bool
     request: dict[str, Any]
+
+
+JOB_STOPPED = "Stopped"  # TransformJobStatus / ProcessingJobStatus of a stopped job
+# FailureReason prefixes of a job that failed because of its data or code, not its
+# infrastructure: the container refused records (transform) or exited non-zero on them
+# (processing). Retrying cannot help (docs/errors.md).
+DATA_FAILURE_PREFIXES = ("ClientError", "AlgorithmError")
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,11 @@ class JobOutcome(StatePart):
             or cause
         )
         return cls(name, status, state["Error"], reason)
+
+    @property
+    def data_failure(self) -> bool:
+        """True when the job failed because of its data, not its infrastructure."""
+        return self.error is not None and (self.reason or "").startswith(DATA_FAILURE_PREFIXES)
 
     def describe(self) -> str:
         what = f"job {self.name}" if self.name else "the job"

@@ -4,7 +4,11 @@ Keys: ``run_id`` (partition) and ``sk``. RUN items also carry ``run_status`` and
 ``started_at``, the keys of the ``by-status`` index, so the index lists runs only.
 Every write to a RUN item after Plan is conditioned on ``execution_arn``: only the
 execution that owns a run can change it, so a second execution with the same run id can
-never overwrite the first one's record.
+never overwrite the first one's record. A run id is claimed only by a request Plan
+accepted: a REJECTED item (a request that failed before Plan accepted it) gives way to the
+next request with that id, and Plan run again by the execution that claimed the id finds
+its own run. The run-finished announcement is claimed on the RUN item before it is sent,
+so a step run again after it announced does not announce again.
 """
 
 import time
@@ -30,9 +34,12 @@ TTL_ATTRIBUTE = "expires_at"
 RUNNING = "RUNNING"
 SUCCEEDED = "SUCCEEDED"
 FAILED = "FAILED"
+ABORTED = "ABORTED"  # stopped on purpose: the execution or one of its jobs
+REJECTED = "REJECTED"  # the request failed before Plan accepted it; the id is not taken
 PENDING = "PENDING"
 MISSING = "MISSING"
-RUN_STATUSES = (RUNNING, SUCCEEDED, FAILED)
+RUN_STATUSES = (RUNNING, SUCCEEDED, FAILED, ABORTED, REJECTED)
+ANNOUNCED_PREFIX = "announced_"  # + the channel: event, sns
 
 
 class RunAlreadyExists(BatchInferError):
@@ -68,7 +75,8 @@ class StatusTable:
         return int(time.time()) + self.record_days * 86400
 
     def create_run(self, run_id: str, execution_arn: str, **attributes: Any) -> dict[str, Any]:
-        """Write the RUN item of a new run; :class:`RunAlreadyExists` if the id is taken."""
+        """Write the RUN item of a new run; :class:`RunAlreadyExists` if another execution
+        holds the id (a REJECTED request holds none; this execution holds its own)."""
         item = {
             PARTITION_KEY: run_id,
             SORT_KEY: RUN_SK,
@@ -79,7 +87,12 @@ class StatusTable:
             **attributes,
         }
         try:
-            self.table.put_item(Item=item, ConditionExpression=Attr(PARTITION_KEY).not_exists())
+            self.table.put_item(
+                Item=item,
+                ConditionExpression=Attr(PARTITION_KEY).not_exists()
+                | Attr(STATUS_INDEX_PARTITION).eq(REJECTED)
+                | Attr("execution_arn").eq(execution_arn),
+            )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
@@ -103,8 +116,9 @@ class StatusTable:
     ) -> None:
         """Set ``attributes`` on the RUN item owned by ``execution_arn``.
 
-        ``create`` also allows writing a RUN item that does not exist yet (a run that failed
-        before Plan recorded it); ``only_if_running`` leaves finished runs alone.
+        ``create`` also allows writing a RUN item that does not exist yet or was REJECTED (a
+        request that failed before Plan recorded it); ``only_if_running`` leaves finished
+        runs alone.
         """
         # boto3's condition builder names its own placeholders #n<i> and :v<i>.
         names = {f"#attr{i}": key for i, key in enumerate(attributes)}
@@ -114,12 +128,16 @@ class StatusTable:
         if only_if_running:
             condition &= Attr(STATUS_INDEX_PARTITION).eq(RUNNING)
         if create:
-            condition |= Attr(PARTITION_KEY).not_exists()
-            names["#exp"] = TTL_ATTRIBUTE
-            names["#owner"] = "execution_arn"
-            values[":exp"] = self._expiry()
-            values[":owner"] = execution_arn
-            sets += ", #exp = if_not_exists(#exp, :exp), #owner = :owner"
+            condition |= Attr(PARTITION_KEY).not_exists() | Attr(STATUS_INDEX_PARTITION).eq(
+                REJECTED
+            )
+            names |= {"#exp": TTL_ATTRIBUTE, "#owner": "execution_arn"}
+            names["#started"] = STATUS_INDEX_SORT
+            values |= {":exp": self._expiry(), ":owner": execution_arn, ":started": now()}
+            sets += (
+                ", #exp = if_not_exists(#exp, :exp), #owner = :owner"
+                ", #started = if_not_exists(#started, :started)"
+            )
         try:
             self.table.update_item(
                 Key={PARTITION_KEY: run_id, SORT_KEY: RUN_SK},
@@ -135,6 +153,34 @@ class StatusTable:
                 f"run {run_id!r}: not updated; it belongs to another execution than "
                 f"{execution_arn}, or it has finished"
             ) from None
+
+    def claim_announcement(self, run_id: str, execution_arn: str, channel: str) -> bool:
+        """Mark the run's end as announced on ``channel``; False when it already was (by an
+        earlier try of the same step) or the run is another execution's."""
+        attribute = ANNOUNCED_PREFIX + channel
+        try:
+            self.table.update_item(
+                Key={PARTITION_KEY: run_id, SORT_KEY: RUN_SK},
+                UpdateExpression="SET #announced = :at",
+                ExpressionAttributeNames={"#announced": attribute},
+                ExpressionAttributeValues={":at": now()},
+                ConditionExpression=Attr("execution_arn").eq(execution_arn)
+                & Attr(attribute).not_exists(),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
+
+    def release_announcement(self, run_id: str, execution_arn: str, channel: str) -> None:
+        """Undo :meth:`claim_announcement` after a send failed, so a retry sends it."""
+        self.table.update_item(
+            Key={PARTITION_KEY: run_id, SORT_KEY: RUN_SK},
+            UpdateExpression="REMOVE #announced",
+            ExpressionAttributeNames={"#announced": ANNOUNCED_PREFIX + channel},
+            ConditionExpression=Attr("execution_arn").eq(execution_arn),
+        )
 
     def put_shard(self, run_id: str, number: int, attributes: Mapping[str, Any]) -> None:
         item = {

@@ -34,6 +34,7 @@ class Step:
     # The event: key -> path. None: the state's input as it is (the split Map's item).
     payload: dict[str, str] | None
     result_path: str | None  # where the answer goes in the state (None: replaces it)
+    result_selector: dict[str, str] | None = None  # reshapes the answer before that
     reads: tuple[str, ...] = ()  # data-bucket prefixes it reads
     writes: tuple[str, ...] = ()  # data-bucket prefixes it writes
     table: bool = False  # reads and writes the status table
@@ -60,7 +61,9 @@ PLAN = Step(
         **EXECUTION,
         **EXECUTION_NAME,
     },
-    result_path="$.plan",
+    # The state becomes {"plan": ...}: the request, which may be large, is not carried on.
+    result_selector={"plan.$": "$"},
+    result_path="$",
     reads=(INPUT_PREFIX,),
     writes=(RUNS_PREFIX,),
     table=True,
@@ -96,6 +99,7 @@ PREPARE_JOB = Step(
     timeout_seconds=60,
     payload={"plan": "$.plan", "round": "$.round"},
     result_path="$.job",
+    reads=(RUNS_PREFIX,),  # the run's container environment
 )
 VERIFY = Step(
     name="verify",

@@ -7,9 +7,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from batchinfer.errors import BatchInferError
+from batchinfer.pipeline.run_errors import DataFailure, JobStopped, ShardsMissing
 from batchinfer.pipeline.s3io import count_lines, object_size, read_json, write_json
-from batchinfer.pipeline.state import JobOutcome, Round, RunPlan
+from batchinfer.pipeline.state import JOB_STOPPED, JobOutcome, Round, RunPlan
 from batchinfer.pipeline.status_table import MISSING, SUCCEEDED, StatusTable, now
 from batchinfer.transform.assemble import output_name
 from batchinfer.uris import parse_s3_uri
@@ -17,10 +17,6 @@ from batchinfer.uris import parse_s3_uri
 SHOWN = 10
 # Shards counted at once: S3 streams are slow one by one, fast side by side.
 PARALLEL_CHECKS = 16
-
-
-class ShardsMissing(BatchInferError):
-    """Shards still lack a valid output after the last job round."""
 
 
 def verify(
@@ -68,11 +64,22 @@ def verify(
     table.update_run(
         run_id, execution, {"shards": len(shards), "shards_done": len(shards) - len(missing)}
     )
+    done = len(shards) - len(missing)
+    if outcome.status == JOB_STOPPED:
+        raise JobStopped(
+            f"{outcome.describe()}: stopped from outside the pipeline, so the run stops too; "
+            f"{done} of {len(shards)} shards have their output"
+        )
     if not missing:
         return replace(round_, complete=True, shards=len(shards), missing=0)
+    listed = "; ".join(f"{s['name']}: {why}" for s, why in missing[:SHOWN])
+    more = f" (and {len(missing) - SHOWN} more)" if len(missing) > SHOWN else ""
+    if outcome.data_failure:
+        raise DataFailure(
+            f"{outcome.describe()}; no new round, the data would fail again; shards without "
+            f"output: {listed}{more}"
+        )
     if number >= plan.max_rounds:
-        listed = "; ".join(f"{s['name']}: {why}" for s, why in missing[:SHOWN])
-        more = f" (and {len(missing) - SHOWN} more)" if len(missing) > SHOWN else ""
         raise ShardsMissing(
             f"{len(missing)} of {len(shards)} shards have no valid output after {number} job "
             f"round(s); last {outcome.describe()}; shards: {listed}{more}"

@@ -116,6 +116,8 @@ if moto.__version__ != MOTO_VERSION:
 ACCOUNT = "123456789012"
 REGION = "eu-west-1"
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
+# API error codes SageMaker answers with a 5xx status.
+SERVER_ERRORS = ("InternalFailure", "ServiceUnavailable")
 
 
 # --- the template ------------------------------------------------------------------------
@@ -246,10 +248,16 @@ class ApiError:
 
 @dataclass(frozen=True)
 class FailInputs:
-    """The next job runs, but its first ``count`` inputs end without output: the job ends
-    Failed (R19)."""
+    """The next job runs, but its first ``count`` inputs end without output, as when an
+    instance is lost: the job ends Failed with an InternalServerError (infrastructure)."""
 
     count: int = 1
+
+
+@dataclass(frozen=True)
+class StopJob:
+    """The next job is stopped from outside the pipeline (StopTransformJob by a person):
+    it ends Stopped with no output."""
 
 
 @dataclass
@@ -259,7 +267,7 @@ class SageMakerJobs:
     s3: Any
     models: dict[str, str]  # model name -> ModelDataUrl
     region: str = REGION
-    faults: list[ApiError | FailInputs] = field(default_factory=list)
+    faults: list[ApiError | FailInputs | StopJob] = field(default_factory=list)
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     described: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -269,6 +277,11 @@ class SageMakerJobs:
 
     def input_members(self, operation: str) -> set[str]:
         return set(self._model.operation_model(operation).input_shape.members)
+
+    def modeled_errors(self, operation: str) -> set[str]:
+        """The error codes botocore's model names for ``operation`` (ResourceLimitExceeded,
+        ResourceInUse, ResourceNotFound)."""
+        return {shape.name for shape in self._model.operation_model(operation).error_shapes}
 
     def create(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Run one Create*Job request to its end; its Describe*Job response."""
@@ -283,7 +296,9 @@ class SageMakerJobs:
             self.described[name] = {}  # the name is taken, whatever happens next
         started = _millis()
         fail = fault.count if isinstance(fault, FailInputs) else 0
-        if kind == "Transform":
+        if isinstance(fault, StopJob):
+            status, reason = "Stopped", None
+        elif kind == "Transform":
             status, reason = self._transform(request, fail)
         else:
             status, reason = self._processing(request, fail)
@@ -401,10 +416,17 @@ class SageMakerJobs:
 
 
 def _ending(missing: list[str], errors: list[str], kind: str) -> tuple[str, str | None]:
+    """How a job that left ``missing`` inputs without output ends: ``kind`` (ClientError,
+    AlgorithmError) when records failed, as SageMaker reports a data problem; an
+    InternalServerError when inputs were lost with no record at fault (a lost instance)."""
     if not missing:
         return "Completed", None
-    detail = "; ".join(errors) or "the instance was lost"
-    return "Failed", f"{kind}: no output for {', '.join(missing)}: {detail}"[:1024]
+    if errors:
+        return "Failed", f"{kind}: no output for {', '.join(missing)}: {'; '.join(errors)}"[:1024]
+    return "Failed", (
+        "InternalServerError: We encountered an internal error. Please try again. "
+        f"(no output for {', '.join(missing)}: the instance was lost)"
+    )[:1024]
 
 
 def _millis() -> int:
@@ -444,12 +466,18 @@ class SageMakerTask(StateTaskServiceCallback):
         return self.jobs.input_members(self._operation())
 
     def _from_error(self, env: Any, ex: Exception) -> FailureEvent:
+        """A rejected Create*Job as Step Functions reports it: the errors the SageMaker API
+        models keep their SDK class name (SageMaker.ResourceLimitExceededException), every
+        other one is SageMaker.AmazonSageMakerException; the Cause is the SDK's message."""
         if not isinstance(ex, ClientError):
             return super()._from_error(env=env, ex=ex)
-        error = f"SageMaker.{ex.response['Error']['Code']}"
+        code = ex.response["Error"]["Code"]
+        modeled = code in self.jobs.modeled_errors(self._operation())
+        error = f"SageMaker.{code}Exception" if modeled else "SageMaker.AmazonSageMakerException"
+        status = 500 if code in SERVER_ERRORS else 400
         cause = (
-            f"{ex.response['Error']['Message']} (Service: AmazonSageMaker; Status Code: 400; "
-            f"Error Code: {ex.response['Error']['Code']}; Request ID: offline; Proxy: null)"
+            f"{ex.response['Error']['Message']} (Service: AmazonSageMaker; Status Code: "
+            f"{status}; Error Code: {code}; Request ID: offline; Proxy: null)"
         )
         return FailureEvent(
             env=env,
@@ -781,6 +809,7 @@ __all__ = [
     "FailInputs",
     "OfflineStack",
     "SageMakerJobs",
+    "StopJob",
     "model_archive",
     "offline_stack",
 ]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from batchinfer.pipeline.status_table import FAILED, MISSING, SUCCEEDED, StatusTable
+from batchinfer.pipeline.status_table import FAILED, MISSING, REJECTED, SUCCEEDED, StatusTable
 from batchinfer.transform.settings import validate_job_name
 
 from .harness import ApiError, FailInputs, OfflineStack
@@ -26,7 +26,7 @@ def test_throttling_and_quota_errors_retry_with_new_job_names_then_succeed(stack
     stack.put("input/t/a.csv", csv_rows(40))
     stack.jobs.faults += [
         ApiError("ThrottlingException", "Rate exceeded"),
-        ApiError("ResourceLimitExceededException", "The account-level service limit"),
+        ApiError("ResourceLimitExceeded", "The account-level service limit"),
     ]
     execution = stack.run({"input": f"s3://{stack.bucket}/input/t/", "shards": 2}, "throttled")
     assert execution.status == "SUCCEEDED", execution.cause
@@ -69,24 +69,24 @@ def test_failed_job_resubmits_only_the_missing_shard_then_succeeds(stack):
     assert StatusTable.named(stack.table_name).get_run("once")["records_out"] == 60
 
 
-def test_persistent_failure_records_cause_and_shard_announces_and_fails(stack):
-    """A shard whose records the model refuses (E9) fails every round: after the last
-    round the RUN item is FAILED with the cause and the failing shard, SNS and the bus
-    carry it, and the execution fails with the same error."""
+def test_records_the_model_refuses_fail_the_run_after_one_job(stack):
+    """A shard whose records the model refuses (E9): the job fails with a ClientError, a
+    data failure, so the run fails at once without a billed resubmission. The RUN item, the
+    SNS message, the event and the execution's cause name the file, the record and the
+    container's message."""
     stack.put("input/bad/good.csv", csv_rows(10))
     stack.put("input/bad/bad.csv", b"1,2\nbad,3\n")
     execution = stack.run({"input": f"s3://{stack.bucket}/input/bad/"}, "persistent")
     assert execution.status == "FAILED"
-    assert execution.error == "ShardsMissing"
-    assert "bad.csv" in execution.cause
+    assert execution.error == "DataFailure"
+    assert "bad.csv" in execution.cause and "records 1-2" in execution.cause
 
-    assert len(stack.jobs.requests) == 3, "max_rounds jobs, then the run gives up"
-    assert all(manifest_entries(stack, r) == ["bad.csv"] for _, r in stack.jobs.requests[1:])
+    assert len(stack.jobs.requests) == 1, "no resubmission for data the model refuses"
     table = StatusTable.named(stack.table_name)
     run = table.get_run("persistent")
     assert run["run_status"] == FAILED
-    assert run["error"] == "ShardsMissing"
-    assert "bad.csv" in run["cause"] and "400" in run["cause"]
+    assert run["error"] == "DataFailure"
+    assert "bad.csv" in run["cause"] and "400" in run["cause"] and "row holds 'bad'" in run["cause"]
     assert run["failed_shards"] == ["bad.csv"]
     assert run["failed_job"] == stack.jobs.requests[-1][1]["TransformJobName"]
     statuses = {item["name"]: item["status"] for item in table.shards("persistent")}
@@ -98,6 +98,21 @@ def test_persistent_failure_records_cause_and_shard_announces_and_fails(stack):
     (event,) = events
     assert event["detail"]["status"] == FAILED and event["detail"]["run_id"] == "persistent"
     assert "output/persistent/_SUCCESS" not in stack.keys("output/")
+
+
+def test_a_shard_lost_every_round_fails_after_the_last_round(stack):
+    """Infrastructure failures (a lost instance) are resubmitted, max_rounds jobs in all,
+    each for the missing shard only; then the run fails naming it."""
+    stack.put("input/lost/a.csv", csv_rows(10))
+    stack.jobs.faults += [FailInputs(1)] * 3
+    execution = stack.run({"input": f"s3://{stack.bucket}/input/lost/"}, "lost")
+    assert execution.status == "FAILED" and execution.error == "ShardsMissing"
+    assert len(stack.jobs.requests) == 3, "max_rounds jobs, then the run gives up"
+    assert all(manifest_entries(stack, r) == ["a.csv"] for _, r in stack.jobs.requests)
+    run = StatusTable.named(stack.table_name).get_run("lost")
+    assert run["run_status"] == FAILED and "InternalServerError" in run["cause"]
+    assert run["failed_shards"] == ["a.csv"]
+    assert [len(channel) for channel in stack.announced()] == [1, 1]
 
 
 @pytest.mark.parametrize(
@@ -113,7 +128,8 @@ def test_persistent_failure_records_cause_and_shard_announces_and_fails(stack):
 )
 def test_bad_request_fails_plan_with_a_message_naming_it(stack, request_of, named):
     """Plan rejects the request before any work: the execution fails from Plan with a
-    message naming the key or input at fault, and the RUN item says so."""
+    message naming the key or input at fault, and the RUN item says REJECTED (the run id
+    stays free for the corrected request)."""
     stack.put("input/x/a.csv", csv_rows(3))
     stack.put("input/empty/a.csv", b"")
     execution = stack.run(request_of(stack.bucket), "bad-request")
@@ -124,7 +140,7 @@ def test_bad_request_fails_plan_with_a_message_naming_it(stack, request_of, name
     assert entered[0] == "Plan" and "SplitInputs" not in entered
     assert stack.lambdas.events_of("split_object") == [] and stack.jobs.requests == []
     run = StatusTable.named(stack.table_name).get_run("bad-request")
-    assert run["run_status"] == FAILED and named in run["cause"]
+    assert run["run_status"] == REJECTED and named in run["cause"]
 
 
 def test_same_run_id_twice_does_no_work_and_overwrites_nothing(stack):

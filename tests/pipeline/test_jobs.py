@@ -71,7 +71,7 @@ def _round(number: int, manifest: str) -> Round:
 
 def test_transform_request_has_every_field_the_task_copies(account):
     round_ = _round(1, "s3://b/runs/r-1/round-1.manifest")
-    job = prepare_job(_plan(), round_, env=account.env).to_state()
+    job = prepare_job(_plan(), round_, env=account.env, s3=account.s3).to_state()
     request = job["request"]
     assert set(TRANSFORM_FIELDS) <= set(request) and not job["data_processing"]
     assert request["TransformInput"]["DataSource"] == {
@@ -99,7 +99,7 @@ def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, e
     """E10: with no job value the container's /execution-parameters MaxPayloadInMB (here 2,
     from the model's Environment) is in force; a job value (1) wins over it."""
     env = replace(account.env, model_environment=json.dumps({"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2"}))
-    job = prepare_job(_plan(**job), _round(1, "s3://b/m"), env=env).to_state()
+    job = prepare_job(_plan(**job), _round(1, "s3://b/m"), env=env, s3=account.s3).to_state()
     request = job["request"]
     assert request["MaxPayloadInMB"] == expected
     assert request["BatchStrategy"] == "MultiRecord", "the container answers MULTI_RECORD"
@@ -108,7 +108,7 @@ def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, e
 
 def test_filters_select_the_task_with_data_processing_R15(account):
     plan = _plan(input_filter="$[1:]", join_source="Input")
-    job = prepare_job(plan, _round(1, "s3://b/m"), env=account.env).to_state()
+    job = prepare_job(plan, _round(1, "s3://b/m"), env=account.env, s3=account.s3).to_state()
     assert job["data_processing"] is True
     assert job["request"]["DataProcessing"] == {
         "InputFilter": "$[1:]",
@@ -122,6 +122,7 @@ def test_processing_request_shards_by_key_with_isolation_P4(account):
         _plan("processing", instance_count=3),
         _round(2, "s3://b/m"),
         env=account.env,
+        s3=account.s3,
     ).to_state()
     request = job["request"]
     assert set(PROCESSING_FIELDS) <= set(request)

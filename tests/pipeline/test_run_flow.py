@@ -29,8 +29,14 @@ def row_sums(data: bytes) -> bytes:
     )
 
 
-def run_job(account, job: dict[str, Any], skip: set[str] = frozenset()) -> dict[str, Any]:
-    """Do what the transform job of ``job`` does, leaving out the shards in ``skip``."""
+LOST_INSTANCE = "InternalServerError: We encountered an internal error. Please try again."
+
+
+def run_job(
+    account, job: dict[str, Any], skip: set[str] = frozenset(), reason: str = LOST_INSTANCE
+) -> dict[str, Any]:
+    """Do what the transform job of ``job`` does, leaving out the shards in ``skip``; the
+    job then fails with ``reason`` (an infrastructure failure unless told otherwise)."""
     request = job["request"]
     manifest = json.loads(
         account.get(request["TransformInput"]["DataSource"]["S3DataSource"]["S3Uri"])
@@ -46,7 +52,7 @@ def run_job(account, job: dict[str, Any], skip: set[str] = frozenset()) -> dict[
         cause = {
             "TransformJobName": job["name"],
             "TransformJobStatus": "Failed",
-            "FailureReason": f"ClientError: 400 from the model for {sorted(skip)[0]}",
+            "FailureReason": reason,
         }
         return {"Error": "States.TaskFailed", "Cause": json.dumps(cause)}
     return {"name": job["name"], "status": "Completed"}
@@ -216,7 +222,9 @@ def test_last_round_without_output_fails_naming_shard_and_job(account, handlers)
             handlers["verify"].handler(event, None)
         assert type(err.value).__name__ == "ShardsMissing"
         assert "x.part-00001.csv: no output" in str(err.value)
-        assert f"job {job['name']} failed (States.TaskFailed): ClientError: 400" in str(err.value)
+        assert f"job {job['name']} failed (States.TaskFailed): InternalServerError" in str(
+            err.value
+        )
 
     state = {
         "plan": plan,
@@ -239,3 +247,90 @@ def test_last_round_without_output_fails_naming_shard_and_job(account, handlers)
     notifications, events = account.announced()
     assert notifications[0]["MessageAttributes"]["status"]["Value"] == FAILED
     assert events[0]["detail"]["failed_shards"] == ["x.part-00001.csv"]
+
+
+def test_a_job_failed_for_its_data_fails_the_run_without_a_new_round(account, handlers):
+    """ClientError: the container refused records. Verify names the shard without output
+    and the reason, and asks for no resubmission (a second job would fail the same way)."""
+    account.put("input/y.csv", rows(50))
+    plan = handlers["plan"].handler(
+        {
+            "request": {"input": f"s3://{BUCKET}/input/y.csv", "shards": 2, "run_id": "r-3"},
+            "execution": EXECUTION,
+            "execution_name": "y",
+            "started_at": "t",
+        },
+        None,
+    )
+    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    handlers["split_object"].handler(item, None)
+    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    reason = "ClientError: y.part-00001.csv: record 3: HTTP 400: not a number"
+    outcome = run_job(account, job, skip={"y.part-00001.csv"}, reason=reason)
+    event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+    with pytest.raises(Exception, match="no new round") as err:
+        handlers["verify"].handler(event, None)
+    assert type(err.value).__name__ == "DataFailure"
+    assert "y.part-00001.csv: no output" in str(err.value) and "record 3" in str(err.value)
+    assert account.keys("runs/r-3/round-2") == [], "no resubmission manifest"
+    shards = {item["name"]: item["status"] for item in account.table.shards("r-3")}
+    assert shards == {"y.part-00000.csv": SUCCEEDED, "y.part-00001.csv": MISSING}
+
+
+def test_a_job_stopped_from_outside_stops_the_run(account, handlers):
+    account.put("input/z.csv", rows(10))
+    plan = handlers["plan"].handler(
+        {
+            "request": {"input": f"s3://{BUCKET}/input/z.csv", "run_id": "r-4"},
+            "execution": EXECUTION,
+            "execution_name": "z",
+            "started_at": "t",
+        },
+        None,
+    )
+    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    handlers["split_object"].handler(item, None)
+    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    cause = {"TransformJobName": job["name"], "TransformJobStatus": "Stopped"}
+    outcome = {"Error": "States.TaskFailed", "Cause": json.dumps(cause)}
+    event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+    with pytest.raises(Exception, match="stopped from outside") as err:
+        handlers["verify"].handler(event, None)
+    assert type(err.value).__name__ == "JobStopped"
+    assert account.keys("runs/r-4/round-2") == []
+
+
+def test_every_step_run_again_after_it_ran_gives_the_same_result_once(account, handlers):
+    """Step Functions retries a Lambda task whose answer was lost (Lambda.ServiceException
+    after the handler ran): each step, run again with the same event, answers the same, and
+    its side effects happen once: one RUN item, the same objects, one event and one message."""
+
+    def twice(step: str, event: dict[str, Any]) -> dict[str, Any]:
+        first = handlers[step].handler(event, None)
+        keys, items = account.keys(""), account.table.shards("again")
+        second = handlers[step].handler(event, None)
+        if step != "prepare_job":  # a new job name per try: PrepareJob has no side effect
+            assert second == first, step
+        assert account.keys("") == keys, f"{step} wrote new objects when run again"
+        assert len(account.table.shards("again")) == len(items), step
+        return first
+
+    data = rows(40)
+    account.put("input/again/d.csv", data)
+    request = {"input": f"s3://{BUCKET}/input/again/", "shards": 2, "merge": True}
+    start = {"execution": EXECUTION, "execution_name": "again", "started_at": "t"}
+    plan = twice("plan", {"request": request, **start})
+    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    twice("split_object", item)
+    round_ = twice("collect", {"plan": plan, "execution": EXECUTION})
+    job = twice("prepare_job", {"plan": plan, "round": round_})
+    outcome = run_job(account, job)
+    done = twice("verify", {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION})
+    assert done["complete"] is True
+    result = twice("finalize", {"plan": plan, "execution": EXECUTION})
+    assert result["status"] == SUCCEEDED and result["records_out"] == 40
+    assert account.get(f"s3://{BUCKET}/output/again/d.csv.out") == row_sums(data)
+    notifications, events = account.announced()
+    assert len(notifications) == 1 and len(events) == 1, "announced once"

@@ -89,3 +89,12 @@ def test_local_model_tarball_is_accepted(tmp_path):
     (tmp_path / "model.tar.gz").write_bytes(b"")
     config = parse_config("dev", DEV | {"model_data": "model.tar.gz"}, tmp_path)
     assert config.is_local_model
+
+
+def test_an_execution_timeout_shorter_than_its_job_rounds_is_refused():
+    """The execution must outlive max_rounds jobs of the longest runtime, or it times out
+    while a job it started still runs (and is billed)."""
+    message = r"timeout_hours: 12 .*max_rounds x environments\.dev\.processing_max_runtime"
+    with pytest.raises(ValidationError, match=message):
+        _parse(timeout_hours=12, max_rounds=3, processing_max_runtime_hours=24)
+    assert _parse(timeout_hours=72, max_rounds=3, processing_max_runtime_hours=24)

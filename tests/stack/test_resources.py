@@ -239,7 +239,7 @@ def test_schedule_and_s3_arrival_trigger(synthesized, resources):
             "EventPattern": Match.object_like(
                 {
                     "source": ["aws.states"],
-                    "detail": Match.object_like({"status": ["TIMED_OUT", "ABORTED"]}),
+                    "detail": Match.object_like({"status": ["FAILED", "TIMED_OUT", "ABORTED"]}),
                 }
             )
         },

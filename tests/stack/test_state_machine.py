@@ -95,8 +95,7 @@ def test_sagemaker_retry_has_backoff_and_jitter_and_skips_validation_errors(synt
     assert set(rule["ErrorEquals"]) == set(RETRYABLE_SAGEMAKER_ERRORS)
     assert {
         "SageMaker.ResourceLimitExceededException",
-        "SageMaker.AmazonSageMakerException",
-        "ThrottlingException",
+        "BatchInfer.TransientApiError",
     } <= set(rule["ErrorEquals"])
     assert not any("Validation" in e or e.startswith("States.") for e in rule["ErrorEquals"])
     assert rule["JitterStrategy"] == "FULL"
@@ -131,8 +130,7 @@ def test_failed_job_goes_to_verify_and_api_errors_to_the_failure_path(states):
         "ResultPath": "$.job",
         "Next": "CheckJobError",
     }
-    assert catches[1]["ErrorEquals"] == ["States.ALL"]
-    assert catches[1]["Next"] == "RecordFailure"
+    assert len(catches) == 1, "TaskFailed takes every error a state without a timeout has"
     check = states["CheckJobError"]
     assert check["Choices"] == [
         {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed", "Next": "Verify"}
@@ -141,8 +139,36 @@ def test_failed_job_goes_to_verify_and_api_errors_to_the_failure_path(states):
     assert states["JobApiError"]["Next"] == "RecordFailure"
 
 
+def test_generic_sagemaker_errors_are_retried_only_when_transient_S3(states):
+    """SageMaker.AmazonSageMakerException covers throttling and 5xx but also validation and
+    access errors: the branch classifies it by the Cause and fails as one or the other."""
+    for job in ("TransformJob", "TransformJobWithDataProcessing", "ProcessingJob"):
+        (catch,) = states[job]["Catch"]
+        assert catch["ErrorEquals"] == ["SageMaker.AmazonSageMakerException"]
+        assert catch["Next"] == "ClassifyApiError"
+    classify = states["ClassifyApiError"]
+    transient = {c["StringMatches"] for c in classify["Choices"]}
+    assert "*Error Code: ThrottlingException*" in transient and "*Status Code: 5*" in transient
+    assert {c["Next"] for c in classify["Choices"]} == {"TransientApiError"}
+    assert classify["Default"] == "PermanentApiError"
+    assert states["TransientApiError"]["Error"] == "BatchInfer.TransientApiError"
+    assert states["PermanentApiError"]["Error"] == "BatchInfer.PermanentApiError"
+    (retry,) = states["RunJob"]["Retry"]
+    assert "BatchInfer.TransientApiError" in retry["ErrorEquals"]
+    assert "BatchInfer.PermanentApiError" not in retry["ErrorEquals"]
+    assert "SageMaker.AmazonSageMakerException" not in retry["ErrorEquals"]
+
+
+def test_every_lambda_task_retries_throttling_and_service_errors(states):
+    lambdas = [n for n, s in states.items() if ":lambda:" in s.get("Resource", "")]
+    assert len(lambdas) == 7
+    for name in lambdas:
+        retried = {e for r in states[name]["Retry"] for e in r["ErrorEquals"]}
+        assert {"Lambda.TooManyRequestsException", "Lambda.ServiceException"} <= retried, name
+
+
 def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(states):
-    for name in ("Plan", "SplitInputs", "Collect", "RunJob", "Verify", "Finalize"):
+    for name in ("Plan", "SplitInputs", "Collect", "Verify", "Finalize"):
         last = states[name]["Catch"][-1]
         assert last["ErrorEquals"] == ["States.ALL"], name
         assert last["Next"] == "RecordFailure", name
@@ -157,7 +183,13 @@ def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(state
     }
     assert states["FailureNotRecorded"]["Type"] == "Fail"
     fail_states = {n for n, s in states.items() if s["Type"] == "Fail"}
-    assert fail_states == {"RunFailed", "FailureNotRecorded", "DuplicateRun"}
+    assert fail_states == {
+        "RunFailed",
+        "FailureNotRecorded",
+        "DuplicateRun",
+        "TransientApiError",
+        "PermanentApiError",
+    }
 
 
 def test_duplicate_run_fails_without_touching_the_existing_run(states):

@@ -54,7 +54,10 @@ def _written() -> dict[str, list[Any]]:
     env = PipelineEnvironment(table_name="t", data_bucket="b", job_prefix="bi")
     round_ = Round(number=1, manifest="s3://b/runs/r-1/round-1.manifest", complete=False,
                    shards=1, missing=1)  # fmt: skip
-    jobs = [prepare_job(_plan(engine, dp), round_, env=env).to_state() for engine, dp in JOB_TASKS]
+    jobs = [
+        prepare_job(_plan(engine, dp), round_, env=env, s3=None).to_state()
+        for engine, dp in JOB_TASKS
+    ]
     failed = JobOutcome(None, None, "States.TaskFailed", "{}").to_state()
     return {
         "plan": [_plan("transform", False).to_state()],

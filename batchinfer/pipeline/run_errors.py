@@ -1,0 +1,18 @@
+"""The errors that end a run from inside the pipeline's steps. Their class names are the
+``Error`` a Lambda task fails with, which the failure recorder reads back to tell how the
+run ended."""
+
+from batchinfer.errors import BatchInferError, InputError
+
+
+class ShardsMissing(BatchInferError):
+    """Shards still lack a valid output after the last job round."""
+
+
+class JobStopped(BatchInferError):
+    """A job was stopped from outside the pipeline: the run stops too (ABORTED)."""
+
+
+class DataFailure(InputError):
+    """A job failed because of the data (the container refused records, SageMaker says
+    ClientError): another round would fail the same way and be billed again."""
