@@ -195,6 +195,19 @@ def bind_keyword_paths(self: Preprocessor, ctx: Any) -> Any:
 # --- Lambda ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class LambdaFault:
+    """The next invocation of ``step`` (its handler module) fails with ``error`` as the
+    Lambda service reports it: ``before`` the handler runs, or ``after`` it ran (its answer
+    lost, as with a Lambda.ServiceException on the way back), or answers ``answer``
+    instead of the handler's result (``when="answer"``)."""
+
+    step: str
+    when: str = "after"
+    error: str = "Lambda.ServiceException"
+    answer: Any = None
+
+
 class Lambdas:
     """The template's functions, run in-process by their real handlers."""
 
@@ -202,7 +215,12 @@ class Lambdas:
         self.functions = functions
         self.modules: dict[str, ModuleType] = {}
         self.invocations: list[tuple[str, Any]] = []  # (handler module, event)
+        self.faults: list[LambdaFault] = []
         self._lock = threading.Lock()
+
+    def handler_of(self, arn: str) -> str:
+        """The handler module of the function ``arn`` (or name) names."""
+        return self.functions[arn.split(":function:")[-1]].handler.rsplit(".", 1)[0]
 
     def environment(self) -> dict[str, str]:
         """The variables of every function (they must agree: one process runs them all)."""
@@ -222,17 +240,39 @@ class Lambdas:
             self.invocations.append((module_name, event))
             if module_name not in self.modules:
                 self.modules[module_name] = load_handler(module_name)
+            fault = next((f for f in self.faults if f.step == module_name), None)
+            if fault is not None:
+                self.faults.remove(fault)
         handler: Callable[[Any, Any], Any] = getattr(self.modules[module_name], attribute)
+        if fault is not None and fault.when == "before":
+            return _service_error(fault.error)
         try:
             result = handler(event, None)
         except Exception as exc:  # Lambda reports every exception of a handler this way
             payload = {"errorMessage": str(exc), "errorType": type(exc).__name__}
             return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}
+        if fault is not None:
+            if fault.when == "answer":
+                return {"StatusCode": 200, "Payload": fault.answer}
+            return _service_error(fault.error)
         # Lambda serialises the result: anything json cannot encode is an error there too.
         return {"StatusCode": 200, "Payload": json.loads(json.dumps(result))}
 
+    def invoke_event(self, arn: str, event: dict[str, Any]) -> Any:
+        """An asynchronous invocation (an EventBridge target): the handler's result."""
+        response = self.invoke({"FunctionName": arn, "Payload": json.dumps(event)}, REGION, None)
+        if response.get("FunctionError"):
+            raise AssertionError(f"{arn} failed on {event['detail-type']}: {response['Payload']}")
+        return response["Payload"]
+
     def events_of(self, module_name: str) -> list[Any]:
         return [event for name, event in self.invocations if name == module_name]
+
+
+def _service_error(error: str) -> dict[str, Any]:
+    """An invocation the Lambda service failed: the task fails with ``error``."""
+    payload = {"errorType": error, "errorMessage": "injected by the offline harness"}
+    return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}
 
 
 # --- SageMaker ---------------------------------------------------------------------------
@@ -260,6 +300,12 @@ class StopJob:
     it ends Stopped with no output."""
 
 
+@dataclass(frozen=True)
+class StopExecution:
+    """The execution is stopped while the next job runs: Step Functions then stops the job
+    (best effort, spec S6), which ends Stopped with no output."""
+
+
 @dataclass
 class SageMakerJobs:
     """Transform and processing jobs done by the local engine over moto S3."""
@@ -267,13 +313,21 @@ class SageMakerJobs:
     s3: Any
     models: dict[str, str]  # model name -> ModelDataUrl
     region: str = REGION
-    faults: list[ApiError | FailInputs | StopJob] = field(default_factory=list)
+    faults: list[ApiError | FailInputs | StopJob | StopExecution] = field(default_factory=list)
+    stop_execution: Callable[[], None] = lambda: None  # set by OfflineStack
+    # Jobs whose execution is stopped while its .sync task waits for them.
+    stop_while_waiting: set[str] = field(default_factory=set)
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     described: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._model = botocore.session.get_session().get_service_model("sagemaker")
         self._lock = threading.Lock()
+
+    @property
+    def started(self) -> list[str]:
+        """The jobs SageMaker accepted, in order: what the user pays for."""
+        return list(self.described)
 
     def input_members(self, operation: str) -> set[str]:
         return set(self._model.operation_model(operation).input_shape.members)
@@ -296,7 +350,9 @@ class SageMakerJobs:
             self.described[name] = {}  # the name is taken, whatever happens next
         started = _millis()
         fail = fault.count if isinstance(fault, FailInputs) else 0
-        if isinstance(fault, StopJob):
+        if isinstance(fault, StopExecution):
+            self.stop_while_waiting.add(name)
+        if isinstance(fault, StopJob | StopExecution):
             status, reason = "Stopped", None
         elif kind == "Transform":
             status, reason = self._transform(request, fail)
@@ -506,7 +562,13 @@ class SageMakerTask(StateTaskServiceCallback):
         described = env.stack.pop()["_described"]
         status = described.get("TransformJobStatus") or described.get("ProcessingJobStatus")
 
-        def resolve() -> dict[str, Any]:
+        name = described.get("TransformJobName") or described.get("ProcessingJobName")
+
+        def resolve() -> dict[str, Any] | None:
+            if name in self.jobs.stop_while_waiting:
+                self.jobs.stop_while_waiting.discard(name)
+                self.jobs.stop_execution()
+                return None  # moto stops waiting once the execution is no longer running
             if status == "Completed":
                 return described
             error = StatesErrorNameType.StatesTaskFailed
@@ -547,6 +609,19 @@ class Execution:
             for e in self.history
             if "stateEnteredEventDetails" in e
         ]
+
+    def largest_state(self) -> int:
+        """The largest state the execution carried into or out of a state, in bytes (Step
+        Functions fails an execution whose state passes 256 KiB)."""
+        sizes = [
+            len(details[key].encode())
+            for event in self.history
+            for name in ("stateEnteredEventDetails", "stateExitedEventDetails")
+            if (details := event.get(name))
+            for key in ("input", "output")
+            if key in details
+        ]
+        return max(sizes, default=0)
 
 
 class OfflineStack:
@@ -636,7 +711,9 @@ class OfflineStack:
             functions[logical_id] = Function(arn, props["Handler"], self._render(variables))
         self.lambdas = Lambdas(functions)
         self.jobs = SageMakerJobs(
-            self.s3, {self.attributes[(model_id, "ModelName")]: model_data_url}
+            self.s3,
+            {self.attributes[(model_id, "ModelName")]: model_data_url},
+            stop_execution=self._stop_running,
         )
         machine_id, machine = self._only("AWS::StepFunctions::StateMachine")
         self.definition = json.loads(self._render(machine["Properties"]["DefinitionString"]))
@@ -740,6 +817,15 @@ class OfflineStack:
             found.append(messages)
         return found[0], found[1]
 
+    def _stop_running(self) -> None:
+        """StopExecution on every running execution (a person stopping a run)."""
+        for item in self.sfn.list_executions(
+            stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
+        )["executions"]:
+            self.sfn.stop_execution(
+                executionArn=item["executionArn"], error="Stopped", cause="by hand"
+            )
+
     def start(self, request: Any, name: str) -> str:
         return self.sfn.start_execution(
             stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(request)
@@ -763,7 +849,7 @@ class OfflineStack:
             ),
             {},
         )
-        return Execution(
+        execution = Execution(
             arn=arn,
             status=described["status"],
             output=json.loads(described["output"]) if described.get("output") else None,
@@ -771,6 +857,37 @@ class OfflineStack:
             cause=failed.get("cause"),
             history=history,
         )
+        self._announce_status_change(described, execution)
+        return execution
+
+    def _announce_status_change(self, described: dict[str, Any], execution: Execution) -> None:
+        """EventBridge's part: the "Step Functions Execution Status Change" event of an
+        ended execution goes to the targets of every rule of the template whose pattern
+        matches it (the end-of-run rule's target is the failure recorder)."""
+        detail = {
+            "executionArn": execution.arn,
+            "stateMachineArn": self.state_machine_arn,
+            "name": described["name"],
+            "status": execution.status,
+            "input": described.get("input"),
+            "output": described.get("output"),
+            "error": execution.error,
+            "cause": execution.cause,
+        }
+        event = {
+            "source": "aws.states",
+            "detail-type": "Step Functions Execution Status Change",
+            "detail": detail,
+        }
+        for rule in self.of_type("AWS::Events::Rule").values():
+            props = rule["Properties"]
+            pattern = self._render(props.get("EventPattern") or {})
+            if pattern.get("source") != ["aws.states"]:
+                continue
+            if execution.status not in pattern["detail"]["status"]:
+                continue
+            for target in props["Targets"]:
+                self.lambdas.invoke_event(self._render(target["Arn"]), event)
 
     def run(self, request: Any, name: str) -> Execution:
         """Start an execution and wait for its end."""
@@ -807,8 +924,10 @@ __all__ = [
     "ApiError",
     "Execution",
     "FailInputs",
+    "LambdaFault",
     "OfflineStack",
     "SageMakerJobs",
+    "StopExecution",
     "StopJob",
     "model_archive",
     "offline_stack",
