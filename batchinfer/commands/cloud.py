@@ -33,6 +33,7 @@ def _stack(name: str, region: str | None) -> DeployedStack:
     return DeployedStack.find(name, boto3.Session(region_name=region))
 
 
+@opt.transform_options
 def submit(
     stack: Stack,
     input: Annotated[str, typer.Option("--input", help="s3:// prefix of the input objects.")],
@@ -47,21 +48,9 @@ def submit(
     merge: Annotated[
         bool | None, typer.Option("--merge/--no-merge", help="One output per input object.")
     ] = None,
-    content_type: opt.ContentType = None,
-    accept: opt.Accept = None,
-    split_type: opt.SplitType = None,
-    batch_strategy: opt.BatchStrategy = None,
-    max_payload_mb: opt.MaxPayloadMb = None,
-    max_concurrent_transforms: opt.MaxConcurrent = None,
-    instance_count: opt.InstanceCount = None,
-    instance_type: opt.InstanceType = None,
-    assemble_with: opt.AssembleWith = None,
-    join_source: opt.JoinSource = None,
-    input_filter: opt.InputFilter = None,
-    output_filter: opt.OutputFilter = None,
-    compression_type: opt.CompressionType = None,
-    env: opt.Env = None,
     region: Region = None,
+    *,
+    transform: dict[str, Any],
 ) -> None:
     """Start a run on the stack; print its run id and console link. Options left out take
     the stack's defaults; the state machine's Plan checks the request."""
@@ -77,22 +66,8 @@ def submit(
         "shard_size": shard_size,
         "header": header,
         "merge": merge,
-        "content_type": content_type,
-        "accept": accept,
-        "split_type": split_type,
-        "batch_strategy": batch_strategy,
-        "max_payload_mb": max_payload_mb,
-        "max_concurrent_transforms": max_concurrent_transforms,
-        "instance_count": instance_count,
-        "instance_type": instance_type,
-        "assemble_with": assemble_with,
-        "join_source": join_source,
-        "input_filter": input_filter,
-        "output_filter": output_filter,
-        "compression_type": compression_type,
-        "environment": opt.parse_env(env) or None,
     }
-    request = {key: value for key, value in values.items() if value is not None}
+    request = {key: value for key, value in values.items() if value is not None} | transform
     started_id, execution = start_run(_stack(stack, region), request)
     typer.echo(f"run id:    {started_id}")
     typer.echo(f"execution: {execution}")

@@ -3,7 +3,7 @@
 import json
 from itertools import islice
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -13,30 +13,18 @@ from batchinfer.commands.run_display import LiveProgress, summary_table
 from batchinfer.engine.local_job import JobResult, LocalJob, run_job
 from batchinfer.engines import ENGINES, Engine
 from batchinfer.errors import ValidationError
+from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_LINES = 3
 
 
+@opt.transform_options
 def run(
     inputs: Annotated[
         list[Path], typer.Argument(help="Files, directories or a ManifestFile.", show_default=False)
     ],
     model: Annotated[Path, typer.Option(help="Model directory or model.tar.gz.")],
     output: Annotated[Path, typer.Option(help="Directory for the .out files.")],
-    content_type: opt.ContentType = None,
-    accept: opt.Accept = None,
-    split_type: opt.SplitType = "None",
-    batch_strategy: opt.BatchStrategy = None,
-    max_payload_mb: opt.MaxPayloadMb = None,
-    max_concurrent_transforms: opt.MaxConcurrent = None,
-    instance_count: opt.InstanceCount = 1,
-    instance_type: opt.InstanceType = "ml.m5.xlarge",
-    assemble_with: opt.AssembleWith = "None",
-    join_source: opt.JoinSource = "None",
-    input_filter: opt.InputFilter = "$",
-    output_filter: opt.OutputFilter = "$",
-    compression_type: opt.CompressionType = "None",
-    env: opt.Env = None,
     shards: Annotated[
         str | None, typer.Option(help="Pre-split each input into N shards, or 'auto'.")
     ] = None,
@@ -48,24 +36,11 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the run manifest as JSON.")
     ] = False,
+    *,
+    transform: dict[str, Any],
 ) -> None:
     """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
-    settings = opt.build_settings(
-        env,
-        content_type=content_type,
-        accept=accept,
-        split_type=split_type,
-        batch_strategy=batch_strategy,
-        max_payload_mb=max_payload_mb,
-        max_concurrent_transforms=max_concurrent_transforms,
-        instance_count=instance_count,
-        instance_type=instance_type,
-        assemble_with=assemble_with,
-        join_source=join_source,
-        input_filter=input_filter,
-        output_filter=output_filter,
-        compression_type=compression_type,
-    )
+    settings = TransformSettings.from_request(transform)
     job = LocalJob(
         inputs=inputs,
         output_dir=output,
@@ -76,7 +51,7 @@ def run(
         merge=merge,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
-    with LiveProgress(console, instance_count) as progress:
+    with LiveProgress(console, settings.instance_count) as progress:
         result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))

@@ -1,39 +1,77 @@
-"""The CreateTransformJob settings as CLI options (kebab case of the API fields), shared by
-``run`` and ``process`` so both build :class:`TransformSettings` the same way."""
+"""The CreateTransformJob settings as CLI options, declared once: ``--<field in kebab case>``
+for every key of the settings schema, plus ``--env KEY=VALUE``. A command takes them all
+with :func:`transform_options` and receives the ones the user gave as one mapping."""
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from batchinfer.errors import ValidationError
-from batchinfer.transform.settings import TransformSettings
+from batchinfer.transform.settings import PASCAL, RANGES
 
-_PANEL = "Transform job settings (CreateTransformJob)"
+PANEL = "Transform job settings (CreateTransformJob)"
+# settings key -> help; the option is the key in kebab case (``environment`` is --env).
+HELP = {
+    "content_type": "MIME type of the input (ContentType).",
+    "accept": "MIME type the model returns (Accept).",
+    "split_type": "None | Line | RecordIO | TFRecord.",
+    "batch_strategy": "MultiRecord | SingleRecord.",
+    "max_payload_mb": "Largest request body in MB, 0..100 (default 6).",
+    "max_concurrent_transforms": "Parallel requests per instance (default: the server's).",
+    "instance_count": "Instances (model servers locally), 1..100.",
+    "instance_type": "ml.* instance type (locally: recorded for planning).",
+    "assemble_with": "None | Line.",
+    "join_source": "None | Input: join input and prediction.",
+    "input_filter": "JSONPath applied to each record ($).",
+    "output_filter": "JSONPath applied to each output ($).",
+    "compression_type": "None | Gzip.",
+    "invocations_timeout_seconds": "Seconds a request may take, 1..3600 (default 600).",
+    "invocations_max_retries": "Retries of a failed request, 0..3 (default 3).",
+    "environment": "KEY=VALUE for the model container (repeatable).",
+}
+if set(HELP) != set(PASCAL):  # every setting is an option, and nothing else
+    raise RuntimeError(f"transform options and settings differ: {set(HELP) ^ set(PASCAL)}")
 
 
-def _opt(name: str, help_text: str) -> typer.models.OptionInfo:
-    return typer.Option(name, help=help_text, rich_help_panel=_PANEL, show_default=False)
+def option_name(key: str) -> str:
+    """``max_payload_mb`` -> ``--max-payload-mb``; ``environment`` -> ``--env``."""
+    return "--env" if key == "environment" else "--" + key.replace("_", "-")
 
 
-ContentType = Annotated[str | None, _opt("--content-type", "MIME type of the input (ContentType).")]
-Accept = Annotated[str | None, _opt("--accept", "MIME type the model returns (Accept).")]
-SplitType = Annotated[str, _opt("--split-type", "None | Line | RecordIO | TFRecord.")]
-BatchStrategy = Annotated[str | None, _opt("--batch-strategy", "MultiRecord | SingleRecord.")]
-MaxPayloadMb = Annotated[
-    int | None, _opt("--max-payload-mb", "Largest request body in MB, 0..100 (default 6).")
-]
-MaxConcurrent = Annotated[
-    int | None,
-    _opt("--max-concurrent-transforms", "Parallel requests per instance (default: the server's)."),
-]
-InstanceCount = Annotated[int, _opt("--instance-count", "Model servers to run (1..100).")]
-InstanceType = Annotated[str, _opt("--instance-type", "Recorded for planning; ml.* only.")]
-AssembleWith = Annotated[str, _opt("--assemble-with", "None | Line.")]
-JoinSource = Annotated[str, _opt("--join-source", "None | Input: join input and prediction.")]
-InputFilter = Annotated[str, _opt("--input-filter", "JSONPath applied to each record ($).")]
-OutputFilter = Annotated[str, _opt("--output-filter", "JSONPath applied to each output ($).")]
-CompressionType = Annotated[str, _opt("--compression-type", "None | Gzip.")]
-Env = Annotated[list[str] | None, _opt("--env", "KEY=VALUE for the model container (repeatable).")]
+def _parameter(key: str) -> inspect.Parameter:
+    kind = list[str] if key == "environment" else int if key in RANGES else str
+    info = typer.Option(option_name(key), help=HELP[key], rich_help_panel=PANEL, show_default=False)
+    return inspect.Parameter(
+        key,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[kind | None, info],
+    )
+
+
+def transform_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Give ``command`` every transform option. It must take ``transform``: a mapping of
+    the options given (snake_case settings keys, ``environment`` parsed from ``--env``);
+    options left out are not in it, so the settings' defaults (or a stack's) apply."""
+    signature = inspect.signature(command)
+    kept = [p for p in signature.parameters.values() if p.name != "transform"]
+    options = [_parameter(key) for key in HELP]
+
+    @functools.wraps(command)
+    def with_options(*args: Any, **kwargs: Any) -> Any:
+        given = {key: kwargs.pop(key) for key in HELP}
+        environment = parse_env(given.pop("environment"))
+        transform = {key: value for key, value in given.items() if value is not None}
+        if environment:
+            transform["environment"] = environment
+        return command(*args, transform=transform, **kwargs)
+
+    with_options.__signature__ = signature.replace(parameters=kept + options)  # type: ignore[attr-defined]
+    with_options.__annotations__ = {p.name: p.annotation for p in kept + options}
+    return with_options
 
 
 def parse_env(pairs: list[str] | None) -> dict[str, str]:
@@ -45,9 +83,3 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
             raise ValidationError(f"--env: {pair!r} is not KEY=VALUE")
         env[key] = value
     return env
-
-
-def build_settings(env: list[str] | None, **options: Any) -> TransformSettings:
-    """Validated job settings from the CLI option values, named as the TransformSettings
-    fields (errors name the field, R1/R2/R15)."""
-    return TransformSettings.from_request({**options, "environment": parse_env(env)})
