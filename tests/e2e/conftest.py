@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.models import ROW_SUM, write_row_sum_model
-
-from .harness import REGION, OfflineStack, model_archive, offline_stack
+from tests.support.offline import REGION, OfflineStack, model_archive, offline_stack
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 REPO_ROOT = Path(__file__).resolve().parents[2]

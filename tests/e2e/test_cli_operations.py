@@ -5,8 +5,8 @@ state machine."""
 from batchinfer.pipeline import stack_outputs
 from tests.support.aws import create_output_stack
 from tests.support.cli import run_cli
+from tests.support.offline import REGION
 
-from .harness import REGION
 from .test_happy_path import csv_rows
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from batchinfer.pipeline.status_table import FAILED, MISSING, REJECTED, SUCCEEDED, StatusTable
 from batchinfer.transform.settings import validate_job_name
+from tests.support.offline import ApiError, FailInputs, OfflineStack
 
-from .harness import ApiError, FailInputs, OfflineStack
 from .test_happy_path import csv_rows
 
 

@@ -14,8 +14,15 @@ from batchinfer.pipeline.status_table import (
     SUCCEEDED,
     StatusTable,
 )
+from tests.support.offline import (
+    ApiError,
+    FailInputs,
+    LambdaFault,
+    OfflineStack,
+    StopExecution,
+    StopJob,
+)
 
-from .harness import ApiError, FailInputs, LambdaFault, OfflineStack, StopExecution, StopJob
 from .test_happy_path import csv_rows
 
 # Every Lambda step of the definition; record_failure runs only when a run fails.

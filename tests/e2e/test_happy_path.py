@@ -10,8 +10,7 @@ from batchinfer.engine.transform_engine import run_transform
 from batchinfer.pipeline.notify import DETAIL_TYPE
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
 from batchinfer.transform.settings import TransformSettings, validate_job_name
-
-from .harness import OfflineStack
+from tests.support.offline import OfflineStack
 
 
 def csv_rows(count: int, offset: int = 0) -> bytes:

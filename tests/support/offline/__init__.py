@@ -1,0 +1,57 @@
+"""Run the synthesized state machine offline, end to end.
+
+``offline_stack(template, model_archive)`` (inside ``mock_aws``) yields an
+:class:`OfflineStack`: the template's bucket, status table, topic and event bus created in
+moto from the template's own properties, its state machine definition taken from the
+template (no hand-written copy) and run by moto's Amazon States Language interpreter.
+``stack.run(request, name)`` starts an execution and waits for its end.
+
+moto's interpreter cannot run Lambda code without Docker and has no SageMaker integration,
+so while the stack is open:
+
+- every Lambda task calls the real handler of ``lambda/`` that the function's ``Handler``
+  names, with the function's environment (:mod:`.lambdas`); ``stack.lambdas.faults`` takes
+  :class:`LambdaFault` to fail an invocation before or after its handler ran;
+- the ``sagemaker`` integration runs Create*Job ``.sync`` with the local engine over moto
+  S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
+  :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
+  :class:`StopJob` and :class:`StopExecution`;
+- three divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
+  explained there);
+- an ended execution's "Step Functions Execution Status Change" event is delivered to the
+  targets of the template's rules that match it, as EventBridge would (:mod:`.stack`).
+
+Relies on moto 5.2.5, pinned in requirements-dev.txt.
+"""
+
+from tests.support.offline.lambdas import LambdaFault
+from tests.support.offline.sagemaker import (
+    ApiError,
+    FailInputs,
+    SageMakerJobs,
+    StopExecution,
+    StopJob,
+)
+from tests.support.offline.stack import (
+    MOTO_CONFIG,
+    REGION,
+    Execution,
+    OfflineStack,
+    model_archive,
+    offline_stack,
+)
+
+__all__ = [
+    "MOTO_CONFIG",
+    "REGION",
+    "ApiError",
+    "Execution",
+    "FailInputs",
+    "LambdaFault",
+    "OfflineStack",
+    "SageMakerJobs",
+    "StopExecution",
+    "StopJob",
+    "model_archive",
+    "offline_stack",
+]

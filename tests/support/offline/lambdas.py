@@ -1,0 +1,94 @@
+"""The template's Lambda functions run in-process by their real handlers in ``lambda/``,
+answering as the Lambda service does, with service errors injected on demand."""
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from tests.support.lambdas import load_handler
+from tests.support.offline.template import Function
+
+REGION = "eu-west-1"
+
+
+@dataclass(frozen=True)
+class LambdaFault:
+    """The next invocation of ``step`` (its handler module) fails with ``error`` as the
+    Lambda service reports it: ``before`` the handler runs, or ``after`` it ran (its answer
+    lost, as with a Lambda.ServiceException on the way back), or answers ``answer``
+    instead of the handler's result (``when="answer"``)."""
+
+    step: str
+    when: str = "after"
+    error: str = "Lambda.ServiceException"
+    answer: Any = None
+
+
+class Lambdas:
+    """The template's functions, run in-process by their real handlers."""
+
+    def __init__(self, functions: dict[str, Function]) -> None:
+        self.functions = functions
+        self.modules: dict[str, ModuleType] = {}
+        self.invocations: list[tuple[str, Any]] = []  # (handler module, event)
+        self.faults: list[LambdaFault] = []
+        self._lock = threading.Lock()
+
+    def handler_of(self, arn: str) -> str:
+        """The handler module of the function ``arn`` (or name) names."""
+        return self.functions[arn.split(":function:")[-1]].handler.rsplit(".", 1)[0]
+
+    def environment(self) -> dict[str, str]:
+        """The variables of every function (they must agree: one process runs them all)."""
+        merged: dict[str, str] = {}
+        for function in self.functions.values():
+            for key, value in function.environment.items():
+                if merged.setdefault(key, value) != value:
+                    raise AssertionError(f"functions disagree on the environment variable {key}")
+        return merged
+
+    def invoke(self, parameters: dict, region: str, state_credentials: Any) -> dict:
+        """What ``lambda_client.invoke(**parameters)`` answers, as moto's parser reads it."""
+        function = self.functions[parameters["FunctionName"].split(":function:")[-1]]
+        module_name, attribute = function.handler.rsplit(".", 1)
+        event = json.loads(parameters.get("Payload") or b"{}")
+        with self._lock:
+            self.invocations.append((module_name, event))
+            if module_name not in self.modules:
+                self.modules[module_name] = load_handler(module_name)
+            fault = next((f for f in self.faults if f.step == module_name), None)
+            if fault is not None:
+                self.faults.remove(fault)
+        handler: Callable[[Any, Any], Any] = getattr(self.modules[module_name], attribute)
+        if fault is not None and fault.when == "before":
+            return _service_error(fault.error)
+        try:
+            result = handler(event, None)
+        except Exception as exc:  # Lambda reports every exception of a handler this way
+            payload = {"errorMessage": str(exc), "errorType": type(exc).__name__}
+            return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}
+        if fault is not None:
+            if fault.when == "answer":
+                return {"StatusCode": 200, "Payload": fault.answer}
+            return _service_error(fault.error)
+        # Lambda serialises the result: anything json cannot encode is an error there too.
+        return {"StatusCode": 200, "Payload": json.loads(json.dumps(result))}
+
+    def invoke_event(self, arn: str, event: dict[str, Any]) -> Any:
+        """An asynchronous invocation (an EventBridge target): the handler's result."""
+        response = self.invoke({"FunctionName": arn, "Payload": json.dumps(event)}, REGION, None)
+        if response.get("FunctionError"):
+            raise AssertionError(f"{arn} failed on {event['detail-type']}: {response['Payload']}")
+        return response["Payload"]
+
+    def events_of(self, module_name: str) -> list[Any]:
+        return [event for name, event in self.invocations if name == module_name]
+
+
+def _service_error(error: str) -> dict[str, Any]:
+    """An invocation the Lambda service failed: the task fails with ``error``."""
+    payload = {"errorType": error, "errorMessage": "injected by the offline harness"}
+    return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}

@@ -1,0 +1,366 @@
+"""The ``sagemaker`` service integration of Step Functions, offline: Create*Job ``.sync``
+requests checked against botocore's SageMaker model and R1, run by the local engine over
+moto S3, answered with the Describe*Job response (spec S1-S3), with API errors and job
+failures injected on demand."""
+
+import json
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import botocore.session
+from botocore.exceptions import ClientError, ParamValidationError
+from botocore.validate import validate_parameters
+from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+    CustomErrorName,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    FailureEvent,
+    FailureEventException,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+    StatesErrorName,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+    StatesErrorNameType,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import (
+    ResourceCondition,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (  # noqa: E501
+    StateTaskServiceCallback,
+)
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.processing_engine import run_processing
+from batchinfer.engine.transform_engine import run_transform
+from batchinfer.errors import BatchInferError
+from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.job_api import from_api
+from batchinfer.transform.settings import TransformSettings, validate_job_name
+from batchinfer.uris import S3Location, parse_s3_uri
+
+ACCOUNT = "123456789012"
+REGION = "eu-west-1"
+# API error codes SageMaker answers with a 5xx status.
+SERVER_ERRORS = ("InternalFailure", "ServiceUnavailable")
+
+
+@dataclass(frozen=True)
+class ApiError:
+    """The next Create*Job call fails with ``SageMaker.<code>`` (spec S3)."""
+
+    code: str
+    message: str = "injected by the offline harness"
+
+
+@dataclass(frozen=True)
+class FailInputs:
+    """The next job runs, but its first ``count`` inputs end without output, as when an
+    instance is lost: the job ends Failed with an InternalServerError (infrastructure)."""
+
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class StopJob:
+    """The next job is stopped from outside the pipeline (StopTransformJob by a person):
+    it ends Stopped with no output."""
+
+
+@dataclass(frozen=True)
+class StopExecution:
+    """The execution is stopped while the next job runs: Step Functions then stops the job
+    (best effort, spec S6), which ends Stopped with no output."""
+
+
+@dataclass
+class SageMakerJobs:
+    """Transform and processing jobs done by the local engine over moto S3."""
+
+    s3: Any
+    models: dict[str, str]  # model name -> ModelDataUrl
+    region: str = REGION
+    faults: list[ApiError | FailInputs | StopJob | StopExecution] = field(default_factory=list)
+    stop_execution: Callable[[], None] = lambda: None  # set by OfflineStack
+    # Jobs whose execution is stopped while its .sync task waits for them.
+    stop_while_waiting: set[str] = field(default_factory=set)
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    described: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._model = botocore.session.get_session().get_service_model("sagemaker")
+        self._lock = threading.Lock()
+
+    @property
+    def started(self) -> list[str]:
+        """The jobs SageMaker accepted, in order: what the user pays for."""
+        return list(self.described)
+
+    def input_members(self, operation: str) -> set[str]:
+        return set(self._model.operation_model(operation).input_shape.members)
+
+    def modeled_errors(self, operation: str) -> set[str]:
+        """The error codes botocore's model names for ``operation`` (ResourceLimitExceeded,
+        ResourceInUse, ResourceNotFound)."""
+        return {shape.name for shape in self._model.operation_model(operation).error_shapes}
+
+    def create(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one Create*Job request to its end; its Describe*Job response."""
+        kind = "Transform" if operation == "CreateTransformJob" else "Processing"
+        with self._lock:
+            self.requests.append((operation, request))
+            fault = self.faults.pop(0) if self.faults else None
+            name = request.get(f"{kind}JobName", "")
+            self._validate(operation, request, name)
+            if isinstance(fault, ApiError):
+                raise _client_error(fault.code, fault.message, operation)
+            self.described[name] = {}  # the name is taken, whatever happens next
+        started = _millis()
+        fail = fault.count if isinstance(fault, FailInputs) else 0
+        if isinstance(fault, StopExecution):
+            self.stop_while_waiting.add(name)
+        if isinstance(fault, StopJob | StopExecution):
+            status, reason = "Stopped", None
+        elif kind == "Transform":
+            status, reason = self._transform(request, fail)
+        else:
+            status, reason = self._processing(request, fail)
+        described = {
+            **request,
+            f"{kind}JobArn": f"arn:aws:sagemaker:{self.region}:{ACCOUNT}:"
+            f"{kind.lower()}-job/{name.lower()}",
+            f"{kind}JobStatus": status,
+            "CreationTime": started,
+            f"{kind}StartTime" if kind == "Transform" else "ProcessingStartTime": started,
+            f"{kind}EndTime" if kind == "Transform" else "ProcessingEndTime": _millis(),
+        }
+        if reason:
+            described["FailureReason"] = reason
+            if kind == "Processing":
+                described["ExitMessage"] = reason[:1024]
+        self.described[name] = described
+        return described
+
+    def _validate(self, operation: str, request: dict[str, Any], name: str) -> None:
+        try:
+            validate_parameters(request, self._model.operation_model(operation).input_shape)
+            validate_job_name(name)
+        except (ParamValidationError, BatchInferError) as exc:
+            raise _client_error("ValidationException", str(exc), operation) from None
+        if name in self.described:
+            raise _client_error(
+                "ResourceInUse",
+                f"Job name must be unique within an AWS account and region, "
+                f"and a job with this name already exists ({name})",
+                operation,
+            )
+
+    def _download_manifest(self, manifest_uri: str, into: Path) -> list[InputFile]:
+        """The ManifestFile's objects (R4) as local files named by their relative paths."""
+        location = parse_s3_uri(manifest_uri)
+        entries = json.loads(
+            self.s3.get_object(Bucket=location.bucket, Key=location.key)["Body"].read()
+        )
+        prefix = entries[0]["prefix"]
+        files = []
+        for rel in entries[1:]:
+            source = parse_s3_uri(prefix + rel)
+            path = into / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.s3.download_file(source.bucket, source.key, str(path))
+            files.append(InputFile(path, rel))
+        return files
+
+    def _model_dir(self, model_data_url: str, workdir: Path) -> Path:
+        location = parse_s3_uri(model_data_url)
+        archive = workdir / "model.tar.gz"
+        self.s3.download_file(location.bucket, location.key, str(archive))
+        return prepare_model_dir(archive, workdir)
+
+    def _upload(self, files: list[InputFile], out_dir: Path, output: str, lost: int) -> list[str]:
+        """Upload each input's ``.out`` (R12); the first ``lost`` inputs lose theirs."""
+        target = parse_s3_uri(output)
+        missing = []
+        for number, file in enumerate(files):
+            local = out_dir / output_name(file.name)
+            if number < lost or not local.is_file():
+                missing.append(file.name)
+                continue
+            key = S3Location(target.bucket, target.key.rstrip("/") + "/" + output_name(file.name))
+            self.s3.upload_file(str(local), key.bucket, key.key)
+        return missing
+
+    def _transform(self, request: dict[str, Any], lost: int) -> tuple[str, str | None]:
+        model_data_url = self.models.get(request["ModelName"])
+        if model_data_url is None:
+            return "Failed", f"ClientError: Could not find model {request['ModelName']}"
+        settings = from_api(request)
+        source = request["TransformInput"]["DataSource"]["S3DataSource"]
+        with tempfile.TemporaryDirectory(prefix="sagemaker-transform-") as scratch:
+            work = Path(scratch)
+            if source["S3DataType"] != "ManifestFile":
+                raise AssertionError("the pipeline's jobs read a ManifestFile")
+            files = self._download_manifest(source["S3Uri"], work / "input")
+            report = run_transform(
+                files,
+                work / "output",
+                model_dir=self._model_dir(model_data_url, work),
+                settings=settings,
+            )
+            missing = self._upload(
+                files, work / "output", request["TransformOutput"]["S3OutputPath"], lost
+            )
+        errors = [o.error for o in report.outcomes if o.error]
+        return _ending(missing, errors, "ClientError")
+
+    def _processing(self, request: dict[str, Any], lost: int) -> tuple[str, str | None]:
+        inputs = {i["InputName"]: i["S3Input"] for i in request["ProcessingInputs"]}
+        arguments = request["AppSpecification"]["ContainerArguments"]
+        settings = TransformSettings.from_request(
+            json.loads(arguments[arguments.index("--settings-json") + 1])
+            | {
+                "instance_count": request["ProcessingResources"]["ClusterConfig"]["InstanceCount"],
+                "environment": request.get("Environment") or {},
+            }
+        )
+        with tempfile.TemporaryDirectory(prefix="sagemaker-processing-") as scratch:
+            work = Path(scratch)
+            files = self._download_manifest(inputs["data"]["S3Uri"], work / "input")
+            report = run_processing(
+                files,
+                work / "output",
+                model_dir=self._model_dir(inputs["model"]["S3Uri"], work),
+                settings=settings,
+            )
+            output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
+            missing = self._upload(files, work / "output", output, lost)
+        errors = [o.error for o in report.outcomes if o.error]
+        return _ending(missing, errors, "AlgorithmError")
+
+
+def _ending(missing: list[str], errors: list[str], kind: str) -> tuple[str, str | None]:
+    """How a job that left ``missing`` inputs without output ends: ``kind`` (ClientError,
+    AlgorithmError) when records failed, as SageMaker reports a data problem; an
+    InternalServerError when inputs were lost with no record at fault (a lost instance)."""
+    if not missing:
+        return "Completed", None
+    if errors:
+        return "Failed", f"{kind}: no output for {', '.join(missing)}: {'; '.join(errors)}"[:1024]
+    return "Failed", (
+        "InternalServerError: We encountered an internal error. Please try again. "
+        f"(no output for {', '.join(missing)}: the instance was lost)"
+    )[:1024]
+
+
+def _millis() -> int:
+    return int(time.time() * 1000)
+
+
+def _client_error(code: str, message: str, operation: str) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": message},
+            "ResponseMetadata": {"HTTPStatusCode": 400, "RequestId": "offline"},
+        },
+        operation,
+    )
+
+
+class SageMakerTask(StateTaskServiceCallback):
+    """The ``sagemaker`` service integration: Create*Job ``.sync`` (spec S1-S3)."""
+
+    jobs: SageMakerJobs  # set on the class by OfflineStack
+
+    def __init__(self) -> None:
+        super().__init__(
+            supported_integration_patterns={
+                ResourceCondition.Sync,
+                ResourceCondition.WaitForTaskToken,
+            }
+        )
+
+    def _operation(self) -> str:
+        action = self.resource.api_action
+        return action[0].upper() + action[1:]
+
+    def _get_supported_parameters(self) -> set[str] | None:
+        if self._operation() not in ("CreateTransformJob", "CreateProcessingJob"):
+            return None
+        return self.jobs.input_members(self._operation())
+
+    def _from_error(self, env: Any, ex: Exception) -> FailureEvent:
+        """A rejected Create*Job as Step Functions reports it: the errors the SageMaker API
+        models keep their SDK class name (SageMaker.ResourceLimitExceededException), every
+        other one is SageMaker.AmazonSageMakerException; the Cause is the SDK's message."""
+        if not isinstance(ex, ClientError):
+            return super()._from_error(env=env, ex=ex)
+        code = ex.response["Error"]["Code"]
+        modeled = code in self.jobs.modeled_errors(self._operation())
+        error = f"SageMaker.{code}Exception" if modeled else "SageMaker.AmazonSageMakerException"
+        status = 500 if code in SERVER_ERRORS else 400
+        cause = (
+            f"{ex.response['Error']['Message']} (Service: AmazonSageMaker; Status Code: "
+            f"{status}; Error Code: {code}; Request ID: offline; Proxy: null)"
+        )
+        return FailureEvent(
+            env=env,
+            error_name=CustomErrorName(error),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                taskFailedEventDetails=TaskFailedEventDetails(
+                    error=error,
+                    cause=cause,
+                    resource=self._get_sfn_resource(),
+                    resourceType=self._get_sfn_resource_type(),
+                )
+            ),
+        )
+
+    def _eval_service_task(
+        self, env: Any, resource_runtime_part: Any, normalised_parameters: dict, state_credentials
+    ) -> None:
+        described = self.jobs.create(self._operation(), normalised_parameters)
+        kind = "Transform" if "TransformJobName" in described else "Processing"
+        env.stack.append({f"{kind}JobArn": described[f"{kind}JobArn"], "_described": described})
+
+    def _build_sync_resolver(
+        self, env: Any, resource_runtime_part: Any, normalised_parameters: dict, state_credentials
+    ) -> Callable[[], Any]:
+        described = env.stack.pop()["_described"]
+        status = described.get("TransformJobStatus") or described.get("ProcessingJobStatus")
+
+        name = described.get("TransformJobName") or described.get("ProcessingJobName")
+
+        def resolve() -> dict[str, Any] | None:
+            if name in self.jobs.stop_while_waiting:
+                self.jobs.stop_while_waiting.discard(name)
+                self.jobs.stop_execution()
+                return None  # moto stops waiting once the execution is no longer running
+            if status == "Completed":
+                return described
+            error = StatesErrorNameType.StatesTaskFailed
+            raise FailureEventException(
+                FailureEvent(
+                    env=env,
+                    error_name=StatesErrorName(typ=error),
+                    event_type=HistoryEventType.TaskFailed,
+                    event_details=EventDetails(
+                        taskFailedEventDetails=TaskFailedEventDetails(
+                            resource=self._get_sfn_resource(),
+                            resourceType=self._get_sfn_resource_type(),
+                            error=error.to_name(),
+                            cause=json.dumps(described),
+                        )
+                    ),
+                )
+            )
+
+        return resolve

@@ -1,0 +1,349 @@
+"""The template's stack in moto: its bucket, table, topic and bus made from the template's
+own properties, its state machine definition taken from the template and run by moto's
+interpreter with the real Lambda handlers and SageMaker jobs done by the local engine, and
+the EventBridge rules of Step Functions status changes delivered to their targets."""
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import boto3
+import moto
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
+    lambda_eval_utils,
+    state_task_factory,
+)
+
+from batchinfer.pipeline.clients import services
+from batchinfer.uris import parse_s3_uri
+from tests.support.offline.lambdas import Lambdas
+from tests.support.offline.moto_fixes import corrected
+from tests.support.offline.sagemaker import ACCOUNT, REGION, SageMakerJobs, SageMakerTask
+from tests.support.offline.template import Function, render
+
+MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
+
+
+@dataclass
+class Execution:
+    arn: str
+    status: str
+    output: Any
+    error: str | None
+    cause: str | None
+    history: list[dict[str, Any]]
+
+    def states_entered(self) -> list[str]:
+        return [
+            e["stateEnteredEventDetails"]["name"]
+            for e in self.history
+            if "stateEnteredEventDetails" in e
+        ]
+
+    def largest_state(self) -> int:
+        """The largest state the execution carried into or out of a state, in bytes (Step
+        Functions fails an execution whose state passes 256 KiB)."""
+        sizes = [
+            len(details[key].encode())
+            for event in self.history
+            for name in ("stateEnteredEventDetails", "stateExitedEventDetails")
+            if (details := event.get(name))
+            for key in ("input", "output")
+            if key in details
+        ]
+        return max(sizes, default=0)
+
+
+class OfflineStack:
+    """The template's stack in moto, with its state machine runnable end to end."""
+
+    def __init__(self, template: dict[str, Any], *, name: str = "batchinfer-e2e") -> None:
+        self.template = template
+        self.name = name
+        self.resources: dict[str, dict[str, Any]] = template["Resources"]
+        self.refs: dict[str, str] = {
+            "AWS::Partition": "aws",
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": name,
+        }
+        self.attributes: dict[tuple[str, str], str] = {}
+        self.outputs: dict[str, str] = {}
+        self.queues: dict[str, str] = {}
+
+    def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == kind}
+
+    def _only(self, kind: str) -> tuple[str, dict[str, Any]]:
+        (item,) = self.of_type(kind).items()
+        return item
+
+    def __enter__(self) -> "OfflineStack":
+        self._exit = ExitStack()
+        try:
+            self._create()
+        except BaseException:
+            self._exit.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._exit.close()
+
+    def _create(self) -> None:
+        session = boto3.Session(region_name=REGION)
+        self.s3 = session.client("s3")
+        self.sqs = session.client("sqs")
+        self.sfn = session.client("stepfunctions")
+        # Physical names for everything, fake ARNs where nothing real is needed.
+        for logical_id, resource in self.resources.items():
+            self.refs.setdefault(logical_id, f"{self.name}-{logical_id.lower()}")
+            self.attributes[(logical_id, "Arn")] = (
+                f"arn:aws:{_service(resource['Type'])}:{REGION}:{ACCOUNT}:{logical_id}"
+            )
+        bucket_id, _ = next(
+            (k, v) for k, v in self.of_type("AWS::S3::Bucket").items() if "Data" in k
+        )
+        self.bucket = self.refs[bucket_id]
+        self.s3.create_bucket(
+            Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        table_id, table = self._only("AWS::DynamoDB::Table")
+        props = table["Properties"]
+        session.client("dynamodb").create_table(
+            TableName=self.refs[table_id],
+            KeySchema=props["KeySchema"],
+            AttributeDefinitions=props["AttributeDefinitions"],
+            GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
+            BillingMode=props["BillingMode"],
+        )
+        self.table_name = self.refs[table_id]
+        topic_id, _ = self._only("AWS::SNS::Topic")
+        sns = session.client("sns")
+        self.refs[topic_id] = sns.create_topic(Name=f"{self.name}-runs")["TopicArn"]
+        self.topic_arn = self.refs[topic_id]
+        bus_id, bus = self._only("AWS::Events::EventBus")
+        events = session.client("events")
+        self.refs[bus_id] = bus["Properties"]["Name"]
+        events.create_event_bus(Name=self.refs[bus_id])
+        self._observe(sns, events)
+        model_id, model = self._only("AWS::SageMaker::Model")
+        self.attributes[(model_id, "ModelName")] = f"{self.name}-model"
+        model_data_url = model["Properties"]["PrimaryContainer"]["ModelDataUrl"]
+        self.model_data_url = model_data_url
+        functions = {}
+        for logical_id, resource in self.of_type("AWS::Lambda::Function").items():
+            arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}"
+            self.attributes[(logical_id, "Arn")] = arn
+            props = resource["Properties"]
+            variables = props.get("Environment", {}).get("Variables", {})
+            functions[logical_id] = Function(arn, props["Handler"], self._render(variables))
+        self.lambdas = Lambdas(functions)
+        self.jobs = SageMakerJobs(
+            self.s3,
+            {self.attributes[(model_id, "ModelName")]: model_data_url},
+            stop_execution=self._stop_running,
+        )
+        machine_id, machine = self._only("AWS::StepFunctions::StateMachine")
+        self.definition = json.loads(self._render(machine["Properties"]["DefinitionString"]))
+        self._patch()
+        self.state_machine_arn = self.sfn.create_state_machine(
+            name=f"{self.name}-runs",
+            definition=json.dumps(self.definition),
+            roleArn=f"arn:aws:iam::{ACCOUNT}:role/{self.name}-runs",
+        )["stateMachineArn"]
+        self.refs[machine_id] = self.state_machine_arn
+        self.outputs = {
+            key: self._render(output["Value"]) for key, output in self.template["Outputs"].items()
+        }
+
+    def _render(self, value: Any) -> Any:
+        return render(value, self.refs, self.attributes)
+
+    def _observe(self, sns: Any, events: Any) -> None:
+        """SQS queues that receive the topic's messages and the bus's events."""
+        for name in ("topic", "bus"):
+            self.queues[name] = self.sqs.create_queue(QueueName=f"{self.name}-{name}")["QueueUrl"]
+        sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=self._queue_arn("topic"))
+        bus = self.refs[self._only("AWS::Events::EventBus")[0]]
+        events.put_rule(
+            Name="observe", EventBusName=bus, EventPattern=json.dumps({"source": [{"prefix": ""}]})
+        )
+        events.put_targets(
+            Rule="observe", EventBusName=bus, Targets=[{"Id": "q", "Arn": self._queue_arn("bus")}]
+        )
+
+    def _queue_arn(self, name: str) -> str:
+        return self.sqs.get_queue_attributes(
+            QueueUrl=self.queues[name], AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
+
+    def _patch(self) -> None:
+        original = state_task_factory.state_task_service_for
+        jobs = self.jobs
+
+        class Task(SageMakerTask):
+            pass
+
+        Task.jobs = jobs
+
+        def service_for(service_name: str) -> Any:
+            return Task() if service_name == "sagemaker" else original(service_name)
+
+        self._exit.enter_context(
+            mock.patch.object(state_task_factory, "state_task_service_for", service_for)
+        )
+        self._exit.enter_context(
+            mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", self.lambdas.invoke)
+        )
+        self._exit.enter_context(corrected())
+        self._exit.enter_context(mock.patch.dict(os.environ, self.lambdas.environment()))
+        services.cache_clear()
+        self._exit.callback(services.cache_clear)
+
+    # --- using it ---
+
+    def put(self, key: str, data: bytes) -> str:
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=data)
+        return f"s3://{self.bucket}/{key}"
+
+    def get(self, uri: str) -> bytes:
+        location = parse_s3_uri(uri)
+        return self.s3.get_object(Bucket=location.bucket, Key=location.key)["Body"].read()
+
+    def keys(self, prefix: str) -> list[str]:
+        paginator = self.s3.get_paginator("list_objects_v2")
+        return sorted(
+            item["Key"]
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix)
+            for item in page.get("Contents", [])
+        )
+
+    def announced(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(SNS notifications, bus events) delivered since the last call."""
+        found = []
+        for name in ("topic", "bus"):
+            messages = []
+            while True:
+                got = self.sqs.receive_message(
+                    QueueUrl=self.queues[name], MaxNumberOfMessages=10
+                ).get("Messages", [])
+                if not got:
+                    break
+                for message in got:
+                    messages.append(json.loads(message["Body"]))
+                    self.sqs.delete_message(
+                        QueueUrl=self.queues[name], ReceiptHandle=message["ReceiptHandle"]
+                    )
+            found.append(messages)
+        return found[0], found[1]
+
+    def _stop_running(self) -> None:
+        """StopExecution on every running execution (a person stopping a run)."""
+        for item in self.sfn.list_executions(
+            stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
+        )["executions"]:
+            self.sfn.stop_execution(
+                executionArn=item["executionArn"], error="Stopped", cause="by hand"
+            )
+
+    def start(self, request: Any, name: str) -> str:
+        return self.sfn.start_execution(
+            stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(request)
+        )["executionArn"]
+
+    def wait(self, arn: str, timeout: float = 180.0) -> Execution:
+        deadline = time.monotonic() + timeout
+        while True:
+            described = self.sfn.describe_execution(executionArn=arn)
+            if described["status"] != "RUNNING":
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"execution {arn} still running after {timeout} s")
+            time.sleep(0.1)
+        history = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+        failed = next(
+            (
+                e["executionFailedEventDetails"]
+                for e in history
+                if "executionFailedEventDetails" in e
+            ),
+            {},
+        )
+        execution = Execution(
+            arn=arn,
+            status=described["status"],
+            output=json.loads(described["output"]) if described.get("output") else None,
+            error=failed.get("error"),
+            cause=failed.get("cause"),
+            history=history,
+        )
+        self._announce_status_change(described, execution)
+        return execution
+
+    def _announce_status_change(self, described: dict[str, Any], execution: Execution) -> None:
+        """EventBridge's part: the "Step Functions Execution Status Change" event of an
+        ended execution goes to the targets of every rule of the template whose pattern
+        matches it (the end-of-run rule's target is the failure recorder)."""
+        detail = {
+            "executionArn": execution.arn,
+            "stateMachineArn": self.state_machine_arn,
+            "name": described["name"],
+            "status": execution.status,
+            "input": described.get("input"),
+            "output": described.get("output"),
+            "error": execution.error,
+            "cause": execution.cause,
+        }
+        event = {
+            "source": "aws.states",
+            "detail-type": "Step Functions Execution Status Change",
+            "detail": detail,
+        }
+        for rule in self.of_type("AWS::Events::Rule").values():
+            props = rule["Properties"]
+            pattern = self._render(props.get("EventPattern") or {})
+            if pattern.get("source") != ["aws.states"]:
+                continue
+            if execution.status not in pattern["detail"]["status"]:
+                continue
+            for target in props["Targets"]:
+                self.lambdas.invoke_event(self._render(target["Arn"]), event)
+
+    def run(self, request: Any, name: str) -> Execution:
+        """Start an execution and wait for its end."""
+        return self.wait(self.start(request, name))
+
+
+def _service(kind: str) -> str:
+    return kind.split("::")[1].lower()
+
+
+@contextmanager
+def offline_stack(template: dict[str, Any], model_archive: Path) -> Iterator[OfflineStack]:
+    """An :class:`OfflineStack` inside ``mock_aws``, with the model archive uploaded to the
+    template's ModelDataUrl."""
+    with moto.mock_aws(config=MOTO_CONFIG), OfflineStack(template) as stack:
+        location = parse_s3_uri(stack.model_data_url)
+        stack.s3.create_bucket(
+            Bucket=location.bucket, CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        stack.s3.upload_file(str(model_archive), location.bucket, location.key)
+        yield stack
+
+
+def model_archive(inference_py: str, directory: Path) -> Path:
+    """A model.tar.gz holding ``code/inference.py`` (C2)."""
+    source = directory / "model"
+    (source / "code").mkdir(parents=True)
+    (source / "code" / "inference.py").write_text(inference_py)
+    archive = shutil.make_archive(str(directory / "model"), "gztar", source)
+    return Path(archive)
