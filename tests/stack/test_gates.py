@@ -5,7 +5,10 @@
 import json
 import os
 import subprocess
+import tarfile
+from pathlib import Path
 
+import aws_cdk
 from aws_cdk import Validations
 from cdk_nag import AwsSolutionsChecks
 
@@ -85,8 +88,20 @@ def test_cdk_synth_with_the_pinned_cli_runs_offline_without_credentials(tmp_path
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "feature flags are not configured" not in result.stdout + result.stderr
     template = json.loads((outdir / "batchinfer-dev.template.json").read_text())
     kinds = {r["Type"] for r in template["Resources"].values()}
     assert {"AWS::StepFunctions::StateMachine", "AWS::SageMaker::Model"} <= kinds
     assets = json.loads((outdir / "batchinfer-dev.assets.json").read_text())
     assert assets["dockerImages"], "the inference image is staged as an asset"
+
+
+def test_cdk_json_sets_every_flag_the_pinned_cdk_recommends():
+    """As ``cdk init`` writes them: the recommended feature flags of the pinned
+    aws-cdk-lib, read from its jsii package."""
+    (bundle,) = Path(aws_cdk.__file__).parent.glob("_jsii/aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(bundle) as archive:
+        member = archive.extractfile("package/recommended-feature-flags.json")
+        recommended = json.load(member)
+    context = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+    assert {key: context.get(key) for key in recommended} == recommended
