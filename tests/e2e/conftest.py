@@ -3,7 +3,6 @@ dev environment of cdk.json, with a 1-second retry interval so that moto, which 
 Retry intervals for real, runs the retry path quickly; the spec's model M as a model.tar.gz."""
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,6 @@ import pytest
 from tests.support.models import ROW_SUM, write_row_sum_model
 from tests.support.offline import REGION, OfflineStack, model_archive, offline_stack
 
-os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 ENV = "dev"

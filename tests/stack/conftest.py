@@ -3,14 +3,12 @@
 cdk-nag finding ids embed resolved ARNs."""
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 from aws_cdk import App, Environment  # noqa: E402
