@@ -57,6 +57,8 @@ def transform_options(command: Callable[..., Any]) -> Callable[..., Any]:
     the options given (snake_case settings keys, ``environment`` parsed from ``--env``);
     options left out are not in it, so the settings' defaults (or a stack's) apply."""
     signature = inspect.signature(command)
+    if "transform" not in signature.parameters:
+        raise TypeError(f"{command.__name__} must take a `transform` keyword parameter")
     kept = [p for p in signature.parameters.values() if p.name != "transform"]
     options = [_parameter(key) for key in HELP]
 
