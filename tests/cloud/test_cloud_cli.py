@@ -4,11 +4,14 @@ the stack, output key or run at fault."""
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
+from batchinfer.commands.transform_options import option_name
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
+from batchinfer.transform.settings import PASCAL
 from tests.support.aws import create_output_stack
 from tests.support.cli import run_cli
 
@@ -67,6 +70,45 @@ def test_submit_starts_an_execution_named_by_the_run_id_with_snake_case_keys(inv
         "content_type": "text/csv",
         "environment": {"MODE": "fast"},
     }
+
+
+# A value for every transform setting: submit passes them on unchecked (the Plan checks).
+EVERY_SETTING: dict[str, Any] = {
+    "content_type": "application/jsonlines",
+    "accept": "application/jsonlines",
+    "split_type": "Line",
+    "batch_strategy": "SingleRecord",
+    "max_payload_mb": 2,
+    "max_concurrent_transforms": 3,
+    "instance_count": 4,
+    "instance_type": "ml.c5.xlarge",
+    "assemble_with": "Line",
+    "join_source": "Input",
+    "input_filter": "$.features",
+    "output_filter": "$.score",
+    "compression_type": "Gzip",
+    "invocations_timeout_seconds": 120,
+    "invocations_max_retries": 1,
+    "environment": {"MODE": "fast", "LEVEL": "2"},
+}
+
+
+def test_submit_puts_every_transform_option_given_in_the_request_under_its_settings_key(
+    invoke, deployed
+):
+    assert set(EVERY_SETTING) == set(PASCAL)
+    args = []
+    for key, value in EVERY_SETTING.items():
+        if key == "environment":
+            for name, text in value.items():
+                args += [option_name(key), f"{name}={text}"]
+        else:
+            args += [option_name(key), str(value)]
+    result = invoke("submit", "--stack", STACK, "--input", "s3://b/in/", "--run-id", "all", *args)
+    assert result.exit_code == 0, result.output
+    described = deployed.sfn.describe_execution(executionArn=f"{EXECUTION}all")
+    request = json.loads(described["input"])
+    assert request == {"input": "s3://b/in/", "run_id": "all", **EVERY_SETTING}
 
 
 def test_submit_without_run_id_names_the_execution_with_a_new_one(invoke, deployed, monkeypatch):
