@@ -34,12 +34,12 @@ from tests.support.offline.sagemaker import (
 )
 from tests.support.offline.stack import (
     MOTO_CONFIG,
-    REGION,
     Execution,
     OfflineStack,
     model_archive,
     offline_stack,
 )
+from tests.support.offline.template import REGION
 
 __all__ = [
     "MOTO_CONFIG",

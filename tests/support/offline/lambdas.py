@@ -9,9 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from tests.support.lambdas import load_handler
-from tests.support.offline.template import Function
-
-REGION = "eu-west-1"
+from tests.support.offline.template import REGION, Function
 
 
 @dataclass(frozen=True)
@@ -36,10 +34,6 @@ class Lambdas:
         self.invocations: list[tuple[str, Any]] = []  # (handler module, event)
         self.faults: list[LambdaFault] = []
         self._lock = threading.Lock()
-
-    def handler_of(self, arn: str) -> str:
-        """The handler module of the function ``arn`` (or name) names."""
-        return self.functions[arn.split(":function:")[-1]].handler.rsplit(".", 1)[0]
 
     def environment(self) -> dict[str, str]:
         """The variables of every function (they must agree: one process runs them all)."""

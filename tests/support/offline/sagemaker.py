@@ -46,9 +46,8 @@ from batchinfer.transform.assemble import output_name
 from batchinfer.transform.job_api import from_api
 from batchinfer.transform.settings import TransformSettings, validate_job_name
 from batchinfer.uris import S3Location, parse_s3_uri
+from tests.support.offline.template import ACCOUNT, REGION
 
-ACCOUNT = "123456789012"
-REGION = "eu-west-1"
 # API error codes SageMaker answers with a 5xx status.
 SERVER_ERRORS = ("InternalFailure", "ServiceUnavailable")
 
@@ -87,7 +86,6 @@ class SageMakerJobs:
 
     s3: Any
     models: dict[str, str]  # model name -> ModelDataUrl
-    region: str = REGION
     faults: list[ApiError | FailInputs | StopJob | StopExecution] = field(default_factory=list)
     stop_execution: Callable[[], None] = lambda: None  # set by OfflineStack
     # Jobs whose execution is stopped while its .sync task waits for them.
@@ -135,7 +133,7 @@ class SageMakerJobs:
             status, reason = self._processing(request, fail)
         described = {
             **request,
-            f"{kind}JobArn": f"arn:aws:sagemaker:{self.region}:{ACCOUNT}:"
+            f"{kind}JobArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:"
             f"{kind.lower()}-job/{name.lower()}",
             f"{kind}JobStatus": status,
             "CreationTime": started,

@@ -25,8 +25,8 @@ from batchinfer.pipeline.clients import services
 from batchinfer.uris import parse_s3_uri
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.moto_fixes import corrected
-from tests.support.offline.sagemaker import ACCOUNT, REGION, SageMakerJobs, SageMakerTask
-from tests.support.offline.template import Function, render
+from tests.support.offline.sagemaker import SageMakerJobs, SageMakerTask
+from tests.support.offline.template import ACCOUNT, REGION, Function, render
 
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 

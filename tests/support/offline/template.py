@@ -4,6 +4,10 @@ functions resolved to physical names and fake ARNs, and the Lambda functions it 
 from dataclasses import dataclass
 from typing import Any
 
+# The account and region the offline stack stands in for.
+ACCOUNT = "123456789012"
+REGION = "eu-west-1"
+
 
 def render(value: Any, refs: dict[str, str], attributes: dict[tuple[str, str], str]) -> Any:
     """``value`` with ``Ref``, ``Fn::GetAtt``, ``Fn::Join`` and ``Fn::Sub`` resolved."""
