@@ -275,9 +275,8 @@ def _client_error(code: str, message: str, operation: str) -> ClientError:
 class SageMakerTask(StateTaskServiceCallback):
     """The ``sagemaker`` service integration: Create*Job ``.sync`` (spec S1-S3)."""
 
-    jobs: SageMakerJobs  # set on the class by OfflineStack
-
-    def __init__(self) -> None:
+    def __init__(self, jobs: SageMakerJobs) -> None:
+        self.jobs = jobs
         super().__init__(
             supported_integration_patterns={
                 ResourceCondition.Sync,

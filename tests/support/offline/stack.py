@@ -188,15 +188,11 @@ class OfflineStack:
 
     def _patch(self) -> None:
         original = state_task_factory.state_task_service_for
-        jobs = self.jobs
-
-        class Task(SageMakerTask):
-            pass
-
-        Task.jobs = jobs
 
         def service_for(service_name: str) -> Any:
-            return Task() if service_name == "sagemaker" else original(service_name)
+            if service_name == "sagemaker":
+                return SageMakerTask(self.jobs)
+            return original(service_name)
 
         self._exit.enter_context(
             mock.patch.object(state_task_factory, "state_task_service_for", service_for)
