@@ -1,27 +1,18 @@
 """The corrections the offline stack makes to moto's Step Functions interpreter, where it
-departs from AWS in ways this project's definition meets. Each correction replaces one
-function of moto's parser while the stack is open (:func:`corrected`); each is needed only
-as long as moto diverges (``tests/e2e/test_moto_fixes.py`` shows each divergence).
+departs from AWS in ways this project's definition meets.
 
-1. Definite paths below an index (:func:`aws_extract_json`). AWS: a JSONPath that selects
-   one node (``$[0].name``, which the ``RunJob`` ResultSelector reads from a Parallel's
-   output) yields that node's value. moto yields a one-element list, so ``$.job.name``
-   would become ``["..."]``.
-2. ``"<key>.$"`` bindings whose key moto lexes as a keyword (:func:`bind_keyword_paths`).
-   AWS: in Parameters, ``"RoleArn.$": "$.job.request.RoleArn"`` binds the value at that
-   path. moto's lexer reads ``RoleArn`` as the keyword of Task ``Credentials`` and binds
-   the path text itself, so CreateProcessingJob would get a RoleArn of ``$.job...``.
-3. A Parallel whose branch fails with a ``States.*`` error (:func:`parallel_error_name`).
-   AWS: the Parallel fails with that error (a Failed job's ``States.TaskFailed`` reaches
-   the Parallel's Catch). moto builds a custom error name from it and crashes.
+Each correction is a context manager that replaces one internal of moto's parser while it is
+open; :func:`corrected` applies them all, as the offline stack does. Each is needed only as
+long as moto diverges: ``tests/e2e/test_moto_fixes.py`` runs each on a state machine of its
+own, with and without it, and fails once moto behaves as AWS without it.
 
-These are internals of moto 5.2.5, pinned in requirements-dev.txt; importing this module
-with another version fails at once rather than testing something else.
+They are internals of moto 5.2.5, pinned in requirements-dev.txt; importing this module with
+another version fails at once rather than testing something else.
 """
 
 import re
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 from unittest import mock
 
@@ -30,6 +21,7 @@ from jsonpath_ng.ext import parse as parse_json_path
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
     CustomErrorName,
 )
+from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
     StatesErrorName,
 )
@@ -42,6 +34,7 @@ from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payload
 from moto.stepfunctions.parser.asl.component.common.string import string_expression
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+from moto.stepfunctions.parser.asl.utils.json_path import extract_json
 
 MOTO_VERSION = "5.2.5"
 if moto.__version__ != MOTO_VERSION:
@@ -54,47 +47,83 @@ if moto.__version__ != MOTO_VERSION:
 _INDEFINITE_PATH = re.compile(r"\*|\.\.|\?\(|\[[^\]]*[:,][^\]]*\]")
 
 
-def aws_extract_json(path: str, data: Any) -> Any:
-    """moto's ``extract_json``, except that a definite path yields its one node's value."""
-    if not _INDEFINITE_PATH.search(path):
-        matches = parse_json_path(path).find(data)
-        if len(matches) == 1:
-            return matches[0].value
-    return _moto_extract_json(path, data)
+def definite_paths() -> AbstractContextManager[Any]:
+    """A path that selects one node yields that node's value, below an index too.
+
+    AWS: a definite JSONPath (no wildcard, deep scan, filter, slice or union) yields the value
+    of the one node it selects. The ``RunJob`` Parallel's ResultSelector reads the job's
+    ``name`` and ``status`` that way from the list of its branches' outputs: ``$[0].name``.
+    moto yields a one-element list whenever the node lies below an index, so ``$.job.name``
+    would be ``["<job name>"]``. Here a definite path with one match yields the match's value;
+    every other path is moto's own ``extract_json``.
+    """
+
+    def aws_extract_json(path: str, data: Any) -> Any:
+        if not _INDEFINITE_PATH.search(path):
+            matches = parse_json_path(path).find(data)
+            if len(matches) == 1:
+                return matches[0].value
+        return extract_json(path, data)
+
+    return mock.patch.object(string_expression, "extract_json", aws_extract_json)
 
 
-_moto_extract_json = string_expression.extract_json
-_moto_payload_binding_value = Preprocessor.visitPayload_binding_value
+def keyword_path_bindings() -> AbstractContextManager[Any]:
+    """A ``"<field>.$"`` binding binds the value at its path, whatever the field is named.
+
+    AWS: in Parameters, ``"RoleArn.$": "$.job.request.RoleArn"`` binds ``RoleArn`` to the
+    value at that path; the job tasks bind every Create*Job field that way, and
+    CreateProcessingJob has a ``RoleArn``. moto's lexer takes ``"RoleArn.$"`` for a keyword of
+    its grammar (the one of a Task's ``Credentials``) and parses the pair as a literal: the
+    request gets a field ``RoleArn.$`` holding the path's text. Here a literal binding whose
+    field ends in ``.$`` becomes the path binding it is on AWS (the definition binds only
+    paths of the state's input under such fields).
+    """
+    moto_binding = Preprocessor.visitPayload_binding_value
+
+    def binding(self: Preprocessor, ctx: Any) -> Any:
+        parsed = moto_binding(self, ctx)
+        value = parsed.payload_value
+        if parsed.field.endswith(".$") and isinstance(value, PayloadValueStr):
+            return PayloadBindingStringExpressionSimple(
+                field=parsed.field[:-2],
+                string_expression_simple=string_expression.StringJsonPath(value.val),
+            )
+        return parsed
+
+    return mock.patch.object(Preprocessor, "visitPayload_binding_value", binding)
 
 
-def parallel_error_name(error_name: str) -> Any:
-    """The error a Parallel fails with: its branch's, ``States.*`` names included."""
-    if error_name.startswith("States."):
-        return StatesErrorName.from_name(error_name)
-    return CustomErrorName(error_name=error_name)
+def parallel_states_errors() -> AbstractContextManager[Any]:
+    """A Parallel whose branch fails with a ``States.*`` error fails with that error.
+
+    AWS: a Parallel fails with its failed branch's error, ``States.*`` names included, and
+    its Retry and Catch match that name. A job that ends Failed fails the ``RunJob`` branch
+    with ``States.TaskFailed``, which the Parallel's Catch sends to Verify. moto re-raises
+    the branch's error as a custom error name, which must not begin with ``States.``: the
+    Parallel crashes and the execution fails with ``States.Runtime``. Here a ``States.*`` name
+    stays a States error name, and any other stays a custom one.
+    """
+
+    def error_name(error_name: str) -> ErrorName:
+        if error_name.startswith("States."):
+            return StatesErrorName.from_name(error_name)
+        return CustomErrorName(error_name=error_name)
+
+    return mock.patch.object(branches_decl, "CustomErrorName", error_name)
 
 
-def bind_keyword_paths(self: Preprocessor, ctx: Any) -> Any:
-    """A ``"<key>.$": "$..."`` binding whose key moto lexes as a keyword is a path too."""
-    binding = _moto_payload_binding_value(self, ctx)
-    value = binding.payload_value
-    if binding.field.endswith(".$") and isinstance(value, PayloadValueStr):
-        return PayloadBindingStringExpressionSimple(
-            field=binding.field[:-2],
-            string_expression_simple=string_expression.StringJsonPath(value.val),
-        )
-    return binding
+CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
+    definite_paths,
+    keyword_path_bindings,
+    parallel_states_errors,
+)
 
 
 @contextmanager
 def corrected() -> Iterator[None]:
-    """moto's interpreter with the three corrections, while the context is open."""
+    """moto's interpreter with every correction, while the context is open."""
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(string_expression, "extract_json", aws_extract_json))
-        stack.enter_context(
-            mock.patch.object(Preprocessor, "visitPayload_binding_value", bind_keyword_paths)
-        )
-        stack.enter_context(
-            mock.patch.object(branches_decl, "CustomErrorName", parallel_error_name)
-        )
+        for correction in CORRECTIONS:
+            stack.enter_context(correction())
         yield
