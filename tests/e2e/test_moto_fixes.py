@@ -1,90 +1,125 @@
 """Each correction of tests/support/offline/moto_fixes.py on a state machine of its own: with
-it, moto behaves as AWS does; without it, moto still diverges (when this fails, moto was
+it alone, moto behaves as AWS does; without it, moto still diverges (when that fails, moto was
 fixed and the correction can go)."""
 
 import json
-import time
-from contextlib import nullcontext
-from unittest import mock
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
 
 import boto3
 import moto
 import pytest
-from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
-    CustomErrorName,
+
+from tests.support.offline import MOTO_CONFIG, REGION
+from tests.support.offline.moto_fixes import (
+    CORRECTIONS,
+    definite_paths,
+    keyword_path_bindings,
+    parallel_states_errors,
 )
-from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
+from tests.support.offline.stack import ended
+from tests.support.offline.template import ACCOUNT
 
-from tests.support.offline import MOTO_CONFIG, REGION, FailInputs
-from tests.support.offline.moto_fixes import corrected
+QUEUE = "callbacks"
 
 
-def run(definition: dict, state: dict, fixed: bool) -> dict:
-    """Run ``definition`` on moto with ``state`` as input; its status and output."""
-    with moto.mock_aws(config=MOTO_CONFIG), corrected() if fixed else nullcontext():
+@dataclass(frozen=True)
+class Case:
+    correction: Callable[[], AbstractContextManager[Any]]
+    definition: dict[str, Any]
+    state: dict[str, Any]
+    aws: dict[str, Any]  # the execution's status and output on AWS
+
+
+def parallel(
+    branch: dict[str, Any], then: dict[str, Any] | None = None, **fields: Any
+) -> dict[str, Any]:
+    """A state machine that starts with a Parallel state of ``fields`` whose one branch is the
+    state ``branch``, followed by the states ``then``."""
+    branches = [{"StartAt": "B", "States": {"B": branch}}]
+    return {
+        "StartAt": "P",
+        "States": {"P": {"Type": "Parallel", "Branches": branches, **fields}, **(then or {})},
+    }
+
+
+CASES = {
+    # The RunJob ResultSelector: $[0].name of the branches' outputs.
+    "definite-path-below-an-index": Case(
+        definite_paths,
+        parallel(
+            {"Type": "Pass", "Result": {"name": "j"}, "End": True},
+            ResultSelector={"name.$": "$[0].name"},
+            End=True,
+        ),
+        {},
+        {"status": "SUCCEEDED", "output": {"name": "j"}},
+    ),
+    # The CreateProcessingJob task's "RoleArn.$".
+    "keyword-named-binding": Case(
+        keyword_path_bindings,
+        {
+            "StartAt": "P",
+            "States": {"P": {"Type": "Pass", "Parameters": {"RoleArn.$": "$.role"}, "End": True}},
+        },
+        {"role": "arn:r"},
+        {"status": "SUCCEEDED", "output": {"RoleArn": "arn:r"}},
+    ),
+    # A Failed job's States.TaskFailed reaching the RunJob Catch; here a callback task that
+    # nobody answers fails its branch with States.Timeout.
+    "parallel-branch-failing-with-a-states-error": Case(
+        parallel_states_errors,
+        parallel(
+            {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {
+                    "QueueUrl": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{QUEUE}",
+                    "MessageBody": {"token.$": "$$.Task.Token"},
+                },
+                "TimeoutSeconds": 1,
+                "End": True,
+            },
+            Catch=[{"ErrorEquals": ["States.Timeout"], "Next": "Caught"}],
+            End=True,
+            then={"Caught": {"Type": "Pass", "Parameters": {"error.$": "$.Error"}, "End": True}},
+        ),
+        {},
+        {"status": "SUCCEEDED", "output": {"error": "States.Timeout"}},
+    ),
+}
+
+
+def run(case: Case, corrected: bool) -> dict[str, Any]:
+    """The status and output of ``case``'s definition run on moto, with or without its
+    correction."""
+    with moto.mock_aws(config=MOTO_CONFIG), case.correction() if corrected else nullcontext():
+        boto3.client("sqs", region_name=REGION).create_queue(QueueName=QUEUE)
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        arn = sfn.create_state_machine(
+        machine = sfn.create_state_machine(
             name="fix",
-            definition=json.dumps(definition),
-            roleArn="arn:aws:iam::123456789012:role/fix",
+            definition=json.dumps(case.definition),
+            roleArn=f"arn:aws:iam::{ACCOUNT}:role/fix",
         )["stateMachineArn"]
-        execution = sfn.start_execution(stateMachineArn=arn, input=json.dumps(state))
-        deadline = time.monotonic() + 20
-        while (described := sfn.describe_execution(executionArn=execution["executionArn"]))[
-            "status"
-        ] == "RUNNING":
-            assert time.monotonic() < deadline, "the execution did not end"
-            time.sleep(0.05)
+        arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps(case.state))
+        described = ended(sfn, arn["executionArn"], timeout=20)
         output = described.get("output")
         return {"status": described["status"], "output": json.loads(output) if output else None}
 
 
-PARALLEL_RESULT = {
-    "StartAt": "P",
-    "States": {
-        "P": {
-            "Type": "Parallel",
-            "Branches": [
-                {
-                    "StartAt": "B",
-                    "States": {"B": {"Type": "Pass", "Result": {"name": "j"}, "End": True}},
-                }
-            ],
-            "ResultSelector": {"name.$": "$[0].name"},
-            "End": True,
-        }
-    },
-}
-KEYWORD_BINDING = {
-    "StartAt": "P",
-    "States": {"P": {"Type": "Pass", "Parameters": {"RoleArn.$": "$.role"}, "End": True}},
-}
-CASES = {
-    "definite-path-below-an-index": (PARALLEL_RESULT, {}, {"name": "j"}),
-    "keyword-named-binding": (KEYWORD_BINDING, {"role": "arn:r"}, {"RoleArn": "arn:r"}),
-}
+def test_every_correction_has_a_case():
+    assert {case.correction for case in CASES.values()} == set(CORRECTIONS)
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_with_the_correction_moto_behaves_as_aws(case):
-    definition, state, expected = CASES[case]
-    assert run(definition, state, fixed=True) == {"status": "SUCCEEDED", "output": expected}
+@pytest.mark.parametrize("name", CASES)
+def test_with_the_correction_moto_behaves_as_aws(name):
+    case = CASES[name]
+    assert run(case, corrected=True) == case.aws
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_without_it_moto_still_diverges(case):
-    definition, state, expected = CASES[case]
-    assert run(definition, state, fixed=False) != {"status": "SUCCEEDED", "output": expected}
-
-
-def test_a_parallel_failing_with_a_states_error_needs_its_correction(stack):
-    """A Failed job fails the RunJob branch with States.TaskFailed. With moto's own Parallel
-    the execution crashes (States.Runtime: a custom error name may not start with States.);
-    with the correction the Catch takes it and Verify resubmits the lost shard, as
-    test_failures shows."""
-    stack.put("input/p/a.csv", b"1,2\n")
-    stack.jobs.faults.append(FailInputs(1))
-    with mock.patch.object(branches_decl, "CustomErrorName", CustomErrorName):
-        execution = stack.run({"input": f"s3://{stack.bucket}/input/p/"}, "p")
-    assert execution.status == "FAILED" and execution.error == "States.Runtime"
-    assert "MUST NOT begin with the prefix 'States.'" in execution.cause
+@pytest.mark.parametrize("name", CASES)
+def test_without_it_moto_still_diverges(name):
+    case = CASES[name]
+    assert run(case, corrected=False) != case.aws

@@ -257,14 +257,8 @@ class OfflineStack:
         )["executionArn"]
 
     def wait(self, arn: str, timeout: float = 180.0) -> Execution:
-        deadline = time.monotonic() + timeout
-        while True:
-            described = self.sfn.describe_execution(executionArn=arn)
-            if described["status"] != "RUNNING":
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError(f"execution {arn} still running after {timeout} s")
-            time.sleep(0.1)
+        """The execution ``arn`` once it has ended, as EventBridge then announces it."""
+        described = ended(self.sfn, arn, timeout)
         history = self.sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
         failed = next(
             (
@@ -317,6 +311,16 @@ class OfflineStack:
     def run(self, request: Any, name: str) -> Execution:
         """Start an execution and wait for its end."""
         return self.wait(self.start(request, name))
+
+
+def ended(sfn: Any, arn: str, timeout: float) -> dict[str, Any]:
+    """DescribeExecution of ``arn`` once the execution is no longer running."""
+    deadline = time.monotonic() + timeout
+    while (described := sfn.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        if time.monotonic() > deadline:
+            raise AssertionError(f"execution {arn} still running after {timeout} s")
+        time.sleep(0.1)
+    return described
 
 
 def _service(kind: str) -> str:
