@@ -1,10 +1,17 @@
 """Run the synthesized state machine offline, end to end.
 
-``offline_stack(template, model_archive)`` (inside ``mock_aws``) yields an
+``offline_stack(template, model_archive)`` opens ``mock_aws`` and yields an
 :class:`OfflineStack`: the template's bucket, status table, topic and event bus created in
 moto from the template's own properties, its state machine definition taken from the
 template (no hand-written copy) and run by moto's Amazon States Language interpreter.
-``stack.run(request, name)`` starts an execution and waits for its end.
+``stack.run(request, name)`` starts an execution and returns its :class:`Execution` once it
+has ended (status, output, error, cause, history)::
+
+    archive = model_archive(inference_py, tmp_path)  # a model.tar.gz with code/inference.py
+    with offline_stack(template, archive) as stack:
+        stack.put("input/a.csv", b"1,2")
+        stack.jobs.faults.append(FailInputs(1))  # the first job loses its instance
+        execution = stack.run({"input": f"s3://{stack.bucket}/input/"}, "run-1")
 
 moto's interpreter cannot run Lambda code without Docker and has no SageMaker integration,
 so while the stack is open:
@@ -21,7 +28,8 @@ so while the stack is open:
 - an ended execution's "Step Functions Execution Status Change" event is delivered to the
   targets of the template's rules that match it, as EventBridge would (:mod:`.stack`).
 
-Relies on moto 5.2.5, pinned in requirements-dev.txt.
+Relies on internals of moto 5.2.5, pinned in requirements-dev.txt: importing the package
+with another version raises ImportError.
 """
 
 from tests.support.offline.lambdas import LambdaFault

@@ -79,6 +79,7 @@ class Lambdas:
         return response["Payload"]
 
     def events_of(self, module_name: str) -> list[Any]:
+        """The events the handler module ``module_name`` was invoked with, in order."""
         return [event for name, event in self.invocations if name == module_name]
 
 

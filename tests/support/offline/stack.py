@@ -33,6 +33,9 @@ MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 
 @dataclass
 class Execution:
+    """An ended execution: DescribeExecution's status and output, the error and cause it
+    failed with, and its history events."""
+
     arn: str
     status: str
     output: Any
@@ -41,6 +44,7 @@ class Execution:
     history: list[dict[str, Any]]
 
     def states_entered(self) -> list[str]:
+        """The names of the states the execution entered, in order."""
         return [
             e["stateEnteredEventDetails"]["name"]
             for e in self.history
@@ -80,6 +84,7 @@ class OfflineStack:
         self.queues: dict[str, str] = {}
 
     def of_type(self, kind: str) -> dict[str, dict[str, Any]]:
+        """The template's resources of type ``kind``, by logical id."""
         return {k: v for k, v in self.resources.items() if v["Type"] == kind}
 
     def _only(self, kind: str) -> tuple[str, dict[str, Any]]:
@@ -208,14 +213,17 @@ class OfflineStack:
     # --- using it ---
 
     def put(self, key: str, data: bytes) -> str:
+        """Write ``data`` at ``key`` of the stack's bucket; its S3 URI."""
         self.s3.put_object(Bucket=self.bucket, Key=key, Body=data)
         return f"s3://{self.bucket}/{key}"
 
     def get(self, uri: str) -> bytes:
+        """The object at ``uri``."""
         location = parse_s3_uri(uri)
         return self.s3.get_object(Bucket=location.bucket, Key=location.key)["Body"].read()
 
     def keys(self, prefix: str) -> list[str]:
+        """The keys of the stack's bucket under ``prefix``, sorted."""
         paginator = self.s3.get_paginator("list_objects_v2")
         return sorted(
             item["Key"]
@@ -252,6 +260,7 @@ class OfflineStack:
             )
 
     def start(self, request: Any, name: str) -> str:
+        """Start an execution named ``name`` with ``request`` as input; its ARN."""
         return self.sfn.start_execution(
             stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(request)
         )["executionArn"]
