@@ -6,6 +6,13 @@ or one number, per line), ``application/json`` (``{"instances": [...]}`` or a ba
 record holding a single number becomes a row of one feature); ``.npy`` arrays of any numeric
 dtype with two or more dimensions pass unchanged.
 
+A malformed body raises :class:`RequestError` 400 naming the record at fault
+(``<type> record N ...``, ``<type> record N, field P ...``) or, where no one record is, the
+body (``<type> body ...``): values that are not numbers, records of different lengths, an
+empty line (a record, as SplitType Line frames it, that holds no value; JSON Lines too), a
+``\\r`` that does not end a line, text that is not UTF-8, a gzip-compressed text body, JSON
+nested too deeply.
+
 Outputs: ``text/csv`` and ``application/jsonlines`` write exactly one line per record, each
 line ending with ``\\n`` (so the body ends with a newline, as NumPy's ``savetxt`` does in
 SageMaker's framework containers; AssembleWith Line then adds nothing, spec R13).
@@ -19,8 +26,9 @@ request is malformed.
 import csv
 import io
 import json
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
@@ -38,8 +46,16 @@ _ALIASES = {
 # Text types whose body a user's ``input_fn`` receives as ``str``, as SageMaker's
 # scikit-learn and XGBoost containers pass it; every other type arrives as ``bytes``.
 TEXT_TYPES = frozenset({CSV, JSON, JSONLINES})
-# Field values Arrow reads as missing (NaN), besides the empty field.
+_GZIP_MAGIC = b"\x1f\x8b"
+# A carriage return that neither ends a ``\r\n`` nor the body.
+_STRAY_CR = re.compile(rb"\r(?!\n|\Z)")
+# Field values Arrow reads as missing (NaN), besides the empty field; matched exactly.
 _ARROW_NULLS = frozenset(pacsv.ConvertOptions().null_values)
+# A field Arrow reads as a float64: ASCII, surrounded by spaces or tabs at most.
+_ARROW_FLOAT = re.compile(
+    r"[ \t]*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)[ \t]*",
+    re.IGNORECASE | re.ASCII,
+)
 _NOT_NUMBERS_HINT = "records must hold numbers only; for other data define input_fn in inference.py"
 
 
@@ -57,10 +73,10 @@ def decode_csv(body: bytes) -> np.ndarray:
     """Parse numeric CSV records (no header) into an ``(records, fields)`` float64 array."""
     if not body.strip():
         raise RequestError(400, "text/csv body is empty: it holds no record")
-    first_line = body.split(b"\n", 1)[0]
-    n_fields = len(next(csv.reader([first_line.decode("utf-8", "replace")]), [""]))
-    if _has_empty_line(body):
-        raise _csv_record_error(body, n_fields, "an empty line")
+    end = body.find(b"\n")
+    n_fields = len(_csv_fields(1, body if end < 0 else body[:end]))
+    if b"\r" in body and _STRAY_CR.search(body):  # Arrow would end a row within a record
+        _refuse_csv(body, n_fields, "a carriage return within a record")
     names = [f"f{i}" for i in range(n_fields)]
     try:
         table = pacsv.read_csv(
@@ -69,65 +85,78 @@ def decode_csv(body: bytes) -> np.ndarray:
             convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.float64())),
         )
     except pa.ArrowInvalid as exc:
-        raise _csv_record_error(body, n_fields, str(exc)) from None
+        _refuse_csv(body, n_fields, str(exc))
+    records = body.count(b"\n") + (not body.endswith(b"\n"))
+    if table.num_rows != records:  # Arrow skips empty lines; each is a record (SplitType Line)
+        _refuse_csv(body, n_fields, f"{table.num_rows} rows read from {records} lines")
     matrix = np.empty((table.num_rows, n_fields), dtype=np.float64)
     for j, column in enumerate(table.columns):
         matrix[:, j] = column.to_numpy()
     return matrix
 
 
-def _has_empty_line(body: bytes) -> bool:
-    return body.startswith((b"\n", b"\r\n")) or b"\n\n" in body or b"\n\r\n" in body
+def _csv_fields(number: int, raw: bytes) -> list[str]:
+    """The fields of CSV record ``number`` (one line without its ``\\n``), or a 400 naming it."""
+    try:
+        line = raw.removesuffix(b"\r").decode("utf-8")
+    except UnicodeDecodeError:
+        raise RequestError(400, f"text/csv record {number} is not UTF-8 text") from None
+    if not line:
+        raise RequestError(400, f"text/csv record {number} is empty")
+    if "\r" in line:
+        raise RequestError(
+            400, f"text/csv record {number} holds a carriage return (\\r) that does not end it"
+        )
+    try:
+        return next(csv.reader([line]))
+    except csv.Error as exc:
+        raise RequestError(400, f"text/csv record {number} is not one CSV line: {exc}") from None
 
 
-def _csv_record_error(body: bytes, n_fields: int, parser_message: str) -> RequestError:
-    """Find the first malformed record of a CSV body (error path only) and describe it."""
+def _refuse_csv(body: bytes, n_fields: int, parser_message: str) -> NoReturn:
+    """Raise a 400 naming the first malformed record of a CSV body (error path only)."""
     lines = body.split(b"\n")
     if body.endswith(b"\n"):
         lines.pop()
     for number, raw in enumerate(lines, start=1):
-        try:
-            line = raw.rstrip(b"\r").decode("utf-8")
-        except UnicodeDecodeError:
-            return RequestError(400, f"text/csv record {number} is not UTF-8 text")
-        if not line:
-            return RequestError(400, f"text/csv record {number} is empty")
-        fields = next(csv.reader([line]))
+        fields = _csv_fields(number, raw)
         if len(fields) != n_fields:
-            return RequestError(
+            line = raw.removesuffix(b"\r").decode()
+            raise RequestError(
                 400,
                 f"text/csv record {number} has {len(fields)} fields, "
-                f"record 1 has {n_fields}: {line[:200]!r}",
+                f"record 1 has {n_fields}: {_shorten(line)}",
             )
         for position, field in enumerate(fields, start=1):
             if not _is_number(field):
-                return RequestError(
+                raise RequestError(
                     400,
-                    f"text/csv record {number}, field {position}: {field[:100]!r} is not a "
+                    f"text/csv record {number}, field {position}: {_shorten(field)} is not a "
                     f"number ({_NOT_NUMBERS_HINT}; no header row)",
                 )
-    return RequestError(400, f"text/csv body cannot be parsed as numbers: {parser_message}")
+    raise RequestError(400, f"text/csv body cannot be parsed as numbers: {parser_message}")
 
 
 def _is_number(field: str) -> bool:
-    text = field.strip()
-    if text in _ARROW_NULLS:
-        return True
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return "_" not in text
+    """Whether Arrow's CSV reader reads ``field`` as a float64 (a number or missing)."""
+    return field in _ARROW_NULLS or _ARROW_FLOAT.fullmatch(field) is not None
+
+
+def _shorten(text: str, limit: int = 100) -> str:
+    """``repr`` of ``text``, cut to about ``limit`` characters for an error message."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}..."
 
 
 def decode_jsonlines(body: bytes) -> np.ndarray:
     """Parse JSON Lines records (each a list of numbers, or a number) into a 2-D array."""
+    if not body:
+        raise RequestError(400, "application/jsonlines body is empty: it holds no record")
     lines = body.split(b"\n")
     if body.endswith(b"\n"):
         lines.pop()
     try:
         records = json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         raise _jsonlines_record_error(lines) from None
     if len(records) != len(lines):  # a line holding several comma-separated values
         raise _jsonlines_record_error(lines)
@@ -135,15 +164,17 @@ def decode_jsonlines(body: bytes) -> np.ndarray:
 
 
 def _jsonlines_record_error(lines: list[bytes]) -> RequestError:
-    if not lines:
-        return RequestError(400, "application/jsonlines body is empty: it holds no record")
     records = []
-    for number, line in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return RequestError(400, f"application/jsonlines record {number} is not UTF-8 text")
         if not line.strip():
             return RequestError(400, f"application/jsonlines record {number} is empty")
         try:
             records.append(json.loads(line))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return RequestError(
                 400, f"application/jsonlines record {number} is not one JSON value: {exc}"
             )
@@ -156,12 +187,12 @@ def decode_json(body: bytes) -> np.ndarray:
     """Parse ``{"instances": [...]}`` or a bare JSON list of records into a 2-D array."""
     try:
         document = json.loads(body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise RequestError(400, f"application/json body is not valid JSON: {exc}") from None
     if isinstance(document, dict):
         if "instances" not in document:
             raise RequestError(
-                400, 'application/json object body needs an "instances" list of records'
+                400, 'application/json body: an object needs an "instances" list of records'
             )
         document = document["instances"]
     if not isinstance(document, list):
@@ -178,35 +209,62 @@ def _records_to_matrix(records: list[Any], kind: str) -> np.ndarray:
         raise RequestError(400, f"{kind} body holds no record")
     try:
         matrix = np.asarray(records, dtype=np.float64)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         matrix = None
     if matrix is None or matrix.ndim > 2:
         raise _records_error(records, kind) or RequestError(
-            400, f"{kind} records must be numbers or flat lists of numbers"
+            400, f"{kind} body: records must be numbers or flat lists of numbers"
         )
     return matrix.reshape(len(records), -1)
 
 
 def _records_error(records: list[Any], kind: str) -> RequestError | None:
-    """Describe the first record that is neither a number nor a flat list of numbers."""
-    width = None
+    """Describe the first record that is neither a number nor a flat list of numbers
+    within float64's range, or that is not shaped like record 1."""
     for number, record in enumerate(records, start=1):
         values = record if isinstance(record, list) else [record]
-        width = len(values) if width is None else width
-        if len(values) != width:
-            return RequestError(
-                400, f"{kind} record {number} has {len(values)} values, record 1 has {width}"
-            )
         for position, value in enumerate(values, start=1):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float)
-            ):
+            fault = _value_fault(value)
+            if fault:
                 return RequestError(
-                    400,
-                    f"{kind} record {number}, value {position}: {json.dumps(value)[:100]} is "
-                    f"not a number ({_NOT_NUMBERS_HINT})",
+                    400, f"{kind} record {number}, value {position}: {_json_excerpt(value)} {fault}"
                 )
+        if _record_shape(record) != _record_shape(records[0]):
+            return RequestError(
+                400,
+                f"{kind} record {number} {_record_shape(record)}, "
+                f"record 1 {_record_shape(records[0])}",
+            )
     return None
+
+
+def _value_fault(value: Any) -> str | None:
+    """Why NumPy cannot read a JSON value as a float64, or None when it can."""
+    if value is None or isinstance(value, float):
+        return None
+    if isinstance(value, int):  # true and false too: NumPy reads them as 1 and 0
+        try:
+            float(value)
+        except OverflowError:
+            return "is beyond the float64 range"
+        return None
+    return f"is not a number ({_NOT_NUMBERS_HINT})"
+
+
+def _record_shape(record: Any) -> str:
+    if not isinstance(record, list):
+        return "is a single number"
+    return f"has {len(record)} value{'' if len(record) == 1 else 's'}"
+
+
+def _json_excerpt(value: Any) -> str:
+    """A JSON value for an error message: arrays and objects elided (they may nest deeply)."""
+    if isinstance(value, list):
+        return "[...]"
+    if isinstance(value, dict):
+        return "{...}"
+    text = json.dumps(value)
+    return text if len(text) <= 100 else f"{text[:100]}..."
 
 
 def decode_npy(body: bytes) -> np.ndarray:
@@ -234,6 +292,12 @@ def decode(body: bytes, content_type: str) -> np.ndarray:
     if decoder is None:
         raise RequestError(
             415, f"content type {content_type!r} is not supported; use one of {_listing()}"
+        )
+    if content_type in TEXT_TYPES and body.startswith(_GZIP_MAGIC):
+        raise RequestError(
+            400,
+            f"{content_type} body is gzip-compressed: send it uncompressed (a job with "
+            "CompressionType Gzip decompresses its input before sending it)",
         )
     return decoder(body)
 

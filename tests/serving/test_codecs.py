@@ -87,3 +87,24 @@ def test_unsupported_accept_is_406():
     with pytest.raises(RequestError) as refused:
         codecs.negotiate("application/x-yaml", "text/csv", frozenset(codecs.ENCODERS))
     assert refused.value.status == 406
+
+
+# Characters of numbers, of Arrow's null spellings, and of near misses; no CSV syntax.
+FIELD_CHARS = st.sampled_from(list("0123456789.eE+- \tinfatyNAIFul/#_x\u0661\x0b"))
+
+
+@settings(max_examples=300)
+@given(st.text(FIELD_CHARS, max_size=8))
+def test_the_slow_path_reads_a_field_as_arrow_does(field):
+    """The loop that names a malformed field agrees with Arrow's fast path on what a number
+    is, so it always names a field rather than the whole body."""
+    try:
+        codecs.decode_csv(f"1,{field}\n".encode())
+    except RequestError:
+        arrow_reads_it = False
+    else:
+        arrow_reads_it = True
+    with pytest.raises(RequestError) as refused:
+        codecs.decode_csv(f"1,{field},x\n".encode())
+    named = "field 3" if arrow_reads_it else "field 2"
+    assert refused.value.message.startswith(f"text/csv record 1, {named}:")

@@ -1,6 +1,7 @@
 """Errors a user can act on, from the real server: 400 naming the record, 406, 413, 415, 404/405,
 a model that cannot load (never healthy, the log says why), and a server that outlives them."""
 
+import gzip
 import http.client
 import io
 import json
@@ -32,6 +33,17 @@ ROW = b"59,2,32.1,101,157,93.2,38,4,4.8598,87\n"
         (b"[[1,2]", "application/json", ["not valid JSON"]),
         (b"\x93NUMPY garbage", "application/x-npy", ["not a .npy array"]),
         (b"1,2,3\n", "text/csv", ["records have 3 values each but the model expects 10"]),
+        # Faults that once escaped the decoders as 500s (C3: a bad request is the client's).
+        (ROW + b"1,2,3\r4,5,6,7,8,9,10\n", "text/csv", ["record 2 holds a carriage return"]),
+        (gzip.compress(ROW), "text/csv", ["text/csv body is gzip-compressed"]),
+        (gzip.compress(b"[[1,2]]"), "application/json", ["application/json body is gzip"]),
+        (b"[1,2]\n[1,1" + b"0" * 400 + b"]\n", "application/jsonlines", ["record 2, value 2"]),
+        (b"[1, 2" + b"0" * 400 + b"]", "application/json", ["beyond the float64 range"]),
+        (b"[" * 5000 + b"]" * 5000, "application/json", ["body is not valid JSON", "recursion"]),
+        (b"1\n" + b"[" * 5000 + b"]" * 5000, "application/jsonlines", ["record 2 is not one"]),
+        (b"[1,2]\n\xff\xfe\n", "application/jsonlines", ["record 2 is not UTF-8 text"]),
+        (b"[1,2]\n\n[3,4]\n", "application/jsonlines", ["record 2 is empty"]),
+        (b"1\n[2]\n", "application/jsonlines", ["record 2 has 1 value, record 1 is a single"]),
     ],
 )
 def test_malformed_records_get_400_naming_the_record(example_server, body, content_type, fragments):
