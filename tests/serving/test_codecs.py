@@ -108,3 +108,39 @@ def test_the_slow_path_reads_a_field_as_arrow_does(field):
         codecs.decode_csv(f"1,{field},x\n".encode())
     named = "field 3" if arrow_reads_it else "field 2"
     assert refused.value.message.startswith(f"text/csv record 1, {named}:")
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    stream = io.BytesIO()
+    np.save(stream, array, allow_pickle=False)
+    return stream.getvalue()
+
+
+def test_npy_bodies_are_read_as_np_load_reads_them():
+    matrix = np.arange(12, dtype=">i4").reshape(3, 4)
+    for array in (matrix, np.asfortranarray(matrix), matrix.astype(np.float32), matrix > 5):
+        decoded = codecs.decode_npy(npy_bytes(array))
+        np.testing.assert_array_equal(decoded, array)
+        assert decoded.flags.writeable
+    np.testing.assert_array_equal(codecs.decode_npy(npy_bytes(np.arange(3.0))), [[0], [1], [2]])
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (npy_bytes(np.arange(4.0)) + b"\0" * 8, "holds 40 bytes of data, its header's shape (4,)"),
+        (npy_bytes(np.arange(4.0))[:-1], "holds 31 bytes of data"),
+        (npy_bytes(np.array(["a", "b"])), "holds <U1 values, not numbers"),
+        (npy_bytes(np.array([1 + 2j])), "holds complex128 values, not numbers"),
+        (npy_bytes(np.zeros((0, 3))), "holds no record"),
+        (npy_bytes(np.float64(1.0)), "holds no record"),
+        (b"\x93NUMPY\x03\x00" + bytes(20), "version 3.0 is not supported"),
+        (b"PK\x03\x04" + bytes(20), "not a .npy array"),
+    ],
+)
+def test_malformed_npy_bodies_are_refused_naming_the_body(body, message):
+    with pytest.raises(RequestError) as refused:
+        codecs.decode_npy(body)
+    assert refused.value.status == 400
+    assert refused.value.message.startswith("application/x-npy body")
+    assert message in refused.value.message

@@ -15,6 +15,18 @@ from batchinfer.serving.server_errors import ServerStartError
 ROW = b"59,2,32.1,101,157,93.2,38,4,4.8598,87\n"
 
 
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    stream = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        stream, {"descr": "<f8", "fortran_order": False, "shape": shape}
+    )
+    return stream.getvalue()
+
+
+# Claims 10**11 x 10 float64s (8 TB) and holds one: refused before anything is allocated.
+NPY_HEADER_OF_A_TERABYTE = _npy_header((10**11, 10)) + bytes(8)
+
+
 @pytest.mark.parametrize(
     ("body", "content_type", "fragments"),
     [
@@ -44,6 +56,8 @@ ROW = b"59,2,32.1,101,157,93.2,38,4,4.8598,87\n"
         (b"[1,2]\n\xff\xfe\n", "application/jsonlines", ["record 2 is not UTF-8 text"]),
         (b"[1,2]\n\n[3,4]\n", "application/jsonlines", ["record 2 is empty"]),
         (b"1\n[2]\n", "application/jsonlines", ["record 2 has 1 value, record 1 is a single"]),
+        (b"PK\x03\x04" + bytes(40), "application/x-npy", ["not a .npy array"]),
+        (NPY_HEADER_OF_A_TERABYTE, "application/x-npy", ["holds 8 bytes of data", "needs 8"]),
     ],
 )
 def test_malformed_records_get_400_naming_the_record(example_server, body, content_type, fragments):
@@ -162,7 +176,7 @@ def test_npy_object_arrays_are_refused_without_unpickling(example_server):
     stream = io.BytesIO()
     np.save(stream, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     reply = example_server.invoke(stream.getvalue(), "application/x-npy")
-    assert reply.status == 400 and "not a .npy array" in reply.text
+    assert reply.status == 400 and "holds object values, not numbers" in reply.text
 
 
 def test_jsonlines_error_response_is_json_free_text(example_server):
