@@ -6,6 +6,14 @@ or one number, per line), ``application/json`` (``{"instances": [...]}`` or a ba
 record holding a single number becomes a row of one feature); ``.npy`` arrays of any numeric
 dtype with two or more dimensions pass unchanged.
 
+Values are read as SageMaker's framework containers read them (``np.genfromtxt``,
+``json.loads``): a missing value (an empty CSV field, ``nan``, ``NA``, ``null`` and Arrow's
+other null spellings; JSON ``null`` and ``NaN``) is NaN, ``inf``/``Infinity`` of either sign
+is infinite, and the model decides whether it takes them (HistGradientBoosting, XGBoost and
+LightGBM read NaN as missing; an estimator that refuses them raises ValueError, which the
+server answers 400). A decimal number beyond float64's range reads as infinite, as Python's
+``float`` reads it; an integer beyond it is refused, as NumPy refuses to convert it.
+
 A malformed body raises :class:`RequestError` 400 naming the record at fault
 (``<type> record N ...``, ``<type> record N, field P ...``) or, where no one record is, the
 body (``<type> body ...``): values that are not numbers, records of different lengths, an

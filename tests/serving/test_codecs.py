@@ -89,6 +89,20 @@ def test_unsupported_accept_is_406():
     assert refused.value.status == 406
 
 
+def test_nan_and_infinity_are_read_as_sagemakers_containers_read_them():
+    """Missing values are NaN and infinities infinite (np.genfromtxt and json.loads read them
+    so); a decimal beyond float64 is infinite, as float() reads it. The model decides."""
+    nan, inf = np.nan, np.inf
+    expected = [[nan, inf, -inf, nan, inf]]
+    np.testing.assert_array_equal(codecs.decode_csv(b"nan,inf,-Infinity,,1e999\n"), expected)
+    np.testing.assert_array_equal(
+        codecs.decode_jsonlines(b"[NaN, Infinity, -Infinity, null, 1e999]\n"), expected
+    )
+    np.testing.assert_array_equal(
+        codecs.decode_json(b'{"instances": [[NaN, Infinity, -Infinity, null, 1e999]]}'), expected
+    )
+
+
 # Characters of numbers, of Arrow's null spellings, and of near misses; no CSV syntax.
 FIELD_CHARS = st.sampled_from(list("0123456789.eE+- \tinfatyNAIFul/#_x\u0661\x0b"))
 

@@ -179,6 +179,21 @@ def test_npy_object_arrays_are_refused_without_unpickling(example_server):
     assert reply.status == 400 and "holds object values, not numbers" in reply.text
 
 
+def test_nan_and_infinity_reach_the_model_which_decides(example_server):
+    """NaN and Infinity are read as SageMaker's containers read them; GradientBoosting refuses
+    them with ValueError, answered 400 (the request's fault), never 500."""
+    rest = ROW.strip().removeprefix(b"59")  # the other nine features
+    for body, content_type in (
+        (b"nan" + rest, "text/csv"),
+        (b"inf" + rest, "text/csv"),
+        (b"[NaN" + rest + b"]\n", "application/jsonlines"),
+        (b"[[-Infinity" + rest + b"]]", "application/json"),
+    ):
+        reply = example_server.invoke(body, content_type)
+        assert reply.status == 400, reply.text
+        assert reply.text.startswith("the model's predict rejected the request: Input X contains")
+
+
 def test_jsonlines_error_response_is_json_free_text(example_server):
     reply = example_server.invoke(b"{}\n", "application/jsonlines")
     assert reply.status == 400 and reply.content_type.startswith("text/plain")
