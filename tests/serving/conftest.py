@@ -1,10 +1,7 @@
 """Fixtures for model server tests: the example model and real gunicorn servers on localhost."""
 
-import http.client
-import io
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import joblib
@@ -13,49 +10,7 @@ import pytest
 
 from batchinfer.examples import train_example_model
 from batchinfer.serving.launcher import ServerProcess, start_server
-
-START_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    content_type: str | None
-    body: bytes
-
-    @property
-    def text(self) -> str:
-        return self.body.decode()
-
-
-class Client:
-    """Plain HTTP calls to one server (a new connection per call, headers as given)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            connection.request(method, path, body, dict(headers or {}))
-            response = connection.getresponse()
-            return Reply(response.status, response.getheader("Content-Type"), response.read())
-        finally:
-            connection.close()
-
-    def invoke(
-        self, body: bytes, content_type: str | None = "text/csv", accept: str | None = None
-    ) -> Reply:
-        headers = {"Content-Type": content_type} if content_type else {}
-        if accept:
-            headers["Accept"] = accept
-        return self.call("POST", "/invocations", body, headers)
+from tests.serving.helpers import START_TIMEOUT, Client, csv_body
 
 
 @pytest.fixture(scope="session")
@@ -77,13 +32,6 @@ def example_rows() -> np.ndarray:
     from sklearn.datasets import load_diabetes
 
     return load_diabetes(return_X_y=True, scaled=False)[0][:12]
-
-
-def csv_body(rows: np.ndarray) -> bytes:
-    """Rows as headerless CSV, one line per row, with a trailing newline."""
-    stream = io.StringIO()
-    np.savetxt(stream, rows, delimiter=",", fmt="%.17g")
-    return stream.getvalue().encode()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from batchinfer.serving import codecs
 from batchinfer.serving.server_errors import RequestError
+from tests.serving.helpers import npy_bytes
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
 MATRICES = hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(1, 5)), elements=FINITE)
@@ -122,12 +123,6 @@ def test_the_slow_path_reads_a_field_as_arrow_does(field):
         codecs.decode_csv(f"1,{field},x\n".encode())
     named = "field 3" if arrow_reads_it else "field 2"
     assert refused.value.message.startswith(f"text/csv record 1, {named}:")
-
-
-def npy_bytes(array: np.ndarray) -> bytes:
-    stream = io.BytesIO()
-    np.save(stream, array, allow_pickle=False)
-    return stream.getvalue()
 
 
 def test_npy_bodies_are_read_as_np_load_reads_them():
