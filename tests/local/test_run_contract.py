@@ -15,6 +15,7 @@ CSV = dict(content_type="text/csv", accept="text/csv", split_type="Line", assemb
 
 # Echoes, for every record, the record and the container environment variables it names;
 # a record "flaky:<path>" fails with 500 until <path> exists (it creates it on the way);
+# "reject:<path>" is answered 400 and "fail:<path>" 500, each request adding a line to <path>;
 # "sleep:<seconds>" answers after that long.
 CONTRACT_MODEL = textwrap.dedent(
     """
@@ -38,6 +39,12 @@ CONTRACT_MODEL = textwrap.dedent(
             if kind == "flaky" and not Path(arg).exists():
                 Path(arg).touch()
                 raise RuntimeError("transient failure")
+            if kind in ("reject", "fail"):
+                with open(arg, "a") as requests:
+                    requests.write("received\\n")
+                if kind == "reject":
+                    raise ValueError("this record is malformed")  # the server answers 400
+                raise RuntimeError("the model broke")  # the server answers 500
             if kind == "sleep":
                 time.sleep(float(arg))
             if kind == "env":
@@ -121,6 +128,41 @@ def test_a_5xx_answer_is_retried_up_to_invocations_max_retries_r20(tmp_path, con
     )
     assert not result.succeeded and "500" in result.failures[0].error
     assert not (tmp_path / "out2" / "d.csv.out").exists()
+
+
+def test_a_4xx_answer_fails_the_file_at_once_and_only_5xx_is_retried_r19_r20(
+    tmp_path, contract_model
+):
+    """Against a real server: a record answered 400 is sent exactly once and fails its file
+    naming the file and the record, with no retry said (R19); one answered 500 is sent
+    1 + InvocationsMaxRetries times (R20); a file without either completes."""
+    rejected, failed = tmp_path / "rejected.requests", tmp_path / "failed.requests"
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.csv").write_text(f"ok\nreject:{rejected}\nok\n")
+    (data / "b.csv").write_text(f"ok\nfail:{failed}\n")
+    (data / "c.csv").write_text("ok\n")
+    result = run(
+        [data],
+        tmp_path / "out",
+        contract_model,
+        batch_strategy="SingleRecord",
+        invocations_max_retries=2,
+        **CSV,
+    )
+    assert rejected.read_text().splitlines() == ["received"]
+    assert failed.read_text().splitlines() == ["received"] * 3
+    errors = {failure.name: failure.error for failure in result.failures}
+    assert errors.keys() == {"a.csv", "b.csv"}
+    assert errors["a.csv"].startswith(
+        "a.csv: record 2: request failed: HTTP 400: predict_fn rejected the request: "
+        "this record is malformed"
+    )
+    assert "attempt" not in errors["a.csv"]
+    assert errors["b.csv"].startswith("b.csv: record 2: request failed: HTTP 500: RuntimeError")
+    assert errors["b.csv"].endswith("(after 3 attempts)")
+    out = tmp_path / "out"
+    assert sorted(path.name for path in out.glob("*.out")) == ["c.csv.out"]
 
 
 def test_container_environment_is_job_environment_plus_sagemaker_batch_vars_r21_c6(
