@@ -10,24 +10,10 @@ import pytest
 from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
 from batchinfer.pipeline.state import Failure
 from batchinfer.pipeline.status_table import ABORTED, FAILED, REJECTED, RUNNING, SUCCEEDED
+from tests.support.run_state import example_plan
 
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:"
-PLAN = {
-    "run_id": "r",
-    "engine": "transform",
-    "input": "s3://b/input/",
-    "output": "s3://b/output/r/",
-    "job_output": "s3://b/output/r/",
-    "artefacts": "s3://b/runs/r/",
-    "shards_prefix": "s3://b/shards/r/",
-    "inputs_key": "runs/r/inputs.json",
-    "objects": 1,
-    "bytes": 1,
-    "settings": {},
-    "merge": False,
-    "max_rounds": 3,
-    "job_base": "bi-r",
-}
+PLAN = example_plan(run_id="r").to_state()
 
 
 def _clients(account):

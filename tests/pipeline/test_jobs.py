@@ -16,8 +16,8 @@ from batchinfer.pipeline.prepare_job import (
     prepare_job,
     processing_arguments,
 )
-from batchinfer.pipeline.state import Round, RunPlan
 from batchinfer.transform.settings import TransformSettings, validate_job_name
+from tests.support.run_state import example_plan, example_round
 
 
 @pytest.mark.parametrize(
@@ -40,38 +40,9 @@ def test_changed_or_shortened_run_ids_keep_distinct_bases():
     assert job_base("bi", "plain-id") == "bi-plain-id"
 
 
-def _plan(engine="transform", **settings):
-    values = {
-        "content_type": "text/csv",
-        "accept": "text/csv",
-        "split_type": "Line",
-        "assemble_with": "Line",
-    } | settings
-    return RunPlan(
-        run_id="r-1",
-        engine=engine,
-        input="s3://b/input/",
-        output="s3://b/output/r-1/",
-        job_output="s3://b/output/r-1/",
-        artefacts="s3://b/runs/r-1/",
-        shards_prefix="s3://b/shards/r-1/",
-        inputs_key="runs/r-1/inputs.json",
-        objects=1,
-        bytes=1,
-        settings=TransformSettings.from_request(values),
-        merge=False,
-        max_rounds=3,
-        job_base="bi-test-r-1",
-    )
-
-
-def _round(number: int, manifest: str) -> Round:
-    return Round(number=number, manifest=manifest, complete=False, shards=1, missing=1)
-
-
 def test_transform_request_has_every_field_the_task_copies(account):
-    round_ = _round(1, "s3://b/runs/r-1/round-1.manifest")
-    job = prepare_job(_plan(), round_, env=account.env, s3=account.s3).to_state()
+    round_ = example_round(1, "s3://b/runs/r-1/round-1.manifest")
+    job = prepare_job(example_plan(), round_, env=account.env, s3=account.s3).to_state()
     request = job["request"]
     assert set(TRANSFORM_FIELDS) <= set(request) and not job["data_processing"]
     assert request["TransformInput"]["DataSource"] == {
@@ -99,7 +70,9 @@ def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, e
     """E10: with no job value the container's /execution-parameters MaxPayloadInMB (here 2,
     from the model's Environment) is in force; a job value (1) wins over it."""
     env = replace(account.env, model_environment=json.dumps({"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2"}))
-    job = prepare_job(_plan(**job), _round(1, "s3://b/m"), env=env, s3=account.s3).to_state()
+    job = prepare_job(
+        example_plan(**job), example_round(1, "s3://b/m"), env=env, s3=account.s3
+    ).to_state()
     request = job["request"]
     assert request["MaxPayloadInMB"] == expected
     assert request["BatchStrategy"] == "MultiRecord", "the container answers MULTI_RECORD"
@@ -107,8 +80,8 @@ def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, e
 
 
 def test_filters_select_the_task_with_data_processing_R15(account):
-    plan = _plan(input_filter="$[1:]", join_source="Input")
-    job = prepare_job(plan, _round(1, "s3://b/m"), env=account.env, s3=account.s3).to_state()
+    plan = example_plan(input_filter="$[1:]", join_source="Input")
+    job = prepare_job(plan, example_round(1, "s3://b/m"), env=account.env, s3=account.s3).to_state()
     assert job["data_processing"] is True
     assert job["request"]["DataProcessing"] == {
         "InputFilter": "$[1:]",
@@ -119,8 +92,8 @@ def test_filters_select_the_task_with_data_processing_R15(account):
 
 def test_processing_request_shards_by_key_with_isolation_P4(account):
     job = prepare_job(
-        _plan("processing", instance_count=3),
-        _round(2, "s3://b/m"),
+        example_plan("processing", instance_count=3),
+        example_round(2, "s3://b/m"),
         env=account.env,
         s3=account.s3,
     ).to_state()

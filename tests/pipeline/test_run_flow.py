@@ -58,6 +58,21 @@ def run_job(
     return {"name": job["name"], "status": "Completed"}
 
 
+def collected(
+    account, handlers, run_id: str, key: str, count: int, shards: int | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Plan, split and collect a run of ``count`` rows at ``key``: its plan and round 1."""
+    account.put(key, rows(count))
+    request = {"input": f"s3://{BUCKET}/{key}", "run_id": run_id}
+    if shards:
+        request["shards"] = shards
+    start = {"execution": EXECUTION, "execution_name": run_id, "started_at": "t"}
+    plan = handlers["plan"].handler({"request": request, **start}, None)
+    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    handlers["split_object"].handler(item, None)
+    return plan, handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+
+
 @pytest.fixture
 def handlers(account, monkeypatch):
     for key, value in account.env.to_variables().items():
@@ -198,19 +213,7 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(accou
 
 
 def test_last_round_without_output_fails_naming_shard_and_job(account, handlers):
-    account.put("input/x.csv", rows(50))
-    plan = handlers["plan"].handler(
-        {
-            "request": {"input": f"s3://{BUCKET}/input/x.csv", "shards": 2, "run_id": "r-2"},
-            "execution": EXECUTION,
-            "execution_name": "x",
-            "started_at": "t",
-        },
-        None,
-    )
-    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
-    handlers["split_object"].handler(item, None)
-    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    plan, round_ = collected(account, handlers, "r-2", "input/x.csv", 50, 2)
     for _ in range(int(account.env.max_rounds)):
         job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
         outcome = run_job(account, job, skip={"x.part-00001.csv"})
@@ -252,19 +255,7 @@ def test_last_round_without_output_fails_naming_shard_and_job(account, handlers)
 def test_a_job_failed_for_its_data_fails_the_run_without_a_new_round(account, handlers):
     """ClientError: the container refused records. Verify names the shard without output
     and the reason, and asks for no resubmission (a second job would fail the same way)."""
-    account.put("input/y.csv", rows(50))
-    plan = handlers["plan"].handler(
-        {
-            "request": {"input": f"s3://{BUCKET}/input/y.csv", "shards": 2, "run_id": "r-3"},
-            "execution": EXECUTION,
-            "execution_name": "y",
-            "started_at": "t",
-        },
-        None,
-    )
-    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
-    handlers["split_object"].handler(item, None)
-    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    plan, round_ = collected(account, handlers, "r-3", "input/y.csv", 50, 2)
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
     reason = "ClientError: y.part-00001.csv: record 3: HTTP 400: not a number"
     outcome = run_job(account, job, skip={"y.part-00001.csv"}, reason=reason)
@@ -279,19 +270,7 @@ def test_a_job_failed_for_its_data_fails_the_run_without_a_new_round(account, ha
 
 
 def test_a_job_stopped_from_outside_stops_the_run(account, handlers):
-    account.put("input/z.csv", rows(10))
-    plan = handlers["plan"].handler(
-        {
-            "request": {"input": f"s3://{BUCKET}/input/z.csv", "run_id": "r-4"},
-            "execution": EXECUTION,
-            "execution_name": "z",
-            "started_at": "t",
-        },
-        None,
-    )
-    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
-    handlers["split_object"].handler(item, None)
-    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    plan, round_ = collected(account, handlers, "r-4", "input/z.csv", 10, None)
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
     cause = {"TransformJobName": job["name"], "TransformJobStatus": "Stopped"}
     outcome = {"Error": "States.TaskFailed", "Cause": json.dumps(cause)}

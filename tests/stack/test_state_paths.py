@@ -10,57 +10,31 @@ import pytest
 
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.prepare_job import JOB_TASKS, prepare_job
-from batchinfer.pipeline.state import Failure, JobOutcome, Round, RunEnd, RunPlan
-from batchinfer.transform.settings import TransformSettings
+from batchinfer.pipeline.state import Failure, JobOutcome, RunEnd
+from tests.support.run_state import example_plan, example_round
 
 from .definition import all_states, definitions
 
 # A path into the state: $.<part> then .name or ['name'] segments.
 _PATH = re.compile(r"^\$\.(plan|round|job|result|failure|error)((?:\.[A-Za-z_]\w*)*)$")
 
-SETTINGS = {
-    (False,): dict(content_type="text/csv", split_type="Line", assemble_with="Line"),
-    (True,): dict(
-        content_type="text/csv",
-        accept="text/csv",
-        split_type="Line",
-        assemble_with="Line",
-        join_source="Input",
-    ),
-}
-
-
-def _plan(engine: str, data_processing: bool) -> RunPlan:
-    return RunPlan(
-        run_id="r-1",
-        engine=engine,
-        input="s3://b/input/",
-        output="s3://b/output/r-1/",
-        job_output="s3://b/output/r-1/",
-        artefacts="s3://b/runs/r-1/",
-        shards_prefix="s3://b/shards/r-1/",
-        inputs_key="runs/r-1/inputs.json",
-        objects=1,
-        bytes=10,
-        settings=TransformSettings.from_request(SETTINGS[(data_processing,)]),
-        merge=False,
-        max_rounds=3,
-        job_base="bi-r-1",
-    )
+# A join makes PrepareJob choose the task with DataProcessing.
+JOIN = {"join_source": "Input"}
 
 
 def _written() -> dict[str, list[Any]]:
     """For each part of the state, every shape the typed state writes there."""
     env = PipelineEnvironment(table_name="t", data_bucket="b", job_prefix="bi")
-    round_ = Round(number=1, manifest="s3://b/runs/r-1/round-1.manifest", complete=False,
-                   shards=1, missing=1)  # fmt: skip
+    round_ = example_round()
     jobs = [
-        prepare_job(_plan(engine, dp), round_, env=env, s3=None).to_state()
+        prepare_job(
+            example_plan(engine, **(JOIN if dp else {})), round_, env=env, s3=None
+        ).to_state()
         for engine, dp in JOB_TASKS
     ]
     failed = JobOutcome(None, None, "States.TaskFailed", "{}").to_state()
     return {
-        "plan": [_plan("transform", False).to_state()],
+        "plan": [example_plan().to_state()],
         "round": [round_.to_state()],
         "job": [*jobs, JobOutcome("j", "Completed").to_state(), failed],
         "result": [RunEnd("r-1", "SUCCEEDED", "s3://b/output/r-1/", "arn", 1, 1, 1).to_state()],
