@@ -15,6 +15,7 @@ from typing import Any
 from batchinfer.engines import ENGINES
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.pipeline.job_names import job_base
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX, RunLayout
 from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
@@ -64,6 +65,7 @@ def plan_run(
     settings = TransformSettings.from_request(
         {k: v for k, v in request.items() if k not in RUN_KEYS}, defaults=env.defaults
     )
+    check_instance_type(settings.instance_type, engine)
     if engine == "processing":
         processing_arguments(settings)  # fails early when the settings do not fit
     else:

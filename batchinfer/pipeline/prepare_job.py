@@ -16,6 +16,7 @@ from typing import Any
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.instance_types import has_local_storage
 from batchinfer.pipeline.job_names import job_name
 from batchinfer.pipeline.s3io import run_settings
 from batchinfer.pipeline.state import JobRequest, Round, RunPlan
@@ -124,10 +125,11 @@ def transform_request(
     }
     if env.kms_key_arn:
         request["TransformOutput"] = {**request["TransformOutput"], "KmsKeyId": env.kms_key_arn}
-        request["TransformResources"] = {
-            **request["TransformResources"],
-            "VolumeKmsKeyId": env.kms_key_arn,
-        }
+        if not has_local_storage(settings.instance_type):  # refused with an instance store
+            request["TransformResources"] = {
+                **request["TransformResources"],
+                "VolumeKmsKeyId": env.kms_key_arn,
+            }
     return request
 
 
@@ -193,8 +195,9 @@ def processing_request(
         ]
     }
     if env.kms_key_arn:
-        cluster["VolumeKmsKeyId"] = env.kms_key_arn
         output_config["KmsKeyId"] = env.kms_key_arn
+        if not has_local_storage(settings.instance_type):  # refused with an instance store
+            cluster["VolumeKmsKeyId"] = env.kms_key_arn
     return {
         "ProcessingJobName": name,
         "RoleArn": env.sagemaker_role_arn,

@@ -7,6 +7,11 @@ from dataclasses import replace
 import pytest
 
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline.instance_types import (
+    LOCAL_STORAGE_FAMILIES,
+    accepted,
+    has_local_storage,
+)
 from batchinfer.pipeline.job_names import MAX_BASE_LENGTH, job_base, job_name
 from batchinfer.pipeline.limits import MAX_ROUNDS
 from batchinfer.pipeline.prepare_job import (
@@ -125,3 +130,30 @@ def test_concurrency_times_the_containers_payload_is_checked_before_any_job_R1(a
     check_payload_times_concurrency(
         TransformSettings(max_concurrent_transforms=6, max_payload_mb=10), env
     )
+
+
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_no_volume_key_on_an_instance_type_with_local_storage(account, engine):
+    """SageMaker refuses VolumeKmsKeyId for types with an instance store (ml.g5, ml.r5d):
+    the job asks for it only on types with an EBS volume; outputs are always encrypted."""
+
+    def request(instance_type: str) -> dict:
+        plan = example_plan(engine, instance_type=instance_type)
+        return prepare_job(plan, example_round(), env=account.env, s3=account.s3).request
+
+    for instance_type, local in (("ml.g5.xlarge", True), ("ml.m5.xlarge", False)):
+        job = request(instance_type)
+        if engine == "transform":
+            volume = job["TransformResources"].get("VolumeKmsKeyId")
+            output = job["TransformOutput"]["KmsKeyId"]
+        else:
+            volume = job["ProcessingResources"]["ClusterConfig"].get("VolumeKmsKeyId")
+            output = job["ProcessingOutputConfig"]["KmsKeyId"]
+        assert (volume is None) == local, instance_type
+        assert output == account.env.kms_key_arn
+
+
+def test_local_storage_families_are_types_sagemaker_accepts():
+    families = {t.split(".")[1] for e in ("transform", "processing") for t in accepted(e)}
+    assert {"g5", "g4dn", "r5d"} <= families & LOCAL_STORAGE_FAMILIES
+    assert not has_local_storage("ml.m5.large") and not has_local_storage("ml.p3.2xlarge")

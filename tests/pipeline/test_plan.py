@@ -72,6 +72,12 @@ def plan(account, request, name="exec-1"):
             r"shards: needs split_type Line",
         ),
         (
+            {"input": f"s3://{BUCKET}/input/d.csv", "instance_type": "ml.m5.larg"},
+            ValidationError,
+            r"'ml\.m5\.larg' is not an instance type SageMaker accepts for transform jobs; "
+            r"nearest: ml\.m5\.large",
+        ),
+        (
             {"input": f"s3://{BUCKET}/input/d.csv", "shards": 2, "shard_size": "1MiB"},
             ValidationError,
             r"give one of them",
