@@ -79,7 +79,7 @@ class PipelineConfig:
     shard_size: str = "64MiB"
     max_rounds: int = 3
     split_concurrency: int = 8
-    processing_volume_gb: int = 30
+    processing_volume_gb: int = 30  # the largest volume; each job sizes its own from its input
     processing_max_runtime_hours: int = 24
     timeout_hours: int = 48
     retry: RetryConfig = field(default_factory=RetryConfig)

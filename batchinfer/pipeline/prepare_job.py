@@ -11,6 +11,7 @@ only when a filter or join applies (the state machine has a task with and one wi
 """
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -30,6 +31,11 @@ PROCESSING_MODEL = "/opt/ml/processing/input/model"
 PROCESSING_OUTPUT = "/opt/ml/processing/output"
 PROCESSING_ENTRYPOINT = ["batchinfer", "process"]
 MAX_CONTAINER_ARGUMENT = 256
+GIB = 1024**3
+# A processing instance's room for the model and scratch, in GB, and how much larger than
+# its gzip input its output is taken to be (CSV and JSON Lines compress about 5:1).
+MODEL_AND_SCRATCH_GB = 5
+GZIP_EXPANSION = 5
 # Settings that choose instances, not what the container does with records.
 _RESOURCE_KEYS = ("instance_count", "instance_type")
 
@@ -94,9 +100,15 @@ def prepare_job(
     """One attempt of ``round_``: a new job name, and its Create*Job request."""
     name = job_name(plan.job_base, round_.number, token)
     tags = [{"Key": RUN_ID_TAG, "Value": plan.run_id}]
-    build = processing_request if plan.engine == "processing" else transform_request
     settings = run_settings(s3, plan)
-    request = build(name, settings, round_.manifest, plan.job_output, env) | {"Tags": tags}
+    if plan.engine == "processing":
+        volume = processing_volume_gb(plan.bytes, settings, int(env.processing_volume_gb))
+        request = processing_request(
+            name, settings, round_.manifest, plan.job_output, env, volume_gb=volume
+        )
+    else:
+        request = transform_request(name, settings, round_.manifest, plan.job_output, env)
+    request |= {"Tags": tags}
     data_processing = "DataProcessing" in request
     task = JOB_TASKS[(plan.engine, data_processing)]
     if sorted(request) != sorted(task.fields):
@@ -174,13 +186,30 @@ def processing_arguments(settings: TransformSettings) -> list[str]:
     return ["--settings-json", text]
 
 
+def processing_volume_gb(input_bytes: int, settings: TransformSettings, largest: int) -> int:
+    """The storage volume of each processing instance: its share of the inputs
+    (ShardedByS3Key) and outputs of about that size (gzip inputs decompressed, taken as
+    :data:`GZIP_EXPANSION` times larger), plus room for the model and scratch; at least
+    that room, at most ``largest`` (the stack's ``processing_volume_gb``)."""
+    share = input_bytes / settings.instance_count
+    outputs = share * (GZIP_EXPANSION if settings.compression_type == "Gzip" else 1)
+    needed = math.ceil((share + outputs) / GIB) + MODEL_AND_SCRATCH_GB
+    return max(MODEL_AND_SCRATCH_GB, min(largest, needed))
+
+
 def processing_request(
-    name: str, settings: TransformSettings, manifest: str, output: str, env: PipelineEnvironment
+    name: str,
+    settings: TransformSettings,
+    manifest: str,
+    output: str,
+    env: PipelineEnvironment,
+    *,
+    volume_gb: int,
 ) -> dict[str, Any]:
     cluster = {
         "InstanceCount": settings.instance_count,
         "InstanceType": settings.instance_type,
-        "VolumeSizeInGB": int(env.processing_volume_gb),
+        "VolumeSizeInGB": volume_gb,
     }
     output_config: dict[str, Any] = {
         "Outputs": [

@@ -15,11 +15,13 @@ from batchinfer.pipeline.instance_types import (
 from batchinfer.pipeline.job_names import MAX_BASE_LENGTH, job_base, job_name
 from batchinfer.pipeline.limits import MAX_ROUNDS
 from batchinfer.pipeline.prepare_job import (
+    GIB,
     PROCESSING_FIELDS,
     TRANSFORM_FIELDS,
     check_payload_times_concurrency,
     prepare_job,
     processing_arguments,
+    processing_volume_gb,
 )
 from batchinfer.transform.settings import TransformSettings, validate_job_name
 from tests.support.run_state import example_plan, example_round
@@ -157,3 +159,22 @@ def test_local_storage_families_are_types_sagemaker_accepts():
     families = {t.split(".")[1] for e in ("transform", "processing") for t in accepted(e)}
     assert {"g5", "g4dn", "r5d"} <= families & LOCAL_STORAGE_FAMILIES
     assert not has_local_storage("ml.m5.large") and not has_local_storage("ml.p3.2xlarge")
+
+
+@pytest.mark.parametrize(
+    ("input_bytes", "instances", "compression", "expected"),
+    [
+        (0, 1, "None", 5),  # the room for the model and scratch
+        (10 * GIB, 1, "None", 25),  # 10 GB in, about 10 GB out, 5 GB room
+        (10 * GIB, 4, "None", 10),  # each instance holds a quarter
+        (2 * GIB, 1, "Gzip", 17),  # 2 GB of gzip decompress to about 10 GB of output
+        (1000 * GIB, 2, "None", 30),  # at most the stack's processing_volume_gb
+    ],
+)
+def test_the_processing_volume_is_sized_from_the_input(
+    input_bytes, instances, compression, expected
+):
+    settings = TransformSettings.from_request(
+        {"instance_count": instances, "compression_type": compression}
+    )
+    assert processing_volume_gb(input_bytes, settings, largest=30) == expected
