@@ -136,7 +136,8 @@ def _grant(
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadData",
-                actions=["s3:GetObject"],
+                # The bucket is versioned and a split copies the version it measured.
+                actions=["s3:GetObject", "s3:GetObjectVersion"],
                 resources=[storage.data_arn(p) for p in step.reads],
             )
         )

@@ -127,7 +127,8 @@ class Model(Construct):
                 sid="JobMetrics",
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
+                # A wildcard value needs StringLike: StringEquals would match no namespace.
+                conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
             )
         )
         self.model_data_url = self._model_data(config, repo_root)
@@ -184,11 +185,21 @@ class Model(Construct):
             ]
             return self.model_asset.s3_object_url
         location = parse_s3_uri(config.model_data, field="model_data")
+        partition = Stack.of(self).partition
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadModelData",
                 actions=["s3:GetObject"],
-                resources=[f"arn:{Stack.of(self).partition}:s3:::{location.bucket}/{location.key}"],
+                resources=[f"arn:{partition}:s3:::{location.bucket}/{location.key}"],
+            )
+        )
+        # A processing job gets the model as an S3Prefix input, which SageMaker lists.
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListModelData",
+                actions=["s3:ListBucket"],
+                resources=[f"arn:{partition}:s3:::{location.bucket}"],
+                conditions={"StringLike": {"s3:prefix": [f"{location.key}*"]}},
             )
         )
         return config.model_data

@@ -258,3 +258,27 @@ def test_outputs_are_exported_and_mirrored_in_ssm(synthesized):
         synthesized.template.has_resource_properties(
             "AWS::SSM::Parameter", {"Name": f"/batchinfer/prod/{key}", "Type": "String"}
         )
+
+
+def _statements(resources, role_logical_prefix: str) -> list[dict]:
+    return [
+        statement
+        for logical_id, resource in resources.items()
+        if resource["Type"] == "AWS::IAM::Policy" and logical_id.startswith(role_logical_prefix)
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_permissions_the_first_real_run_needs(resources):
+    """S3 copies of a specific version need GetObjectVersion (the bucket is versioned and a
+    split pins the version it measured); a processing job's model input is an S3Prefix,
+    which SageMaker lists; a namespace with a wildcard needs StringLike."""
+    split = _statements(resources, "FunctionsSplitObjectRole")
+    reads = next(s for s in split if s.get("Sid") == "ReadData")
+    assert {"s3:GetObject", "s3:GetObjectVersion"} <= set(reads["Action"])
+    jobs = {s.get("Sid"): s for s in _statements(resources, "ModelExecutionRole")}
+    assert jobs["ListModelData"]["Action"] == "s3:ListBucket"
+    assert "s3:prefix" in jobs["ListModelData"]["Condition"]["StringLike"]
+    assert jobs["JobMetrics"]["Condition"] == {
+        "StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}
+    }
