@@ -31,6 +31,10 @@ _ACCOUNT = re.compile(r"\d{12}")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
 _SCHEDULE_NAME = re.compile(r"[0-9a-zA-Z-_.]{1,64}")
 _PREFIX = re.compile(r"([A-Za-z0-9!_.*'()-]+/)+")
+ECR_IMAGE = re.compile(
+    r"(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
+    r"(?P<repository>[a-z0-9][a-z0-9._/-]*)(:[\w.-]{1,128}|@sha256:[a-f0-9]{64})"
+)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,9 @@ class PipelineConfig:
     notification_emails: tuple[str, ...] = ()
     event_source: str = "batchinfer"
     retain_data: bool = True
+    # An existing image instead of one built from containers/ (then deploying needs no
+    # container builder): an ECR image URI with a tag or digest.
+    image_uri: str | None = None
 
     @property
     def settings(self) -> TransformSettings:
@@ -157,6 +164,14 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
     if config.region is not None:
         _require(_REGION.fullmatch(config.region), f"{where}.region", config.region)
     _require(config.engine in ENGINES, f"{where}.engine", config.engine, " or ".join(ENGINES))
+    if config.image_uri is not None:
+        _require(
+            isinstance(config.image_uri, str) and ECR_IMAGE.fullmatch(config.image_uri),
+            f"{where}.image_uri",
+            config.image_uri,
+            "an ECR image URI with a tag or digest, "
+            "<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag>",
+        )
     try:
         TransformSettings.from_request(config.transform)
     except ValidationError as exc:

@@ -11,7 +11,7 @@ from constructs import Construct
 
 from batchinfer.pipeline.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
-from stacks.config import PipelineConfig
+from stacks.config import ECR_IMAGE, PipelineConfig
 from stacks.nag import acknowledge, resource_finding
 from stacks.storage import Storage
 
@@ -39,9 +39,10 @@ IMAGE_CONTEXT_EXCLUDES = [
 
 
 class Model(Construct):
-    """``image`` (a staged DockerImageAsset; built by ``cdk deploy``), ``role`` (what the
-    transform and processing jobs run as: read input and shards, write output, use the key),
-    and ``model`` (network isolation on)."""
+    """``image_uri`` (the configured image, or one built from ``containers/`` by ``cdk
+    deploy``), ``role`` (what the transform and processing jobs run as: read input and
+    shards, write output, use the key, pull the image), and ``model`` (network isolation
+    on)."""
 
     def __init__(
         self,
@@ -53,14 +54,6 @@ class Model(Construct):
         repo_root: Path,
     ) -> None:
         super().__init__(scope, id)
-        self.image = ecr_assets.DockerImageAsset(
-            self,
-            "Image",
-            directory=str(repo_root),
-            file=IMAGE_DOCKERFILE,
-            exclude=IMAGE_CONTEXT_EXCLUDES,
-            platform=ecr_assets.Platform.LINUX_AMD64,
-        )
         self.role = iam.Role(
             self,
             "ExecutionRole",
@@ -95,7 +88,7 @@ class Model(Construct):
             )
         )
         storage.key.grant_encrypt_decrypt(self.role)
-        self.image.repository.grant_pull(self.role)
+        self.image_uri = self._image(config, repo_root)
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="PullImageAuthorization",
@@ -138,7 +131,7 @@ class Model(Construct):
             execution_role_arn=self.role.role_arn,
             enable_network_isolation=True,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=self.image.image_uri,
+                image=self.image_uri,
                 model_data_url=self.model_data_url,
                 environment=dict(config.model_environment) or None,
             ),
@@ -172,6 +165,37 @@ class Model(Construct):
                 ),
             ],
         )
+
+    def _image(self, config: PipelineConfig, repo_root: Path) -> str:
+        """The image the jobs run, with the role allowed to pull it."""
+        if config.image_uri is None:
+            image = ecr_assets.DockerImageAsset(
+                self,
+                "Image",
+                directory=str(repo_root),
+                file=IMAGE_DOCKERFILE,
+                exclude=IMAGE_CONTEXT_EXCLUDES,
+                platform=ecr_assets.Platform.LINUX_AMD64,
+            )
+            image.repository.grant_pull(self.role)
+            return image.image_uri
+        parts = ECR_IMAGE.fullmatch(config.image_uri)
+        assert parts is not None  # checked with the config
+        repository = Stack.of(self).format_arn(
+            service="ecr",
+            account=parts["account"],
+            region=parts["region"],
+            resource="repository",
+            resource_name=parts["repository"],
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullImage",
+                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=[repository],
+            )
+        )
+        return config.image_uri
 
     def _model_data(self, config: PipelineConfig, repo_root: Path) -> str:
         self._model_data_resources: list[str] = []

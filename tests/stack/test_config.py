@@ -98,3 +98,11 @@ def test_an_execution_timeout_shorter_than_its_job_rounds_is_refused():
     with pytest.raises(ValidationError, match=message):
         _parse(timeout_hours=12, max_rounds=3, processing_max_runtime_hours=24)
     assert _parse(timeout_hours=72, max_rounds=3, processing_max_runtime_hours=24)
+
+
+def test_image_uri_must_be_an_ecr_image_with_a_tag_or_digest():
+    uri = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/models/scorer:1.4"
+    assert _parse(image_uri=uri).image_uri == uri
+    for bad in ("scorer:1.4", "123456789012.dkr.ecr.eu-west-1.amazonaws.com/scorer"):
+        with pytest.raises(ValidationError, match=r"environments\.dev\.image_uri: .*ECR image"):
+            _parse(image_uri=bad)

@@ -1,0 +1,65 @@
+"""A stack configured with an existing image (``image_uri``): nothing is built, the model and
+the jobs use that image, its URI is the stack's output, the jobs' role may pull it from its
+repository, and cdk-nag stays clean."""
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk import Environment
+from cdk_nag import AwsSolutionsChecks
+
+from app import build_app, cdk_json_context
+
+from .conftest import ACCOUNT, REGION
+
+IMAGE = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/team/scorer@sha256:" + "a" * 64
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory):
+    context = cdk_json_context()
+    config = context["batchinfer:environments"]["prod"] | {"image_uri": IMAGE}
+    context |= {"env": "prod", "batchinfer:environments": {"prod": config}}
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app, stack = build_app(
+        context, outdir=str(outdir), env=Environment(account=ACCOUNT, region=REGION), nag=False
+    )
+    artifact = app.synth().get_stack_artifact(stack.artifact_id)
+    template = json.loads(Path(artifact.template_full_path).read_text())
+    assets = json.loads((outdir / f"{stack.stack_name}.assets.json").read_text())
+    return app, stack, template, assets
+
+
+def test_an_existing_image_is_used_and_nothing_is_built(synthesized):
+    _, _, template, assets = synthesized
+    assert assets.get("dockerImages", {}) == {}, "no image to build or push"
+    (model,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
+    assert model["Properties"]["PrimaryContainer"]["Image"] == IMAGE
+    assert template["Outputs"]["ImageUri"]["Value"] == IMAGE
+    variables = [
+        resource["Properties"].get("Environment", {}).get("Variables", {})
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    ]
+    images = {v["BATCHINFER_IMAGE_URI"] for v in variables if "BATCHINFER_IMAGE_URI" in v}
+    assert images == {IMAGE}, "PrepareJob names it in processing jobs"
+
+
+def test_the_jobs_may_pull_it_from_its_repository(synthesized):
+    _, _, template, _ = synthesized
+    (pull,) = [
+        statement
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "PullImage"
+    ]
+    assert set(pull["Action"]) == {"ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
+    assert pull["Resource"] == "arn:aws:ecr:eu-west-1:210987654321:repository/team/scorer"
+
+
+def test_cdk_nag_is_clean_with_an_existing_image(synthesized):
+    app, stack, _, _ = synthesized
+    report = AwsSolutionsChecks(app).validate_scope(stack)
+    assert [v.rule_name for v in report.violations] == []
