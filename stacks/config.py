@@ -31,6 +31,8 @@ _ACCOUNT = re.compile(r"\d{12}")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
 _SCHEDULE_NAME = re.compile(r"[0-9a-zA-Z-_.]{1,64}")
 _PREFIX = re.compile(r"([A-Za-z0-9!_.*'()-]+/)+")
+_SUBNET = re.compile(r"subnet-[0-9a-f]{8,17}")
+_SECURITY_GROUP = re.compile(r"sg-[0-9a-f]{8,17}")
 ECR_IMAGE = re.compile(
     r"(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
     r"(?P<repository>[a-z0-9][a-z0-9._/-]*)(:[\w.-]{1,128}|@sha256:[a-f0-9]{64})"
@@ -55,6 +57,16 @@ class S3TriggerConfig:
 
     prefix: str
     request: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VpcConfig:
+    """Private subnets and security groups for the jobs, the model and the Lambdas (for
+    accounts that require VPC-only SageMaker). The subnets need the VPC endpoints the
+    README lists."""
+
+    subnet_ids: tuple[str, ...]
+    security_group_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class PipelineConfig:
     # An existing image instead of one built from containers/ (then deploying needs no
     # container builder): an ECR image URI with a tag or digest.
     image_uri: str | None = None
+    vpc: VpcConfig | None = None
 
     @property
     def settings(self) -> TransformSettings:
@@ -142,6 +155,8 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
     )
     if values.get("s3_trigger") is not None:
         values["s3_trigger"] = _s3_trigger(values["s3_trigger"], f"{where}.s3_trigger")
+    if values.get("vpc") is not None:
+        values["vpc"] = _vpc(values["vpc"], f"{where}.vpc")
     values["notification_emails"] = tuple(
         _list(values.get("notification_emails", []), f"{where}.notification_emails")
     )
@@ -305,6 +320,25 @@ def check_schedule_expression(expression: Any, where: str) -> None:
             raise ValidationError(
                 f"{where}: {expression!r}: use a singular unit for 1 and a plural one otherwise"
             )
+
+
+def _vpc(raw: Any, where: str) -> VpcConfig:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object with subnet_ids and security_group_ids")
+    values = _known_keys(raw, VpcConfig, where)
+    for key, pattern, example in (
+        ("subnet_ids", _SUBNET, "subnet-0123456789abcdef0"),
+        ("security_group_ids", _SECURITY_GROUP, "sg-0123456789abcdef0"),
+    ):
+        ids = _list(values.get(key, []), f"{where}.{key}")
+        _require(
+            ids and all(isinstance(i, str) and pattern.fullmatch(i) for i in ids),
+            f"{where}.{key}",
+            ids,
+            f"a non-empty list of ids such as {example}",
+        )
+        values[key] = tuple(ids)
+    return VpcConfig(**values)
 
 
 def _s3_trigger(raw: Any, where: str) -> S3TriggerConfig:

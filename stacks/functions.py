@@ -16,6 +16,7 @@ from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.steps import STEPS, Step
 from stacks.config import LOG_RETENTION_DAYS, PipelineConfig
 from stacks.nag import acknowledge, resource_finding
+from stacks.network import place_function
 from stacks.operations import Notifications
 from stacks.status_table import StatusTable
 from stacks.storage import Storage
@@ -116,6 +117,8 @@ class Functions(Construct):
                 "permissions (the service authorizes them only on *).",
                 findings=["Resource::*"],
             )
+            if config.vpc is not None:
+                place_function(function, role, config.vpc)
             self.functions[name] = function
             self.roles[name] = role
             self.log_groups[name] = log_group

@@ -13,6 +13,7 @@ from batchinfer.pipeline.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
 from stacks.config import ECR_IMAGE, PipelineConfig
 from stacks.nag import acknowledge, resource_finding
+from stacks.network import SAGEMAKER_NETWORK_ACTIONS, allow_network_interfaces
 from stacks.storage import Storage
 
 # The image is built from the repository root (it installs batchinfer); everything else
@@ -124,6 +125,8 @@ class Model(Construct):
                 conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
             )
         )
+        if config.vpc is not None:
+            allow_network_interfaces(self.role, SAGEMAKER_NETWORK_ACTIONS, "SageMaker")
         self.model_data_url = self._model_data(config, repo_root)
         self.model = sagemaker.CfnModel(
             self,
@@ -135,6 +138,13 @@ class Model(Construct):
                 model_data_url=self.model_data_url,
                 environment=dict(config.model_environment) or None,
             ),
+            # Transform jobs run in the model's VPC; processing jobs take it in their request.
+            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                subnets=list(config.vpc.subnet_ids),
+                security_group_ids=list(config.vpc.security_group_ids),
+            )
+            if config.vpc
+            else None,
         )
         # SageMaker checks the role's permissions when the model is created.
         self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))

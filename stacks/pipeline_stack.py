@@ -62,6 +62,8 @@ class PipelineStack(Stack):
             event_bus_name=self.notifications.bus.event_bus_name,
             event_source=config.event_source,
             run_record_days=str(config.run_record_days),
+            subnet_ids=",".join(config.vpc.subnet_ids) if config.vpc else "",
+            security_group_ids=",".join(config.vpc.security_group_ids) if config.vpc else "",
         )
         self.functions = Functions(
             self,

@@ -35,6 +35,9 @@ class PipelineEnvironment:
     event_bus_name: str = ""
     event_source: str = "batchinfer"
     run_record_days: str = "365"
+    # Comma-separated, empty without a VPC: the processing jobs' VpcConfig.
+    subnet_ids: str = ""
+    security_group_ids: str = ""
 
     @staticmethod
     def variable(name: str) -> str:
@@ -64,6 +67,16 @@ class PipelineEnvironment:
     @property
     def defaults(self) -> dict[str, Any]:
         return json.loads(self.transform_defaults)
+
+    @property
+    def vpc_config(self) -> dict[str, list[str]] | None:
+        """A processing job's VpcConfig (transform jobs take the model's), or None."""
+        if not self.subnet_ids:
+            return None
+        return {
+            "Subnets": self.subnet_ids.split(","),
+            "SecurityGroupIds": self.security_group_ids.split(","),
+        }
 
     @property
     def model_env(self) -> dict[str, str]:

@@ -243,7 +243,8 @@ def processing_request(
         ],
         "ProcessingOutputConfig": output_config,
         "ProcessingResources": {"ClusterConfig": cluster},
-        "NetworkConfig": {"EnableNetworkIsolation": True},
+        "NetworkConfig": {"EnableNetworkIsolation": True}
+        | ({"VpcConfig": env.vpc_config} if env.vpc_config else {}),
         "StoppingCondition": {"MaxRuntimeInSeconds": int(env.processing_max_runtime_seconds)},
         "Environment": dict(settings.environment),
     }

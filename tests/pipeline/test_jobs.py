@@ -178,3 +178,12 @@ def test_the_processing_volume_is_sized_from_the_input(
         {"instance_count": instances, "compression_type": compression}
     )
     assert processing_volume_gb(input_bytes, settings, largest=30) == expected
+
+
+def test_processing_jobs_run_in_the_configured_vpc(account):
+    env = replace(account.env, subnet_ids="subnet-0a1,subnet-0a2", security_group_ids="sg-0b1")
+    job = prepare_job(example_plan("processing"), example_round(), env=env, s3=account.s3)
+    assert job.request["NetworkConfig"] == {
+        "EnableNetworkIsolation": True,
+        "VpcConfig": {"Subnets": ["subnet-0a1", "subnet-0a2"], "SecurityGroupIds": ["sg-0b1"]},
+    }

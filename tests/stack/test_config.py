@@ -106,3 +106,12 @@ def test_image_uri_must_be_an_ecr_image_with_a_tag_or_digest():
     for bad in ("scorer:1.4", "123456789012.dkr.ecr.eu-west-1.amazonaws.com/scorer"):
         with pytest.raises(ValidationError, match=r"environments\.dev\.image_uri: .*ECR image"):
             _parse(image_uri=bad)
+
+
+def test_vpc_needs_subnet_and_security_group_ids():
+    vpc = {"subnet_ids": ["subnet-0123456789abcdef0"], "security_group_ids": ["sg-01234567"]}
+    assert _parse(vpc=vpc).vpc.subnet_ids == ("subnet-0123456789abcdef0",)
+    with pytest.raises(ValidationError, match=r"environments\.dev\.vpc\.security_group_ids"):
+        _parse(vpc={"subnet_ids": ["subnet-0123456789abcdef0"], "security_group_ids": []})
+    with pytest.raises(ValidationError, match=r"environments\.dev\.vpc\.subnet_ids"):
+        _parse(vpc={"subnet_ids": ["10.0.0.0/24"], "security_group_ids": ["sg-01234567"]})

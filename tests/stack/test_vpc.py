@@ -1,0 +1,86 @@
+"""A stack configured for a VPC (``vpc`` in cdk.json): the model (so every transform job),
+the processing jobs and every Lambda run in its subnets with its security groups; their
+roles may manage the network interfaces that takes; cdk-nag stays clean."""
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk import Environment
+from cdk_nag import AwsSolutionsChecks
+
+from app import build_app, cdk_json_context
+from batchinfer.pipeline.environment import PipelineEnvironment
+
+from .conftest import ACCOUNT, REGION
+
+VPC = {"subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
+       "security_group_ids": ["sg-0bbbbbbbbbbbbbbb1"]}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory):
+    context = cdk_json_context()
+    config = context["batchinfer:environments"]["prod"] | {"vpc": VPC}
+    context |= {"env": "prod", "batchinfer:environments": {"prod": config}}
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app, stack = build_app(
+        context, outdir=str(outdir), env=Environment(account=ACCOUNT, region=REGION), nag=False
+    )
+    artifact = app.synth().get_stack_artifact(stack.artifact_id)
+    return app, stack, json.loads(Path(artifact.template_full_path).read_text())
+
+
+def _is_pipeline(function) -> bool:
+    """One of the pipeline's own Lambdas (not a CDK custom resource handler)."""
+    return "BATCHINFER_TABLE_NAME" in function.get("Environment", {}).get("Variables", {})
+
+
+def _of_type(template, kind):
+    return [r["Properties"] for r in template["Resources"].values() if r["Type"] == kind]
+
+
+def test_the_model_and_every_pipeline_lambda_run_in_the_subnets(synthesized):
+    _, _, template = synthesized
+    (model,) = _of_type(template, "AWS::SageMaker::Model")
+    assert model["VpcConfig"] == {
+        "Subnets": VPC["subnet_ids"],
+        "SecurityGroupIds": VPC["security_group_ids"],
+    }
+    pipeline = [f for f in _of_type(template, "AWS::Lambda::Function") if _is_pipeline(f)]
+    assert len(pipeline) == 7
+    for function in pipeline:
+        assert function["VpcConfig"] == {
+            "SubnetIds": VPC["subnet_ids"],
+            "SecurityGroupIds": VPC["security_group_ids"],
+        }
+
+
+def test_processing_jobs_get_the_vpc_in_their_request(synthesized):
+    _, _, template = synthesized
+    (variables, *_) = [
+        f["Environment"]["Variables"]
+        for f in _of_type(template, "AWS::Lambda::Function")
+        if _is_pipeline(f)
+    ]
+    env = PipelineEnvironment.from_variables(
+        {k: v for k, v in variables.items() if isinstance(v, str)}
+        | {"BATCHINFER_TABLE_NAME": "t", "BATCHINFER_DATA_BUCKET": "b"}
+    )
+    assert env.vpc_config == {
+        "Subnets": VPC["subnet_ids"],
+        "SecurityGroupIds": VPC["security_group_ids"],
+    }
+
+
+def test_roles_may_manage_network_interfaces_and_nag_is_clean(synthesized):
+    app, stack, template = synthesized
+    network = [
+        statement
+        for policy in _of_type(template, "AWS::IAM::Policy")
+        for statement in policy["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "NetworkInterfaces"
+    ]
+    assert len(network) == 8, "seven Lambda roles and the jobs' role"
+    report = AwsSolutionsChecks(app).validate_scope(stack)
+    assert [v.rule_name for v in report.violations] == []
