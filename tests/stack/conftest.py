@@ -29,16 +29,22 @@ class Synthesized:
     template_path: Path
 
 
-@pytest.fixture(scope="session")
-def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    context = cdk_json_context() | {"env": "prod"}
+def synthesize_prod(outdir: Path, **changes: Any) -> Synthesized:
+    """The prod example environment, with ``changes`` to its config, synthesized."""
+    context = cdk_json_context()
+    config = context["batchinfer:environments"]["prod"] | changes
+    context |= {"env": "prod", "batchinfer:environments": {"prod": config}}
     app, stack = build_app(
         context, outdir=str(outdir), env=Environment(account=ACCOUNT, region=REGION), nag=False
     )
     assembly = app.synth()
     path = Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path)
     return Synthesized(app, stack, Template.from_stack(stack), json.loads(path.read_text()), path)
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return synthesize_prod(tmp_path_factory.mktemp("cdk.out"))
 
 
 @pytest.fixture(scope="session")

@@ -3,32 +3,21 @@ the jobs use that image, its URI is the stack's output, the jobs' role may pull 
 repository, and cdk-nag stays clean."""
 
 import json
-from pathlib import Path
 
 import pytest
-from aws_cdk import Environment
 from cdk_nag import AwsSolutionsChecks
 
-from app import build_app, cdk_json_context
-
-from .conftest import ACCOUNT, REGION
+from .conftest import synthesize_prod
 
 IMAGE = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/team/scorer@sha256:" + "a" * 64
 
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory):
-    context = cdk_json_context()
-    config = context["batchinfer:environments"]["prod"] | {"image_uri": IMAGE}
-    context |= {"env": "prod", "batchinfer:environments": {"prod": config}}
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app, stack = build_app(
-        context, outdir=str(outdir), env=Environment(account=ACCOUNT, region=REGION), nag=False
-    )
-    artifact = app.synth().get_stack_artifact(stack.artifact_id)
-    template = json.loads(Path(artifact.template_full_path).read_text())
-    assets = json.loads((outdir / f"{stack.stack_name}.assets.json").read_text())
-    return app, stack, template, assets
+    result = synthesize_prod(outdir, image_uri=IMAGE)
+    assets = json.loads((outdir / f"{result.stack.stack_name}.assets.json").read_text())
+    return result.app, result.stack, result.template_json, assets
 
 
 def test_an_existing_image_is_used_and_nothing_is_built(synthesized):

@@ -2,17 +2,12 @@
 the processing jobs and every Lambda run in its subnets with its security groups; their
 roles may manage the network interfaces that takes; cdk-nag stays clean."""
 
-import json
-from pathlib import Path
-
 import pytest
-from aws_cdk import Environment
 from cdk_nag import AwsSolutionsChecks
 
-from app import build_app, cdk_json_context
 from batchinfer.pipeline.environment import PipelineEnvironment
 
-from .conftest import ACCOUNT, REGION
+from .conftest import synthesize_prod
 
 VPC = {"subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
        "security_group_ids": ["sg-0bbbbbbbbbbbbbbb1"]}  # fmt: skip
@@ -20,15 +15,8 @@ VPC = {"subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory):
-    context = cdk_json_context()
-    config = context["batchinfer:environments"]["prod"] | {"vpc": VPC}
-    context |= {"env": "prod", "batchinfer:environments": {"prod": config}}
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app, stack = build_app(
-        context, outdir=str(outdir), env=Environment(account=ACCOUNT, region=REGION), nag=False
-    )
-    artifact = app.synth().get_stack_artifact(stack.artifact_id)
-    return app, stack, json.loads(Path(artifact.template_full_path).read_text())
+    result = synthesize_prod(tmp_path_factory.mktemp("cdk.out"), vpc=VPC)
+    return result.app, result.stack, result.template_json
 
 
 def _is_pipeline(function) -> bool:
