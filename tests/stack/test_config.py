@@ -3,11 +3,13 @@ key; the two example environments load."""
 
 import copy
 import json
+import re
+from dataclasses import fields
 
 import pytest
 
 from batchinfer.errors import ValidationError
-from stacks.config import load_config, parse_config
+from stacks.config import PipelineConfig, load_config, parse_config
 
 from .conftest import REPO_ROOT
 
@@ -115,3 +117,12 @@ def test_vpc_needs_subnet_and_security_group_ids():
         _parse(vpc={"subnet_ids": ["subnet-0123456789abcdef0"], "security_group_ids": []})
     with pytest.raises(ValidationError, match=r"environments\.dev\.vpc\.subnet_ids"):
         _parse(vpc={"subnet_ids": ["10.0.0.0/24"], "security_group_ids": ["sg-01234567"]})
+
+
+def test_the_readme_documents_every_config_key():
+    readme = (REPO_ROOT / "README.md").read_text()
+    documented = set(
+        re.findall(r"^\| `([a-z0-9_]+)`(?:, `([a-z0-9_]+)`)? \|", readme, re.MULTILINE)
+    )
+    keys = {key for pair in documented for key in pair if key}
+    assert {f.name for f in fields(PipelineConfig)} - {"name"} <= keys
