@@ -124,3 +124,18 @@ def test_jsonlines_with_processing_engine_equals_local_run(stack, row_sum_model_
     joined = b"".join(stack.get(f"s3://{stack.bucket}/output/exec-jsonl/{p}") for p in parts)
     assert joined == expected["scores.jsonl.out"]
     assert_succeeded(stack, "exec-jsonl", records=120, shards=4)
+
+
+def test_the_data_bucket_is_versioned_and_encrypted_with_the_stack_key(stack):
+    """As the template makes it: a split then copies a pinned object version (UploadPartCopy
+    with VersionId) and every object is written under the stack's key."""
+    stack.put("input/v/a.csv", csv_rows(200))
+    execution = stack.run({"input": f"s3://{stack.bucket}/input/v/", "shards": 2}, "v")
+    assert execution.status == "SUCCEEDED", execution.cause
+    head = stack.s3.head_object(Bucket=stack.bucket, Key="input/v/a.csv")
+    assert head["VersionId"] not in (None, "null")
+    assert head["ServerSideEncryption"] == "aws:kms"
+    for key in stack.keys("shards/v/") + stack.keys("output/v/"):
+        assert (
+            stack.s3.head_object(Bucket=stack.bucket, Key=key)["ServerSideEncryption"] == "aws:kms"
+        )

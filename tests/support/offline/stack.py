@@ -114,13 +114,15 @@ class OfflineStack:
             self.attributes[(logical_id, "Arn")] = (
                 f"arn:aws:{_service(resource['Type'])}:{REGION}:{ACCOUNT}:{logical_id}"
             )
-        bucket_id, _ = next(
+        key_id, _ = self._only("AWS::KMS::Key")
+        key = session.client("kms").create_key(Description=f"{self.name} data key")
+        self.attributes[(key_id, "Arn")] = key["KeyMetadata"]["Arn"]
+        self.refs[key_id] = key["KeyMetadata"]["KeyId"]
+        bucket_id, bucket = next(
             (k, v) for k, v in self.of_type("AWS::S3::Bucket").items() if "Data" in k
         )
         self.bucket = self.refs[bucket_id]
-        self.s3.create_bucket(
-            Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": REGION}
-        )
+        self._create_bucket(self.bucket, bucket["Properties"])
         table_id, table = self._only("AWS::DynamoDB::Table")
         props = table["Properties"]
         session.client("dynamodb").create_table(
@@ -169,6 +171,27 @@ class OfflineStack:
         self.outputs = {
             key: self._render(output["Value"]) for key, output in self.template["Outputs"].items()
         }
+
+    def _create_bucket(self, name: str, properties: dict[str, Any]) -> None:
+        """The data bucket as the template makes it: versioned, SSE-KMS with the stack's key
+        (so copies pin object versions and reads go through the key, as in an account)."""
+        self.s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})
+        self.s3.put_bucket_versioning(
+            Bucket=name, VersioningConfiguration=properties["VersioningConfiguration"]
+        )
+        rules = self._render(properties["BucketEncryption"])["ServerSideEncryptionConfiguration"]
+        self.s3.put_bucket_encryption(  # CloudFormation's names for the API's
+            Bucket=name,
+            ServerSideEncryptionConfiguration={
+                "Rules": [
+                    {
+                        "ApplyServerSideEncryptionByDefault": rule["ServerSideEncryptionByDefault"],
+                        "BucketKeyEnabled": rule.get("BucketKeyEnabled", False),
+                    }
+                    for rule in rules
+                ]
+            },
+        )
 
     def _render(self, value: Any) -> Any:
         return render(value, self.refs, self.attributes)
