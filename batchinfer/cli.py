@@ -4,6 +4,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from batchinfer.errors import BatchInferError
 
@@ -16,7 +17,7 @@ class _App(typer.Typer):
             return super().__call__(*args, **kwargs)
         except BatchInferError as exc:
             Console(stderr=True, soft_wrap=True).print(
-                f"[bold red]error:[/] {exc}", highlight=False
+                f"[bold red]error:[/] {escape(str(exc))}", highlight=False
             )
             raise SystemExit(exc.exit_code) from None
 

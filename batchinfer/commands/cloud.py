@@ -10,6 +10,7 @@ import typer
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from batchinfer.cloud.runs import console_link, get_run, list_runs, start_run, watch_run
 from batchinfer.cloud.stack import DeployedStack
@@ -103,7 +104,7 @@ def status(
 def runs(
     stack: Stack,
     run_status: Annotated[
-        str | None, typer.Option("--status", help="RUNNING, SUCCEEDED or FAILED.")
+        str | None, typer.Option("--status", help=f"One of {', '.join(RUN_STATUSES)}.")
     ] = None,
     limit: Annotated[int, typer.Option(help="Newest runs to show.")] = 20,
     region: Region = None,
@@ -116,19 +117,19 @@ def runs(
     view = Table("run id", "status", "started", "finished", "shards", "records out", "error")
     for run in found:
         view.add_row(
-            run["run_id"],
+            _text(run["run_id"]),
             _status(run.get("run_status")),
-            run.get("started_at", ""),
-            run.get("finished_at", ""),
+            _text(run.get("started_at")),
+            _text(run.get("finished_at")),
             _done(run),
             _text(run.get("records_out")),
-            run.get("error", ""),
+            _text(run.get("error")),
         )
     Console().print(view)
 
 
 def run_table(run: dict[str, Any]) -> Table:
-    view = Table(title=f"run {run['run_id']}", show_header=False)
+    view = Table(title=Text(f"run {run['run_id']}"), show_header=False)
     rows = [
         ("status", _status(run.get("run_status"))),
         ("started", run.get("started_at")),
@@ -146,7 +147,7 @@ def run_table(run: dict[str, Any]) -> Table:
     ]
     for label, value in rows:
         if value not in (None, ""):
-            view.add_row(label, str(value))
+            view.add_row(label, value if isinstance(value, Text) else _text(value))
     return view
 
 
@@ -155,30 +156,37 @@ def shard_table(items: list[dict[str, Any]]) -> Table:
     for item in items:
         view.add_row(
             _text(item.get("shard")),
-            item.get("name", ""),
+            _text(item.get("name")),
             _status(item.get("status")),
             _text(item.get("attempts")),
             _text(item.get("records_in")),
             _text(item.get("records_out")),
-            item.get("job_name") or item.get("reason") or "",
+            _text(item.get("job_name") or item.get("reason")),
         )
     return view
 
 
-_COLOURS = {"SUCCEEDED": "green", "FAILED": "red", "MISSING": "red", "RUNNING": "yellow"}
+_COLOURS = {
+    "SUCCEEDED": "green",
+    "FAILED": "red",
+    "MISSING": "red",
+    "ABORTED": "red",
+    "REJECTED": "red",
+    "RUNNING": "yellow",
+}
 
 
-def _status(value: Any) -> str:
-    text = _text(value)
-    colour = _COLOURS.get(text)
-    return f"[{colour}]{text}[/]" if colour else text
+def _status(value: Any) -> Text:
+    plain = _text(value).plain
+    return Text(plain, style=_COLOURS.get(plain, ""))
 
 
-def _done(run: dict[str, Any]) -> str:
+def _done(run: dict[str, Any]) -> Text:
     if run.get("shards") is None:
-        return ""
-    return f"{_text(run.get('shards_done', 0))}/{_text(run['shards'])}"
+        return Text("")
+    return Text(f"{run.get('shards_done', 0)}/{run['shards']}")
 
 
-def _text(value: Any) -> str:
-    return "" if value is None else str(value)
+def _text(value: Any) -> Text:
+    """A value as text shown as it is (never read as rich markup)."""
+    return Text("" if value is None else str(value))

@@ -27,4 +27,6 @@ def example(
     data.parent.mkdir(parents=True, exist_ok=True)
     with console.status(f"writing {rows:,} rows"):
         writers[fmt](data, rows)
-    console.print(f"model: {model_dir}\ninput: {data} ({data.stat().st_size / 1e6:,.1f} MB)")
+    console.print(
+        f"model: {model_dir}\ninput: {data} ({data.stat().st_size / 1e6:,.1f} MB)", markup=False
+    )

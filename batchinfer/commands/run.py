@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run_display import LiveProgress, summary_table
@@ -62,7 +63,7 @@ def run(
             error = failure.error or ""
             where = "" if error.startswith(failure.name) else f"{failure.name}: "
             Console(stderr=True, soft_wrap=True).print(
-                f"[red]FAILED[/] {where}{error}", highlight=False
+                f"[red]FAILED[/] {escape(where + error)}", highlight=False
             )
         raise typer.Exit(1)
 
@@ -77,7 +78,7 @@ def _report(console: Console, result: JobResult) -> None:
         lines = [
             line.decode("utf-8", "replace").rstrip("\n") for line in islice(handle, SAMPLE_LINES)
         ]
-    console.print(f"[bold]{path}[/] (first {len(lines)} lines):", highlight=False)
+    console.print(f"[bold]{escape(str(path))}[/] (first {len(lines)} lines):", highlight=False)
     for line in lines:
         console.print("  " + line, highlight=False, markup=False)
 

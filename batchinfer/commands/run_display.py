@@ -14,6 +14,7 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 from rich.table import Table
+from rich.text import Text
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.local_job import JobResult
@@ -77,7 +78,7 @@ def summary_table(result: JobResult) -> Table:
     table.add_column("status")
     for file in result.files:
         table.add_row(
-            file.name,
+            Text(file.name),
             str(file.shards or 1),
             ",".join(str(i + 1) for i in file.instances),
             _count(file.records_in),

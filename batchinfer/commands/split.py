@@ -6,6 +6,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 
 def split(
@@ -50,9 +51,9 @@ def split(
         )
     table = Table("shard", "bytes", "data range", box=None, title=f"shards in {index.prefix}")
     for shard in index.shards:
-        table.add_row(shard.name, f"{shard.size:,}", f"{shard.start:,}-{shard.end:,}")
+        table.add_row(Text(shard.name), f"{shard.size:,}", f"{shard.start:,}-{shard.end:,}")
     out = Console()
     out.print(table)
     if index.uris == [index.source]:
         out.print("the input fits in one shard: it was not copied")
-    out.print(f"manifest: {index.manifest}\nindex:    {index.location}")
+    out.print(f"manifest: {index.manifest}\nindex:    {index.location}", markup=False)

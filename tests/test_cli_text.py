@@ -1,0 +1,36 @@
+"""What the CLI prints of user text (paths, run ids, errors) is shown as it is, never read
+as rich markup: a path like ``scores[region]/in.csv`` keeps its brackets."""
+
+from rich.console import Console
+
+from batchinfer.commands.cloud import run_table, shard_table
+from tests.support.cli import run_cli
+
+
+def _render(renderable) -> str:
+    console = Console(width=200, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_status_tables_show_brackets_in_run_ids_names_and_errors():
+    run = {
+        "run_id": "scores[eu]",
+        "run_status": "FAILED",
+        "input": "s3://b/input/scores[region]/",
+        "error": "InputError",
+        "cause": "scores[region]/in.csv: record 3: [bold]not a number[/]",
+    }
+    shards = [{"shard": 0, "name": "scores[region]/in.csv", "status": "MISSING", "reason": "[x]"}]
+    text = _render(run_table(run)) + _render(shard_table(shards))
+    for shown in ("run scores[eu]", "scores[region]/", "[bold]not a number[/]", "[x]"):
+        assert shown in text
+
+
+def test_an_error_naming_a_path_keeps_its_brackets(tmp_path, capsys):
+    missing = tmp_path / "scores[region]" / "in.csv"
+    code, printed = run_cli(
+        capsys, "run", str(missing), "--model", str(tmp_path), "--output", str(tmp_path / "o")
+    )
+    assert code != 0
+    assert "scores[region]" in printed.replace("\n", "")
