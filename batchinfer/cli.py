@@ -1,6 +1,7 @@
 """The ``batchinfer`` command line: one sub-command per module under ``batchinfer.commands``."""
 
-from typing import Any
+from importlib import metadata
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -31,8 +32,21 @@ app = _App(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"batchinfer {metadata.version('batchinfer')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main() -> None:
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Batch inference with SageMaker Batch Transform semantics, locally or on AWS."""
 
 

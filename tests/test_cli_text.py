@@ -34,3 +34,8 @@ def test_an_error_naming_a_path_keeps_its_brackets(tmp_path, capsys):
     )
     assert code != 0
     assert "scores[region]" in printed.replace("\n", "")
+
+
+def test_version_prints_the_installed_version(capsys):
+    code, printed = run_cli(capsys, "--version")
+    assert code == 0 and printed.strip() == "batchinfer 0.1.0"
