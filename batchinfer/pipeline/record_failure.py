@@ -85,7 +85,7 @@ def record_ended_execution(
     try:
         return _record(
             run_id,
-            status=ABORTED if status == ABORTED else FAILED,
+            status=ABORTED if status == "ABORTED" else FAILED,  # a stopped execution
             error=detail.get("error") or f"Execution{status.title().replace('_', '')}",
             cause=f"{ended}: {detail['cause']}" if detail.get("cause") else ended,
             failed_job=None,

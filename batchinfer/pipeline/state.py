@@ -67,11 +67,6 @@ class RunPlan(StatePart):
     def layout(self) -> RunLayout:
         return RunLayout(parse_s3_uri(self.artefacts).bucket, self.run_id)
 
-    def to_state(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {
-            "settings": self.settings.to_state()
-        }
-
     @classmethod
     def from_state(cls, state: Any) -> "RunPlan":
         settings = TransformSettings.from_state(state["settings"])

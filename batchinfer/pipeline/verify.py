@@ -34,9 +34,9 @@ def verify(
     layout = plan.layout
     shards = read_json(s3, layout.shard_list)
     counted = plan.settings.counts_records
-    done = {item["shard"] for item in table.shards(run_id) if item.get("status") == SUCCEEDED}
+    succeeded = {i["shard"] for i in table.shards(run_id) if i.get("status") == SUCCEEDED}
     missing: list[tuple[dict[str, Any], str]] = []
-    pending = [shard for shard in shards if shard["number"] not in done]
+    pending = [shard for shard in shards if shard["number"] not in succeeded]
     outputs = [
         parse_s3_uri(plan.job_output).child(output_name(shard["name"])).uri for shard in pending
     ]
@@ -61,10 +61,8 @@ def verify(
             table.put_shard(
                 run_id, shard["number"], attributes | {"status": MISSING, "reason": problem}
             )
-    table.update_run(
-        run_id, execution, {"shards": len(shards), "shards_done": len(shards) - len(missing)}
-    )
     done = len(shards) - len(missing)
+    table.update_run(run_id, execution, {"shards": len(shards), "shards_done": done})
     if outcome.status == JOB_STOPPED:
         raise JobStopped(
             f"{outcome.describe()}: stopped from outside the pipeline, so the run stops too; "
