@@ -7,6 +7,10 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from batchinfer.errors import BatchInferError
+from batchinfer.pipeline import data_places
+from batchinfer.pipeline.data_places import DATA, DataPlace
+from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
+from batchinfer.uris import parse_s3_uri
 
 _PREFIX = "BATCHINFER_"
 
@@ -38,6 +42,9 @@ class PipelineEnvironment:
     # Comma-separated, empty without a VPC: the processing jobs' VpcConfig.
     subnet_ids: str = ""
     security_group_ids: str = ""
+    # JSON lists of the configured existing buckets (data_places.to_json).
+    data_sources: str = "[]"
+    output_destinations: str = "[]"
 
     @staticmethod
     def variable(name: str) -> str:
@@ -77,6 +84,27 @@ class PipelineEnvironment:
             "Subnets": self.subnet_ids.split(","),
             "SecurityGroupIds": self.security_group_ids.split(","),
         }
+
+    @property
+    def input_places(self) -> tuple[DataPlace, ...]:
+        """Where a run may read inputs: ``input/`` of the data bucket, then the sources."""
+        own = DataPlace(DATA, self.data_bucket, INPUT_PREFIX, self.kms_key_arn)
+        return (own, *data_places.from_json(self.data_sources))
+
+    @property
+    def output_places(self) -> tuple[DataPlace, ...]:
+        """Where a run may write outputs: ``output/`` of the data bucket, then the
+        destinations."""
+        own = DataPlace(DATA, self.data_bucket, OUTPUT_PREFIX, self.kms_key_arn)
+        return (own, *data_places.from_json(self.output_destinations))
+
+    def output_key(self, uri: str) -> str:
+        """The KMS key a job encrypts the outputs it writes under ``uri`` with ("" for the
+        bucket's default encryption): the stack's key in the data bucket, the
+        destination's key elsewhere."""
+        if parse_s3_uri(uri).bucket == self.data_bucket:
+            return self.kms_key_arn
+        return data_places.place_of(uri, "output", self.output_places).kms_key_arn
 
     @property
     def model_env(self) -> dict[str, str]:

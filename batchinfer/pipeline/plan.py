@@ -14,10 +14,11 @@ from typing import Any
 
 from batchinfer.engines import ENGINES
 from batchinfer.errors import InputError, ValidationError
+from batchinfer.pipeline.data_places import place_of
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.pipeline.job_names import job_base
-from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX, RunLayout
+from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.s3io import list_objects, write_json
@@ -57,8 +58,8 @@ def plan_run(
         )
     run_id = run_id_of(request, execution_name)
     layout = RunLayout(env.data_bucket, run_id)
-    source = _location(request.get("input"), "input", env.data_bucket, INPUT_PREFIX)
-    output = _output(request.get("output"), layout, env.data_bucket)
+    source = _input(request.get("input"), env)
+    output = _output(request.get("output"), layout, env)
     engine = request.get("engine", env.engine)
     if engine not in ENGINES:
         raise ValidationError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
@@ -136,23 +137,17 @@ def run_id_of(request: Mapping[str, Any], execution_name: str) -> str:
     return run_id
 
 
-def _location(uri: Any, field: str, bucket: str, prefix: str) -> S3Location:
-    if not isinstance(uri, str):
-        raise ValidationError(f"{field}: required, an s3:// URI under s3://{bucket}/{prefix}")
-    location = parse_s3_uri(uri, field=field)
-    if location.bucket != bucket or not location.key.startswith(prefix):
-        raise ValidationError(
-            f"{field}: {uri!r} is outside s3://{bucket}/{prefix}, the only place this stack's "
-            f"jobs may use for {field}"
-        )
-    return location
+def _input(uri: Any, env: PipelineEnvironment) -> S3Location:
+    place_of(uri, "input", env.input_places)
+    return parse_s3_uri(uri, field="input")
 
 
-def _output(uri: Any, layout: RunLayout, bucket: str) -> S3Location:
+def _output(uri: Any, layout: RunLayout, env: PipelineEnvironment) -> S3Location:
     if uri is None:
         return layout.default_output
-    location = _location(uri, "output", bucket, OUTPUT_PREFIX)
-    return location if location.key.endswith("/") else S3Location(bucket, location.key + "/")
+    place_of(uri, "output", env.output_places)
+    location = parse_s3_uri(uri, field="output")
+    return location if location.key.endswith("/") else location.child("")
 
 
 def _flag(request: Mapping[str, Any], key: str) -> bool:

@@ -135,14 +135,20 @@ def transform_request(
         "MaxConcurrentTransforms": settings.max_concurrent_transforms or 0,
         "Environment": dict(settings.environment),
     }
-    if env.kms_key_arn:
-        request["TransformOutput"] = {**request["TransformOutput"], "KmsKeyId": env.kms_key_arn}
-        if not has_local_storage(settings.instance_type):  # refused with an instance store
-            request["TransformResources"] = {
-                **request["TransformResources"],
-                "VolumeKmsKeyId": env.kms_key_arn,
-            }
+    if output_key := env.output_key(output):
+        request["TransformOutput"] = {**request["TransformOutput"], "KmsKeyId": output_key}
+    if volume_key := _volume_key(settings, env):
+        request["TransformResources"] = {
+            **request["TransformResources"],
+            "VolumeKmsKeyId": volume_key,
+        }
     return request
+
+
+def _volume_key(settings: TransformSettings, env: PipelineEnvironment) -> str:
+    """The stack's key for the instances' storage volume; none on a type with an instance
+    store, where SageMaker refuses one (the platform encrypts that storage itself)."""
+    return "" if has_local_storage(settings.instance_type) else env.kms_key_arn
 
 
 def container_parameters(settings: TransformSettings, env: PipelineEnvironment) -> dict[str, Any]:
@@ -223,10 +229,10 @@ def processing_request(
             }
         ]
     }
-    if env.kms_key_arn:
-        output_config["KmsKeyId"] = env.kms_key_arn
-        if not has_local_storage(settings.instance_type):  # refused with an instance store
-            cluster["VolumeKmsKeyId"] = env.kms_key_arn
+    if output_key := env.output_key(output):
+        output_config["KmsKeyId"] = output_key
+    if volume_key := _volume_key(settings, env):
+        cluster["VolumeKmsKeyId"] = volume_key
     return {
         "ProcessingJobName": name,
         "RoleArn": env.sagemaker_role_arn,

@@ -14,9 +14,9 @@ from moto import mock_aws
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.status_table import StatusTable
 from tests.support.aws import create_status_table
+from tests.support.run_state import BUCKET
 
 REGION = "eu-west-1"
-BUCKET = "batchinfer-test-data"
 
 
 @dataclass

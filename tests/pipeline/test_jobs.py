@@ -7,6 +7,8 @@ from dataclasses import replace
 import pytest
 
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline import data_places
+from batchinfer.pipeline.data_places import DataPlace
 from batchinfer.pipeline.instance_types import (
     LOCAL_STORAGE_FAMILIES,
     accepted,
@@ -187,3 +189,28 @@ def test_processing_jobs_run_in_the_configured_vpc(account):
         "EnableNetworkIsolation": True,
         "VpcConfig": {"Subnets": ["subnet-0a1", "subnet-0a2"], "SecurityGroupIds": ["sg-0b1"]},
     }
+
+
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_outputs_take_the_key_of_the_place_they_are_written_to(account, engine):
+    """A job writing to an output destination encrypts with that bucket's key (or the
+    bucket's default encryption); its volume keeps the stack's key."""
+    keyed = DataPlace("reports", "acme-reports", "batch/", "arn:aws:kms:eu-west-1:1:key/r")
+    plain = DataPlace("shared", "acme-shared", "", "")
+    env = replace(account.env, output_destinations=data_places.to_json([keyed, plain]))
+
+    def keys(job_output: str) -> tuple[str | None, str | None]:
+        plan = replace(example_plan(engine), job_output=job_output)
+        job = prepare_job(plan, example_round(), env=env, s3=account.s3).request
+        if engine == "transform":
+            return job["TransformOutput"].get("KmsKeyId"), job["TransformResources"].get(
+                "VolumeKmsKeyId"
+            )
+        return job["ProcessingOutputConfig"].get("KmsKeyId"), job["ProcessingResources"][
+            "ClusterConfig"
+        ].get("VolumeKmsKeyId")
+
+    stack_key = env.kms_key_arn
+    assert keys("s3://acme-reports/batch/r-1/") == (keyed.kms_key_arn, stack_key)
+    assert keys("s3://acme-shared/any/") == (None, stack_key)
+    assert keys(f"s3://{account.env.data_bucket}/runs/r-1/parts/") == (stack_key, stack_key)

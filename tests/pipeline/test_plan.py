@@ -2,10 +2,13 @@
 claimed once: a second start neither redoes nor overwrites the first run."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from batchinfer.errors import InputError, ValidationError
+from batchinfer.pipeline import data_places
+from batchinfer.pipeline.data_places import DataPlace
 from batchinfer.pipeline.plan import plan_run
 from batchinfer.pipeline.status_table import RUNNING, RunAlreadyExists
 
@@ -33,7 +36,8 @@ def plan(account, request, name="exec-1"):
         (
             {"input": "s3://x"},
             ValidationError,
-            r"input: 's3://x' is outside s3://batchinfer-test-data/input/",
+            r"input: 's3://x' is outside the places this stack's runs may use for input: "
+            r"s3://batchinfer-test-data/input/ \(data\)",
         ),
         ({"input": "/tmp/data.csv"}, ValidationError, r"input: '/tmp/data.csv' is not an S3 URI"),
         (
@@ -59,7 +63,7 @@ def plan(account, request, name="exec-1"):
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "output": f"s3://{BUCKET}/runs/"},
             ValidationError,
-            r"output: .* is outside s3://batchinfer-test-data/output/",
+            r"output: .* is outside .* for output: s3://batchinfer-test-data/output/ \(data\)",
         ),
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "merge": True, "assemble_with": "None"},
@@ -137,3 +141,56 @@ def test_same_run_id_twice_claims_once_and_keeps_the_first(account):
     assert run["execution_arn"] == EXECUTION + "first"
     assert account.get(f"s3://{BUCKET}/runs/nightly-1/inputs.json") == inputs_before
     assert RunAlreadyExists.__name__ == "RunAlreadyExists"  # the state machine's Catch name
+
+
+LAKE = DataPlace("lake", "acme-lake", "scoring/", "arn:aws:kms:eu-west-1:123456789012:key/lake")
+REPORTS = DataPlace("reports", "acme-reports", "batch/", "")
+
+
+@pytest.fixture
+def with_places(account):
+    for place in (LAKE, REPORTS):
+        account.s3.create_bucket(
+            Bucket=place.bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+        )
+    account.env = replace(
+        account.env,
+        data_sources=data_places.to_json([LAKE]),
+        output_destinations=data_places.to_json([REPORTS]),
+    )
+    return account
+
+
+def test_plan_reads_a_configured_source_and_writes_a_destination(with_places):
+    with_places.s3.put_object(Bucket="acme-lake", Key="scoring/2026/a.csv", Body=b"1,2\n")
+    result = plan(
+        with_places,
+        {"input": "s3://acme-lake/scoring/2026/", "output": "s3://acme-reports/batch/2026"},
+    )
+    assert result["input"] == "s3://acme-lake/scoring/2026/"
+    assert result["output"] == result["job_output"] == "s3://acme-reports/batch/2026/"
+    (task,) = json.loads(with_places.get(f"s3://{BUCKET}/{result['inputs_key']}"))
+    assert task["input"] == "s3://acme-lake/scoring/2026/a.csv"
+    assert task["output"] == f"s3://{BUCKET}/shards/exec-1/"
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        (
+            {"input": "s3://acme-lake/raw/a.csv"},
+            r"input: 's3://acme-lake/raw/a.csv' is outside the places this stack's runs may "
+            r"use for input: s3://batchinfer-test-data/input/ \(data\), "
+            r"s3://acme-lake/scoring/ \(lake\)$",
+        ),
+        (
+            {"input": "s3://acme-lake/scoring/a.csv", "output": "s3://acme-lake/scoring/out/"},
+            r"output: .* for output: s3://batchinfer-test-data/output/ \(data\), "
+            r"s3://acme-reports/batch/ \(reports\)$",
+        ),
+    ],
+)
+def test_places_not_configured_are_refused_listing_the_allowed_ones(with_places, request_, message):
+    with_places.s3.put_object(Bucket="acme-lake", Key="scoring/a.csv", Body=b"1,2\n")
+    with pytest.raises(ValidationError, match=message):
+        plan(with_places, request_)

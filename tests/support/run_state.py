@@ -3,6 +3,8 @@
 from batchinfer.pipeline.state import Round, RunPlan
 from batchinfer.transform.settings import TransformSettings
 
+BUCKET = "batchinfer-test-data"  # the data bucket of the tests' moto account
+
 CSV_LINES = {
     "content_type": "text/csv",
     "accept": "text/csv",
@@ -12,15 +14,15 @@ CSV_LINES = {
 
 
 def example_plan(engine: str = "transform", run_id: str = "r-1", **settings: object) -> RunPlan:
-    """The plan of run ``run_id`` in bucket ``b``: CSV lines, with ``settings`` on top."""
+    """The plan of run ``run_id`` in the test data bucket: CSV lines, with ``settings`` on top."""
     return RunPlan(
         run_id=run_id,
         engine=engine,
-        input="s3://b/input/",
-        output=f"s3://b/output/{run_id}/",
-        job_output=f"s3://b/output/{run_id}/",
-        artefacts=f"s3://b/runs/{run_id}/",
-        shards_prefix=f"s3://b/shards/{run_id}/",
+        input=f"s3://{BUCKET}/input/",
+        output=f"s3://{BUCKET}/output/{run_id}/",
+        job_output=f"s3://{BUCKET}/output/{run_id}/",
+        artefacts=f"s3://{BUCKET}/runs/{run_id}/",
+        shards_prefix=f"s3://{BUCKET}/shards/{run_id}/",
         inputs_key=f"runs/{run_id}/inputs.json",
         objects=1,
         bytes=1,
@@ -31,5 +33,7 @@ def example_plan(engine: str = "transform", run_id: str = "r-1", **settings: obj
     )
 
 
-def example_round(number: int = 1, manifest: str = "s3://b/runs/r-1/round-1.manifest") -> Round:
+def example_round(
+    number: int = 1, manifest: str = f"s3://{BUCKET}/runs/r-1/round-1.manifest"
+) -> Round:
     return Round(number=number, manifest=manifest, complete=False, shards=1, missing=1)
