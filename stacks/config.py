@@ -14,7 +14,10 @@ from typing import Any
 
 from batchinfer.engines import ENGINES
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline import data_places
+from batchinfer.pipeline.data_places import DATA, DataPlace
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
+from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
@@ -33,6 +36,11 @@ _SCHEDULE_NAME = re.compile(r"[0-9a-zA-Z-_.]{1,64}")
 _PREFIX = re.compile(r"([A-Za-z0-9!_.*'()-]+/)+")
 _SUBNET = re.compile(r"subnet-[0-9a-f]{8,17}")
 _SECURITY_GROUP = re.compile(r"sg-[0-9a-f]{8,17}")
+_PLACE_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
+# Stands for the data bucket's name, which CloudFormation generates, when checking requests.
+DATA_BUCKET_PLACEHOLDER = "<data bucket>"
 ECR_IMAGE = re.compile(
     r"(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
     r"(?P<repository>[a-z0-9][a-z0-9._/-]*)(:[\w.-]{1,128}|@sha256:[a-f0-9]{64})"
@@ -52,11 +60,13 @@ class ScheduleConfig:
 
 @dataclass(frozen=True)
 class S3TriggerConfig:
-    """Start a run for every object created under ``prefix`` of the data bucket; ``request``
-    holds the other request keys (the object's URI becomes ``input``)."""
+    """Start a run for every object created under the key ``prefix`` of the bucket of data
+    source ``source`` (``data``: the stack's data bucket); ``request`` holds the other
+    request keys (the object's URI becomes ``input``)."""
 
     prefix: str
     request: Mapping[str, Any] = field(default_factory=dict)
+    source: str = DATA
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,9 @@ class PipelineConfig:
     # container builder): an ECR image URI with a tag or digest.
     image_uri: str | None = None
     vpc: VpcConfig | None = None
+    # Existing buckets (and prefixes) runs may read inputs from / write outputs to.
+    data_sources: tuple[DataPlace, ...] = ()
+    output_destinations: tuple[DataPlace, ...] = ()
 
     @property
     def settings(self) -> TransformSettings:
@@ -121,6 +134,35 @@ class PipelineConfig:
     @property
     def is_local_model(self) -> bool:
         return not is_s3_uri(self.model_data)
+
+    def input_places(self, data_bucket: str) -> tuple[DataPlace, ...]:
+        return data_places.with_data_bucket(INPUT_PREFIX, data_bucket, self.data_sources)
+
+    def output_places(self, data_bucket: str) -> tuple[DataPlace, ...]:
+        return data_places.with_data_bucket(OUTPUT_PREFIX, data_bucket, self.output_destinations)
+
+    def resolve_request(
+        self, request: Mapping[str, Any], data_bucket: str, where: str
+    ) -> dict[str, Any]:
+        """``request`` with its ``input`` and ``output`` references (``bucket://NAME/KEY``)
+        resolved to ``s3://`` URIs inside the places runs may use."""
+        resolved = dict(request)
+        for key, places in (
+            ("input", self.input_places(data_bucket)),
+            ("output", self.output_places(data_bucket)),
+        ):
+            if key in resolved:
+                value = resolved[key]
+                if not isinstance(value, str):
+                    raise ValidationError(f"{where}.{key}: {value!r} is not a URI")
+                try:
+                    resolved[key] = data_places.resolve(value, f"{where}.{key}", places)
+                except ValidationError as exc:
+                    raise ValidationError(
+                        f"{exc}; name the stack's data bucket as bucket://{DATA}/KEY and a "
+                        "configured bucket as bucket://NAME/KEY"
+                    ) from None
+        return resolved
 
 
 def load_config(context: Mapping[str, Any], env: str | None, base_dir: Path) -> PipelineConfig:
@@ -157,6 +199,8 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
         values["s3_trigger"] = _s3_trigger(values["s3_trigger"], f"{where}.s3_trigger")
     if values.get("vpc") is not None:
         values["vpc"] = _vpc(values["vpc"], f"{where}.vpc")
+    for key in ("data_sources", "output_destinations"):
+        values[key] = _places(values.get(key, []), f"{where}.{key}")
     values["notification_emails"] = tuple(
         _list(values.get("notification_emails", []), f"{where}.notification_emails")
     )
@@ -249,6 +293,12 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
     names = [s.name for s in config.schedules]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     _require(not duplicates, f"{where}.schedules", duplicates, "unique names")
+    for i, schedule in enumerate(config.schedules):
+        config.resolve_request(
+            schedule.input, DATA_BUCKET_PLACEHOLDER, f"{where}.schedules[{i}].input"
+        )
+    if config.s3_trigger is not None:
+        _check_trigger(config, config.s3_trigger, f"{where}.s3_trigger")
     for email in config.notification_emails:
         _require(
             isinstance(email, str) and re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", email),
@@ -281,10 +331,10 @@ def _schedule(raw: Any, where: str) -> ScheduleConfig:
     )
     check_schedule_expression(schedule.expression, f"{where}.expression")
     _require(
-        isinstance(schedule.input, Mapping) and is_s3_uri(str(schedule.input.get("input", ""))),
+        isinstance(schedule.input, Mapping) and "input" in schedule.input,
         f"{where}.input",
         schedule.input,
-        'a request object with at least {"input": "s3://..."}',
+        'a request object with at least {"input": "s3://..." or "bucket://NAME/KEY"}',
     )
     _require(isinstance(schedule.enabled, bool), f"{where}.enabled", schedule.enabled, "a boolean")
     return schedule
@@ -349,12 +399,10 @@ def _s3_trigger(raw: Any, where: str) -> S3TriggerConfig:
         raise ValidationError(f"{where}.prefix: required")
     trigger = S3TriggerConfig(**values)
     _require(
-        isinstance(trigger.prefix, str)
-        and _PREFIX.fullmatch(trigger.prefix)
-        and trigger.prefix.startswith("input/"),
+        isinstance(trigger.prefix, str) and _PREFIX.fullmatch(trigger.prefix),
         f"{where}.prefix",
         trigger.prefix,
-        "a key prefix under input/ ending with '/', e.g. input/arrivals/",
+        "a key prefix ending with '/', e.g. input/arrivals/",
     )
     _require(
         isinstance(trigger.request, Mapping) and "input" not in trigger.request,
@@ -363,6 +411,70 @@ def _s3_trigger(raw: Any, where: str) -> S3TriggerConfig:
         "an object of request keys without 'input' (the arriving object is the input)",
     )
     return trigger
+
+
+def _check_trigger(config: PipelineConfig, trigger: S3TriggerConfig, where: str) -> None:
+    """The trigger watches a prefix inside one of the input places; its request's output
+    reference resolves."""
+    places = {p.name: p for p in config.input_places(DATA_BUCKET_PLACEHOLDER)}
+    _require(trigger.source in places, f"{where}.source", trigger.source, ", ".join(places))
+    place = places[trigger.source]
+    _require(
+        trigger.prefix.startswith(place.prefix),
+        f"{where}.prefix",
+        trigger.prefix,
+        f"a key prefix under {place.prefix!r}, the prefix of {trigger.source!r}",
+    )
+    config.resolve_request(trigger.request, DATA_BUCKET_PLACEHOLDER, f"{where}.request")
+
+
+def _places(raw: Any, where: str) -> tuple[DataPlace, ...]:
+    """Existing buckets: ``name`` (used in references), ``bucket``, optional ``prefix`` and
+    the ARN of the customer managed key the bucket encrypts with."""
+    places = []
+    for i, item in enumerate(_list(raw, where)):
+        at = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise ValidationError(f"{at}: expected an object with name and bucket")
+        values = _known_keys(item, DataPlace, at)
+        for key in ("name", "bucket"):
+            if key not in values:
+                raise ValidationError(f"{at}.{key}: required")
+        place = DataPlace(**values)
+        _require(
+            isinstance(place.name, str)
+            and _PLACE_NAME.fullmatch(place.name)
+            and place.name != DATA,
+            f"{at}.name",
+            place.name,
+            f"lowercase letters, digits and hyphens, starting with a letter; not {DATA!r} "
+            "(the stack's data bucket)",
+        )
+        _require(
+            isinstance(place.bucket, str) and _BUCKET.fullmatch(place.bucket),
+            f"{at}.bucket",
+            place.bucket,
+            "an S3 bucket name",
+        )
+        _require(
+            place.prefix == ""
+            or (isinstance(place.prefix, str) and _PREFIX.fullmatch(place.prefix)),
+            f"{at}.prefix",
+            place.prefix,
+            "empty (the whole bucket) or a key prefix ending with '/'",
+        )
+        _require(
+            place.kms_key_arn == ""
+            or (isinstance(place.kms_key_arn, str) and _KMS_KEY_ARN.fullmatch(place.kms_key_arn)),
+            f"{at}.kms_key_arn",
+            place.kms_key_arn,
+            "the ARN of a KMS key, arn:aws:kms:<region>:<account>:key/<id>",
+        )
+        places.append(place)
+    names = [p.name for p in places]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    _require(not duplicates, where, duplicates, "unique names")
+    return tuple(places)
 
 
 def _retry(raw: Any, where: str) -> RetryConfig:

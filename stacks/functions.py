@@ -13,8 +13,10 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.steps import STEPS, Step
 from stacks.config import LOG_RETENTION_DAYS, PipelineConfig
+from stacks.data_access import grant_read, grant_write
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import place_function
 from stacks.operations import Notifications
@@ -123,6 +125,7 @@ class Functions(Construct):
             self.roles[name] = role
             self.log_groups[name] = log_group
             _grant(step, role, storage, status, notifications)
+            _grant_existing_buckets(step, role, config)
 
 
 def _grant(
@@ -178,6 +181,26 @@ def _grant(
             "prefixes of the data bucket (run ids are chosen at run time), queries "
             "the status table's by-status index, and uses the stack's key through "
             "the S3 and DynamoDB integrations.",
+            findings=sorted(set(findings)),
+        )
+
+
+def _grant_existing_buckets(step: Step, role: iam.Role, config: PipelineConfig) -> None:
+    """A step that reads inputs reads the data sources too; one that reads or writes
+    outputs does the same on the output destinations."""
+    findings = []
+    if INPUT_PREFIX in step.reads:
+        findings += grant_read(role, config.data_sources, "ReadSources")
+    if OUTPUT_PREFIX in step.reads:
+        findings += grant_read(role, config.output_destinations, "ReadDestinations")
+    if OUTPUT_PREFIX in step.writes:
+        findings += grant_write(role, config.output_destinations, "WriteDestinations")
+    if findings:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            f"The {step.name} Lambda works on the objects under the configured data sources' "
+            "and output destinations' prefixes, whose names runs choose.",
             findings=sorted(set(findings)),
         )
 

@@ -12,6 +12,7 @@ from constructs import Construct
 from batchinfer.pipeline.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
 from stacks.config import ECR_IMAGE, PipelineConfig
+from stacks.data_access import grant_write
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import SAGEMAKER_NETWORK_ACTIONS, allow_network_interfaces
 from stacks.storage import Storage
@@ -89,6 +90,9 @@ class Model(Construct):
             )
         )
         storage.key.grant_encrypt_decrypt(self.role)
+        # Jobs read only the run's shards (Collect copies every input there); they write
+        # the outputs of runs whose outputs are not merged straight to a destination.
+        destinations = grant_write(self.role, config.output_destinations, "WriteDestinations")
         self.image_uri = self._image(config, repo_root)
         self.role.add_to_policy(
             iam.PolicyStatement(
@@ -156,6 +160,14 @@ class Model(Construct):
             "*",
             *self._model_data_resources,
         ]
+        if destinations:
+            acknowledge(
+                self.role,
+                "AwsSolutions-IAM5",
+                "Jobs write the objects of per-run folders under the configured output "
+                "destinations' prefixes.",
+                findings=destinations,
+            )
         acknowledge(
             self.role,
             "AwsSolutions-IAM5",

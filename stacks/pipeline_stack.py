@@ -6,7 +6,7 @@ from pathlib import Path
 from aws_cdk import Environment, Stack
 from constructs import Construct
 
-from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline import data_places, stack_outputs
 from batchinfer.pipeline.environment import PipelineEnvironment
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
@@ -64,6 +64,8 @@ class PipelineStack(Stack):
             run_record_days=str(config.run_record_days),
             subnet_ids=",".join(config.vpc.subnet_ids) if config.vpc else "",
             security_group_ids=",".join(config.vpc.security_group_ids) if config.vpc else "",
+            data_sources=data_places.to_json(config.data_sources),
+            output_destinations=data_places.to_json(config.output_destinations),
         )
         self.functions = Functions(
             self,

@@ -5,6 +5,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from batchinfer.pipeline.data_places import DATA
 from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX, SHARDS_PREFIX
 from stacks.config import PipelineConfig
 from stacks.nag import acknowledge
@@ -63,7 +64,7 @@ class Storage(Construct):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             server_access_logs_bucket=self.log_bucket,
             server_access_logs_prefix="data-bucket/",
-            event_bridge_enabled=config.s3_trigger is not None,
+            event_bridge_enabled=config.s3_trigger is not None and config.s3_trigger.source == DATA,
             lifecycle_rules=[
                 s3.LifecycleRule(
                     id="abort-incomplete-uploads",

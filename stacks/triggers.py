@@ -32,9 +32,13 @@ class Triggers(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.schedules: dict[str, scheduler.Schedule] = {}
+        data_bucket = storage.data_bucket.bucket_name
         if config.schedules:
             group = scheduler.ScheduleGroup(self, "Schedules")
-            for item in config.schedules:
+            for number, item in enumerate(config.schedules):
+                request = config.resolve_request(
+                    item.input, data_bucket, f"schedules[{number}].input"
+                )
                 self.schedules[item.name] = scheduler.Schedule(
                     self,
                     f"Schedule-{item.name}",
@@ -44,22 +48,24 @@ class Triggers(Construct):
                     enabled=item.enabled,
                     target=scheduler_targets.StepFunctionsStartExecution(
                         state_machine,
-                        input=scheduler.ScheduleTargetInput.from_object(dict(item.input)),
+                        input=scheduler.ScheduleTargetInput.from_object(request),
                     ),
                 )
         self.arrival_rule = None
         if config.s3_trigger is not None:
-            bucket = storage.data_bucket.bucket_name
+            trigger = config.s3_trigger
+            (source,) = (p for p in config.input_places(data_bucket) if p.name == trigger.source)
+            bucket = source.bucket
             self.arrival_rule = events.Rule(
                 self,
                 "Arrival",
-                description=f"Start a run for each object created under {config.s3_trigger.prefix}",
+                description=f"Start a run for each object created under {trigger.prefix}",
                 event_pattern=events.EventPattern(
                     source=["aws.s3"],
                     detail_type=["Object Created"],
                     detail={
                         "bucket": {"name": [bucket]},
-                        "object": {"key": [{"prefix": config.s3_trigger.prefix}]},
+                        "object": {"key": [{"prefix": trigger.prefix}]},
                     },
                 ),
             )
@@ -68,7 +74,8 @@ class Triggers(Construct):
                 targets.SfnStateMachine(
                     state_machine,
                     input=events.RuleTargetInput.from_object(
-                        {**config.s3_trigger.request, "input": f"s3://{bucket}/{key}"}
+                        config.resolve_request(trigger.request, data_bucket, "s3_trigger.request")
+                        | {"input": f"s3://{bucket}/{key}"}
                     ),
                 )
             )

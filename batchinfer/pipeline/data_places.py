@@ -43,6 +43,13 @@ class DataPlace:
         return f"{self.location.uri} ({self.name})"
 
 
+def with_data_bucket(
+    prefix: str, data_bucket: str, configured: Iterable[DataPlace], kms_key_arn: str = ""
+) -> tuple[DataPlace, ...]:
+    """The data bucket's ``prefix`` (as place ``data``), then the ``configured`` places."""
+    return (DataPlace(DATA, data_bucket, prefix, kms_key_arn), *configured)
+
+
 def to_json(places: Iterable[DataPlace]) -> str:
     return json.dumps([asdict(p) for p in places], sort_keys=True)
 
@@ -61,7 +68,7 @@ def place_of(uri: object, field: str, places: tuple[DataPlace, ...]) -> DataPlac
         if place.holds(location):
             return place
     raise ValidationError(
-        f"{field}: {uri!r} is outside the places this stack's runs may use for {field}: {allowed}"
+        f"{field}: {uri!r} is outside the places this stack's runs may use for it: {allowed}"
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from batchinfer.errors import BatchInferError
 from batchinfer.pipeline import data_places
-from batchinfer.pipeline.data_places import DATA, DataPlace
+from batchinfer.pipeline.data_places import DataPlace, with_data_bucket
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.uris import parse_s3_uri
 
@@ -88,15 +88,15 @@ class PipelineEnvironment:
     @property
     def input_places(self) -> tuple[DataPlace, ...]:
         """Where a run may read inputs: ``input/`` of the data bucket, then the sources."""
-        own = DataPlace(DATA, self.data_bucket, INPUT_PREFIX, self.kms_key_arn)
-        return (own, *data_places.from_json(self.data_sources))
+        sources = data_places.from_json(self.data_sources)
+        return with_data_bucket(INPUT_PREFIX, self.data_bucket, sources, self.kms_key_arn)
 
     @property
     def output_places(self) -> tuple[DataPlace, ...]:
         """Where a run may write outputs: ``output/`` of the data bucket, then the
         destinations."""
-        own = DataPlace(DATA, self.data_bucket, OUTPUT_PREFIX, self.kms_key_arn)
-        return (own, *data_places.from_json(self.output_destinations))
+        destinations = data_places.from_json(self.output_destinations)
+        return with_data_bucket(OUTPUT_PREFIX, self.data_bucket, destinations, self.kms_key_arn)
 
     def output_key(self, uri: str) -> str:
         """The KMS key a job encrypts the outputs it writes under ``uri`` with ("" for the

@@ -36,7 +36,7 @@ def plan(account, request, name="exec-1"):
         (
             {"input": "s3://x"},
             ValidationError,
-            r"input: 's3://x' is outside the places this stack's runs may use for input: "
+            r"input: 's3://x' is outside the places this stack's runs may use for it: "
             r"s3://batchinfer-test-data/input/ \(data\)",
         ),
         ({"input": "/tmp/data.csv"}, ValidationError, r"input: '/tmp/data.csv' is not an S3 URI"),
@@ -63,7 +63,7 @@ def plan(account, request, name="exec-1"):
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "output": f"s3://{BUCKET}/runs/"},
             ValidationError,
-            r"output: .* is outside .* for output: s3://batchinfer-test-data/output/ \(data\)",
+            r"output: .* is outside .* for it: s3://batchinfer-test-data/output/ \(data\)",
         ),
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "merge": True, "assemble_with": "None"},
@@ -180,12 +180,12 @@ def test_plan_reads_a_configured_source_and_writes_a_destination(with_places):
         (
             {"input": "s3://acme-lake/raw/a.csv"},
             r"input: 's3://acme-lake/raw/a.csv' is outside the places this stack's runs may "
-            r"use for input: s3://batchinfer-test-data/input/ \(data\), "
+            r"use for it: s3://batchinfer-test-data/input/ \(data\), "
             r"s3://acme-lake/scoring/ \(lake\)$",
         ),
         (
             {"input": "s3://acme-lake/scoring/a.csv", "output": "s3://acme-lake/scoring/out/"},
-            r"output: .* for output: s3://batchinfer-test-data/output/ \(data\), "
+            r"output: .* for it: s3://batchinfer-test-data/output/ \(data\), "
             r"s3://acme-reports/batch/ \(reports\)$",
         ),
     ],

@@ -126,3 +126,96 @@ def test_the_readme_documents_every_config_key():
     )
     keys = {key for pair in documented for key in pair if key}
     assert {f.name for f in fields(PipelineConfig)} - {"name"} <= keys
+
+
+LAKE = {"name": "lake", "bucket": "acme-lake", "prefix": "scoring/"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"data_sources": [{"name": "data", "bucket": "acme-lake"}]},
+            r"data_sources\[0\]\.name: 'data' is not allowed",
+        ),
+        ({"data_sources": [{"name": "lake"}]}, r"data_sources\[0\]\.bucket: required"),
+        (
+            {"data_sources": [LAKE | {"prefix": "scoring"}]},
+            r"data_sources\[0\]\.prefix: 'scoring' is not allowed; allowed: empty .* ending",
+        ),
+        (
+            {"output_destinations": [LAKE | {"kms_key_arn": "alias/lake"}]},
+            r"output_destinations\[0\]\.kms_key_arn: 'alias/lake' is not allowed",
+        ),
+        ({"data_sources": [LAKE, LAKE]}, r"data_sources: \['lake'\] is not allowed"),
+        (
+            {
+                "schedules": [
+                    {
+                        "name": "n",
+                        "expression": "rate(1 day)",
+                        "input": {"input": "bucket://pond/x/"},
+                    }
+                ]
+            },
+            r"schedules\[0\]\.input\.input: 'bucket://pond/x/' names no place; "
+            r"known for .*: data, lake",
+        ),
+        (
+            {
+                "schedules": [
+                    {
+                        "name": "n",
+                        "expression": "rate(1 day)",
+                        "input": {"input": "s3://batchinfer-dev-data/input/"},
+                    }
+                ]
+            },
+            r"outside the places .*: s3://<data bucket>/input/ \(data\), "
+            r"s3://acme-lake/scoring/ \(lake\); name the stack's data bucket as bucket://data/KEY",
+        ),
+        (
+            {
+                "schedules": [
+                    {
+                        "name": "n",
+                        "expression": "rate(1 day)",
+                        "input": {"input": "bucket://lake/raw/"},
+                    }
+                ]
+            },
+            r"'s3://acme-lake/raw/' is outside the places",
+        ),
+        (
+            {"s3_trigger": {"source": "lake", "prefix": "arrivals/"}},
+            r"s3_trigger\.prefix: 'arrivals/' is not allowed; allowed: a key prefix under "
+            r"'scoring/'",
+        ),
+        (
+            {"s3_trigger": {"prefix": "landing/"}},
+            r"s3_trigger\.prefix: 'landing/' is not allowed; allowed: a key prefix under 'input/'",
+        ),
+        ({"s3_trigger": {"source": "pond", "prefix": "x/"}}, r"s3_trigger\.source: 'pond'"),
+    ],
+)
+def test_existing_buckets_and_references_are_checked(changes, message):
+    with pytest.raises(ValidationError, match=message):
+        _parse(**({"data_sources": [LAKE]} | changes))
+
+
+def test_references_resolve_to_the_places_they_name():
+    config = _parse(
+        data_sources=[LAKE],
+        output_destinations=[{"name": "reports", "bucket": "acme-reports"}],
+        s3_trigger={
+            "source": "lake",
+            "prefix": "scoring/new/",
+            "request": {"output": "bucket://reports/x/"},
+        },
+    )
+    request = {"input": "bucket://lake/scoring/a/", "output": "bucket://data/output/b/"}
+    assert config.resolve_request(request, "generated", "here") == {
+        "input": "s3://acme-lake/scoring/a/",
+        "output": "s3://generated/output/b/",
+    }
+    assert config.s3_trigger is not None and config.s3_trigger.source == "lake"

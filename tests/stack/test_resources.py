@@ -6,6 +6,7 @@ from aws_cdk.assertions import Match
 
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.layout import SHARDS_PREFIX
+from tests.support.offline.template import render
 
 from .conftest import ACCOUNT, REGION, of_type
 
@@ -214,11 +215,21 @@ def test_alarms_on_failed_timed_out_aborted_runs_and_lambda_errors(resources):
 
 
 def test_schedule_and_s3_arrival_trigger(synthesized, resources):
-    (schedule,) = of_type(resources, "AWS::Scheduler::Schedule").values()
-    props = schedule["Properties"]
-    assert props["ScheduleExpression"] == "cron(0 2 * * ? *)"
-    assert props["ScheduleExpressionTimezone"] == "Europe/Dublin"
-    assert '"merge":true' in props["Target"]["Input"].replace(" ", "")
+    schedules = {
+        r["Properties"]["ScheduleExpression"]: r["Properties"]
+        for r in of_type(resources, "AWS::Scheduler::Schedule").values()
+    }
+    nightly, weekly = schedules["cron(0 2 * * ? *)"], schedules["cron(0 4 ? * SUN *)"]
+    assert nightly["ScheduleExpressionTimezone"] == "Europe/Dublin"
+    # The stack's bucket by reference (its name is generated); a data source by its name.
+    data_bucket = next(k for k in of_type(resources, "AWS::S3::Bucket") if "Data" in k)
+    rendered = render(nightly["Target"]["Input"], {data_bucket: "generated-name"}, {})
+    assert json.loads(rendered) == {"input": "s3://generated-name/input/nightly/", "merge": True}
+    assert json.loads(weekly["Target"]["Input"]) == {
+        "input": "s3://example-data-lake/scoring/weekly/",
+        "output": "s3://example-reports/batchinfer/weekly/",
+        "merge": True,
+    }
     synthesized.template.has_resource_properties(
         "AWS::Events::Rule",
         {

@@ -11,7 +11,7 @@ import pytest
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.prepare_job import JOB_TASKS, prepare_job
 from batchinfer.pipeline.state import Failure, JobOutcome, RunEnd
-from tests.support.run_state import example_plan, example_round
+from tests.support.run_state import BUCKET, example_plan, example_round
 
 from .definition import all_states, definitions
 
@@ -24,7 +24,7 @@ JOIN = {"join_source": "Input"}
 
 def _written() -> dict[str, list[Any]]:
     """For each part of the state, every shape the typed state writes there."""
-    env = PipelineEnvironment(table_name="t", data_bucket="b", job_prefix="bi")
+    env = PipelineEnvironment(table_name="t", data_bucket=BUCKET, job_prefix="bi")
     round_ = example_round()
     jobs = [
         prepare_job(

@@ -1,0 +1,67 @@
+"""Grants on the existing buckets an environment names: its data sources (read) and output
+destinations (write, and read back), each with the customer managed key it encrypts with.
+
+The grants are identity policies on the stack's roles; a key's own policy must let the
+account's IAM policies use it, and a bucket in another account must grant the roles too.
+"""
+
+from collections.abc import Iterable
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+
+from batchinfer.pipeline.data_places import DataPlace
+from stacks.nag import resource_finding
+
+READ_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
+WRITE_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload"]
+# SSE-KMS: reading decrypts; writing asks for a data key (and a multipart upload decrypts
+# it again to complete); SageMaker encrypts a job's output with the key it is given.
+READ_KEY_ACTIONS = ["kms:Decrypt"]
+WRITE_KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"]
+
+
+def grant_read(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> list[str]:
+    """Let ``role`` list and read ``places``; the cdk-nag findings that leaves."""
+    return _grant(role, tuple(places), sid, READ_ACTIONS, READ_KEY_ACTIONS, listing=True)
+
+
+def grant_write(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> list[str]:
+    """Let ``role`` write objects under ``places``; the cdk-nag findings that leaves."""
+    return _grant(role, tuple(places), sid, WRITE_ACTIONS, WRITE_KEY_ACTIONS, listing=False)
+
+
+def _grant(
+    role: iam.IRole,
+    places: tuple[DataPlace, ...],
+    sid: str,
+    actions: list[str],
+    key_actions: list[str],
+    *,
+    listing: bool,
+) -> list[str]:
+    if not places:
+        return []
+    partition = Stack.of(role).partition
+    objects = [f"arn:{partition}:s3:::{p.bucket}/{p.prefix}*" for p in places]
+    role.add_to_principal_policy(
+        iam.PolicyStatement(sid=sid, actions=actions, resources=sorted(set(objects)))
+    )
+    if listing:
+        for number, place in enumerate(places):
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid=f"{sid}List{number}",
+                    actions=["s3:ListBucket"],
+                    resources=[f"arn:{partition}:s3:::{place.bucket}"],
+                    conditions={"StringLike": {"s3:prefix": [f"{place.prefix}*"]}}
+                    if place.prefix
+                    else None,
+                )
+            )
+    keys = sorted({p.kms_key_arn for p in places if p.kms_key_arn})
+    if keys:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(sid=f"{sid}Keys", actions=key_actions, resources=keys)
+        )
+    return [resource_finding(role, arn) for arn in objects]

@@ -1,0 +1,165 @@
+"""A stack over a team's existing resources: two data sources (one with its own key), an
+output destination with its own key, an existing image and a VPC. The roles that read
+inputs may read the sources, the ones that write outputs the destination, each with its
+key and nothing more; jobs on an instance-store type carry no volume key; cdk-nag stays
+clean."""
+
+from dataclasses import replace
+
+import pytest
+from cdk_nag import AwsSolutionsChecks
+
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.prepare_job import prepare_job
+from tests.support.run_state import example_plan, example_round
+
+from .conftest import synthesize_prod
+from .test_vpc import VPC
+
+LAKE_KEY = "arn:aws:kms:eu-west-1:210987654321:key/0f0f0f0f-1111-2222-3333-444444444444"
+REPORTS_KEY = "arn:aws:kms:eu-west-1:123456789012:key/abababab-5555-6666-7777-888888888888"
+SOURCES = [
+    {"name": "lake", "bucket": "example-data-lake", "prefix": "scoring/", "kms_key_arn": LAKE_KEY},
+    {"name": "archive", "bucket": "acme-archive"},
+]
+DESTINATIONS = [
+    {
+        "name": "reports",
+        "bucket": "example-reports",
+        "prefix": "batchinfer/",
+        "kms_key_arn": REPORTS_KEY,
+    }
+]
+IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/scoring:2026-11"
+READS_INPUTS = {"Plan", "SplitObject", "Collect"}
+USES_OUTPUTS = {"Verify", "Finalize"}
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory):
+    return synthesize_prod(
+        tmp_path_factory.mktemp("cdk.out"),
+        data_sources=SOURCES,
+        output_destinations=DESTINATIONS,
+        image_uri=IMAGE,
+        vpc=VPC,
+        transform={"instance_type": "ml.g5.xlarge", "content_type": "text/csv"},
+    )
+
+
+def _statements(template, role_fragment: str) -> dict[str, dict]:
+    """The statements of the policies attached to the one role whose id holds the fragment."""
+    resources = template["Resources"]
+    (role,) = [
+        k for k, v in resources.items() if v["Type"] == "AWS::IAM::Role" and role_fragment in k
+    ]
+    return {
+        statement.get("Sid", ""): statement
+        for policy in resources.values()
+        if policy["Type"] == "AWS::IAM::Policy" and {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    }
+
+
+def _objects(*paths: str) -> list[str] | str:
+    """The resource of a statement on these S3 objects (one ARN stands alone)."""
+    arns = [f"arn:aws:s3:::{path}" for path in paths]
+    return arns if len(arns) > 1 else arns[0]
+
+
+@pytest.mark.parametrize("step", sorted(READS_INPUTS))
+def test_steps_that_read_inputs_may_read_every_source_with_its_key(synthesized, step):
+    statements = _statements(synthesized.template_json, f"{step}Role")
+    read = statements["ReadSources"]
+    assert read["Action"] == ["s3:GetObject", "s3:GetObjectVersion"]
+    assert read["Resource"] == _objects("acme-archive/*", "example-data-lake/scoring/*")
+    assert statements["ReadSourcesKeys"] == {
+        "Sid": "ReadSourcesKeys",
+        "Effect": "Allow",
+        "Action": "kms:Decrypt",
+        "Resource": LAKE_KEY,
+    }
+    lake_list = statements["ReadSourcesList0"]
+    assert lake_list["Action"] == "s3:ListBucket"
+    assert lake_list["Condition"] == {"StringLike": {"s3:prefix": ["scoring/*"]}}
+    assert "Condition" not in statements["ReadSourcesList1"], "the whole archive bucket"
+    assert not {"ReadDestinations", "WriteDestinations"} & set(statements)
+
+
+def test_verify_reads_and_finalize_writes_the_destination_with_its_key(synthesized):
+    verify = _statements(synthesized.template_json, "VerifyRole")
+    finalize = _statements(synthesized.template_json, "FinalizeRole")
+    assert verify["ReadDestinations"]["Resource"] == _objects("example-reports/batchinfer/*")
+    assert "WriteDestinations" not in verify
+    write = finalize["WriteDestinations"]
+    assert sorted(write["Action"]) == ["s3:AbortMultipartUpload", "s3:PutObject"]
+    assert write["Resource"] == _objects("example-reports/batchinfer/*")
+    assert finalize["WriteDestinationsKeys"]["Resource"] == REPORTS_KEY
+    assert set(finalize["WriteDestinationsKeys"]["Action"]) == {
+        "kms:Decrypt",
+        "kms:Encrypt",
+        "kms:GenerateDataKey",
+    }
+    assert "ReadSources" not in verify and "ReadSources" not in finalize
+
+
+@pytest.mark.parametrize("step", ["PrepareJob", "RecordFailure"])
+def test_other_steps_get_no_existing_bucket(synthesized, step):
+    statements = _statements(synthesized.template_json, f"{step}Role")
+    assert not [sid for sid in statements if "Sources" in sid or "Destinations" in sid]
+
+
+def test_jobs_write_the_destination_and_never_read_the_sources(synthesized):
+    statements = _statements(synthesized.template_json, "ExecutionRole")
+    assert statements["WriteDestinations"]["Resource"] == _objects("example-reports/batchinfer/*")
+    assert statements["WriteDestinationsKeys"]["Resource"] == REPORTS_KEY
+    assert "ReadSources" not in statements, "jobs read only the run's shards"
+    repository = "arn:aws:ecr:eu-west-1:123456789012:repository/scoring"
+    assert statements["PullImage"]["Resource"] == repository
+
+
+def _environment(template) -> PipelineEnvironment:
+    (variables, *_) = [
+        r["Properties"]["Environment"]["Variables"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and "BATCHINFER_TABLE_NAME" in r["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    strings = {k: v for k, v in variables.items() if isinstance(v, str)}
+    return PipelineEnvironment.from_variables(
+        strings
+        | {
+            "BATCHINFER_TABLE_NAME": "t",
+            "BATCHINFER_DATA_BUCKET": "batchinfer-test-data",
+            "BATCHINFER_KMS_KEY_ARN": "arn:aws:kms:eu-west-1:123456789012:key/stack",
+            "BATCHINFER_SAGEMAKER_ROLE_ARN": "arn:aws:iam::123456789012:role/jobs",
+            "BATCHINFER_IMAGE_URI": IMAGE,
+        }
+    )
+
+
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_a_g5_job_writing_to_the_destination_uses_its_key_and_no_volume_key(synthesized, engine):
+    """The Lambdas' environment from the template: the places and the VPC arrive; a job on
+    ml.g5 (an instance store) asks for no VolumeKmsKeyId, its output takes the
+    destination's key."""
+    env = _environment(synthesized.template_json)
+    assert [p.name for p in env.input_places] == ["data", "lake", "archive"]
+    assert [p.name for p in env.output_places] == ["data", "reports"]
+    plan = replace(
+        example_plan(engine, instance_type="ml.g5.xlarge"),
+        job_output="s3://example-reports/batchinfer/r-1/",
+    )
+    request = prepare_job(plan, example_round(), env=env, s3=None).request
+    if engine == "transform":
+        assert "VolumeKmsKeyId" not in request["TransformResources"]
+        assert request["TransformOutput"]["KmsKeyId"] == REPORTS_KEY
+    else:
+        assert "VolumeKmsKeyId" not in request["ProcessingResources"]["ClusterConfig"]
+        assert request["ProcessingOutputConfig"]["KmsKeyId"] == REPORTS_KEY
+        assert request["NetworkConfig"]["VpcConfig"]["Subnets"] == VPC["subnet_ids"]
+
+
+def test_cdk_nag_is_clean_over_existing_resources(synthesized):
+    report = AwsSolutionsChecks(synthesized.app).validate_scope(synthesized.stack)
+    assert [(v.rule_name, v.resource) for v in report.violations] == []
