@@ -1,5 +1,5 @@
-"""The e2e fixtures: one template synthesized per test session (per xdist worker) from the
-dev environment of cdk.json, with a 1-second retry interval so that moto, which waits out
+"""The e2e fixtures: templates synthesized once per test session (per xdist worker) from the
+dev and prod environments of cdk.json, with a 1-second retry interval so that moto, which waits out
 Retry intervals for real, runs the retry path quickly; the spec's model M as a model.tar.gz."""
 
 import json
@@ -18,20 +18,31 @@ ENV = "dev"
 RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_delay_seconds": 1}
 
 
-@pytest.fixture(scope="session")
-def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def synthesize(env: str, directory: Path) -> dict[str, Any]:
+    """The template of environment ``env`` of cdk.json, with quick retries."""
     from app import build_app, cdk_json_context
 
     context = cdk_json_context()
     environments = context["batchinfer:environments"]
-    config = environments[ENV] | {"retry": RETRY, "max_rounds": 3}
-    context = context | {"env": ENV, "batchinfer:environments": {ENV: config}}
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app, stack = build_app(context, outdir=str(outdir), nag=False)
+    config = environments[env] | {"retry": RETRY, "max_rounds": 3}
+    context = context | {"env": env, "batchinfer:environments": {env: config}}
+    app, stack = build_app(context, outdir=str(directory), nag=False)
     assembly = app.synth()
     return json.loads(
         Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text()
     )
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return synthesize(ENV, tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def prod_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The shipped prod example: schedules, an S3 trigger, a data source and an output
+    destination in existing buckets."""
+    return synthesize("prod", tmp_path_factory.mktemp("cdk.out"))
 
 
 @pytest.fixture(scope="session")
@@ -40,13 +51,23 @@ def row_sum_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def stack(
-    template: dict[str, Any], row_sum_archive: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[OfflineStack]:
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "testing")
+
+
+@pytest.fixture
+def stack(template: dict[str, Any], row_sum_archive: Path, aws_env: None) -> Iterator[OfflineStack]:
     with offline_stack(template, row_sum_archive) as offline:
+        yield offline
+
+
+@pytest.fixture
+def prod_stack(
+    prod_template: dict[str, Any], row_sum_archive: Path, aws_env: None
+) -> Iterator[OfflineStack]:
+    with offline_stack(prod_template, row_sum_archive) as offline:
         yield offline
 
 

@@ -1,0 +1,89 @@
+"""The shipped prod example through the synthesized state machine: its schedules' inputs,
+taken from the template as EventBridge Scheduler would send them, pass Plan and run; one
+reads the stack's own bucket (named by reference, its name generated), the other reads an
+existing data-lake bucket and writes its merged outputs to another team's bucket."""
+
+import json
+from typing import Any
+
+import pytest
+
+from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
+from tests.support.offline import REGION, OfflineStack
+
+from .test_happy_path import csv_rows
+
+
+def schedule_inputs(stack: OfflineStack) -> dict[str, dict[str, Any]]:
+    """Each schedule's target input, rendered as the deployed schedule would send it."""
+    return {
+        props["Description"].rsplit(" ", 1)[-1]: json.loads(stack._render(props["Target"]["Input"]))
+        for props in (r["Properties"] for r in stack.of_type("AWS::Scheduler::Schedule").values())
+    }
+
+
+def create_bucket(stack: OfflineStack, name: str) -> None:
+    stack.s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})
+
+
+def test_the_nightly_schedule_reads_the_stacks_bucket(prod_stack):
+    request = schedule_inputs(prod_stack)["nightly-scoring"]
+    assert request == {"input": f"s3://{prod_stack.bucket}/input/nightly/", "merge": True}
+    prod_stack.put("input/nightly/scores.csv", csv_rows(50))
+    execution = prod_stack.run(request, "nightly-1")
+    assert execution.status == "SUCCEEDED", execution.cause
+    run = StatusTable.named(prod_stack.table_name).get_run("nightly-1")
+    assert run["run_status"] == SUCCEEDED and run["records_out"] == 50
+
+
+def test_the_weekly_schedule_reads_a_data_lake_and_writes_another_bucket(prod_stack):
+    request = schedule_inputs(prod_stack)["weekly-lake"]
+    assert request == {
+        "input": "s3://example-data-lake/scoring/weekly/",
+        "output": "s3://example-reports/batchinfer/weekly/",
+        "merge": True,
+    }
+    create_bucket(prod_stack, "example-data-lake")
+    create_bucket(prod_stack, "example-reports")
+    rows = {"a.csv": csv_rows(120), "region/b.csv": csv_rows(30, offset=7)}
+    for name, data in rows.items():
+        prod_stack.s3.put_object(
+            Bucket="example-data-lake", Key=f"scoring/weekly/{name}", Body=data
+        )
+    execution = prod_stack.run(request, "weekly-1")
+    assert execution.status == "SUCCEEDED", execution.cause
+
+    (job,) = [request for _, request in prod_stack.jobs.requests]
+    assert "KmsKeyId" in job["TransformOutput"], "merged parts stay in the stack's bucket"
+    listed = prod_stack.s3.list_objects_v2(Bucket="example-reports", Prefix="batchinfer/")
+    keys = sorted(item["Key"] for item in listed["Contents"])
+    assert keys == [
+        "batchinfer/weekly/_SUCCESS",
+        "batchinfer/weekly/_manifest.json",
+        "batchinfer/weekly/a.csv.out",
+        "batchinfer/weekly/region/b.csv.out",
+    ]
+    merged = prod_stack.get("s3://example-reports/batchinfer/weekly/a.csv.out")
+    assert merged.count(b"\n") == 120
+    run = StatusTable.named(prod_stack.table_name).get_run("weekly-1")
+    assert run["run_status"] == SUCCEEDED and run["records_out"] == 150
+    assert run["input"] == request["input"]
+    assert not prod_stack.keys("output/"), "nothing lands in the stack's own output/"
+
+
+@pytest.mark.parametrize(
+    ("request_", "allowed"),
+    [
+        ({"input": "s3://example-data-lake/raw/"}, "s3://example-data-lake/scoring/ (lake)"),
+        (
+            {"input": "s3://example-data-lake/scoring/x/", "output": "s3://elsewhere/x/"},
+            "s3://example-reports/batchinfer/ (reports)",
+        ),
+    ],
+)
+def test_places_outside_the_configuration_are_rejected_by_plan(prod_stack, request_, allowed):
+    execution = prod_stack.run(request_, "outside")
+    assert execution.status == "FAILED"
+    assert execution.error == "ValidationError"
+    assert "is outside the places this stack's runs may use" in execution.cause
+    assert allowed in execution.cause
