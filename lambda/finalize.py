@@ -18,4 +18,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         table=aws.table,
         events=aws.events,
         sns=aws.sns,
+        sagemaker=aws.sagemaker,
     ).to_state()

@@ -16,5 +16,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         started_at=event["started_at"],
         env=aws.env,
         s3=aws.s3,
+        sagemaker=aws.sagemaker,
         table=aws.table,
     ).to_state()

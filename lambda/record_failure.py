@@ -11,7 +11,13 @@ from batchinfer.pipeline.record_failure import record_ended_execution, record_fa
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None:
     aws = services()
-    clients = {"env": aws.env, "table": aws.table, "events": aws.events, "sns": aws.sns}
+    clients = {
+        "env": aws.env,
+        "table": aws.table,
+        "events": aws.events,
+        "sns": aws.sns,
+        "sagemaker": aws.sagemaker,
+    }
     if "detail-type" in event:
         failure = record_ended_execution(event, **clients)
     else:

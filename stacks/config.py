@@ -19,6 +19,7 @@ from batchinfer.pipeline.data_places import DATA, DataPlace
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE
+from batchinfer.pipeline.run_model import PACKAGE_GROUP, PACKAGE_VERSION
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import is_s3_uri, parse_s3_uri
@@ -95,8 +96,15 @@ class PipelineConfig:
 
     name: str
     stack_name: str
-    model_data: str
     job_prefix: str
+    # The default model of a run, exactly one of: model data (s3:// or a local .tar.gz), a
+    # model package (version or group ARN; each run gets a model of its own), an existing
+    # model's name.
+    model_data: str | None = None
+    model_package_arn: str | None = None
+    model_name: str | None = None
+    # s3:// prefixes the jobs may read model data from (for packages and per-run model_data).
+    model_sources: tuple[str, ...] = ()
     account: str | None = None
     region: str | None = None
     engine: str = "transform"
@@ -133,7 +141,13 @@ class PipelineConfig:
 
     @property
     def is_local_model(self) -> bool:
-        return not is_s3_uri(self.model_data)
+        return self.model_data is not None and not is_s3_uri(self.model_data)
+
+    @property
+    def model_source_list(self) -> list[str]:
+        """Where the jobs may read model data: ``model_sources`` and the S3 ``model_data``."""
+        own = [self.model_data] if self.model_data and is_s3_uri(self.model_data) else []
+        return [*self.model_sources, *own]
 
     def input_places(self, data_bucket: str) -> tuple[DataPlace, ...]:
         return data_places.with_data_bucket(INPUT_PREFIX, data_bucket, self.data_sources)
@@ -186,9 +200,18 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
     if not isinstance(raw, Mapping):
         raise ValidationError(f"{where}: expected an object")
     values = _known_keys(raw, PipelineConfig, where, exclude={"name"})
-    for key in ("stack_name", "model_data", "job_prefix"):
+    for key in ("stack_name", "job_prefix"):
         if key not in values:
             raise ValidationError(f"{where}.{key}: required")
+    models = [key for key in MODEL_CONFIG_KEYS if values.get(key) is not None]
+    if len(models) != 1:
+        raise ValidationError(
+            f"{where}: give exactly one of {', '.join(MODEL_CONFIG_KEYS)}"
+            + (f" (got {', '.join(models)})" if models else "")
+        )
+    values["model_sources"] = tuple(
+        _list(values.get("model_sources", []), f"{where}.model_sources")
+    )
     if "retry" in values:
         values["retry"] = _retry(values["retry"], f"{where}.retry")
     values["schedules"] = tuple(
@@ -235,20 +258,8 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
         TransformSettings.from_request(config.transform)
     except ValidationError as exc:
         raise ValidationError(f"{where}.transform: {exc}") from None
-    if is_s3_uri(config.model_data):
-        parse_s3_uri(config.model_data, field=f"{where}.model_data")
-    else:
-        path = base_dir / config.model_data
-        _require(
-            path.is_file() and config.model_data.endswith(".tar.gz"),
-            f"{where}.model_data",
-            config.model_data,
-            "an s3:// URI or the path of an existing model.tar.gz (relative to cdk.json)",
-        )
-    try:
-        size = parse_size(config.shard_size, field=f"{where}.shard_size")
-    except ValidationError:
-        raise
+    _check_model(config, where, base_dir)
+    size = parse_size(config.shard_size, field=f"{where}.shard_size")
     _require(size >= MIN_SHARD_SIZE, f"{where}.shard_size", config.shard_size, ">= 1MiB")
     _int_range(config.max_rounds, 1, MAX_ROUNDS, f"{where}.max_rounds")
     _int_range(config.split_concurrency, 1, 1000, f"{where}.split_concurrency")
@@ -306,6 +317,57 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
             email,
             "e-mail addresses",
         )
+
+
+MODEL_CONFIG_KEYS = ("model_data", "model_package_arn", "model_name")
+_MODEL_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+
+
+def _check_model(config: PipelineConfig, where: str, base_dir: Path) -> None:
+    if config.model_data is not None and is_s3_uri(config.model_data):
+        parse_s3_uri(config.model_data, field=f"{where}.model_data")
+    elif config.model_data is not None:
+        _require(
+            (base_dir / config.model_data).is_file() and config.model_data.endswith(".tar.gz"),
+            f"{where}.model_data",
+            config.model_data,
+            "an s3:// URI or the path of an existing model.tar.gz (relative to cdk.json)",
+        )
+    if config.model_package_arn is not None:
+        arn = config.model_package_arn
+        _require(
+            isinstance(arn, str)
+            and (PACKAGE_VERSION.fullmatch(arn) or PACKAGE_GROUP.fullmatch(arn)),
+            f"{where}.model_package_arn",
+            arn,
+            "a model package version ARN (...:model-package/<group>/<version>) or group ARN "
+            "(...:model-package-group/<group>)",
+        )
+        _require(
+            config.model_sources,
+            f"{where}.model_sources",
+            [],
+            "the s3:// prefixes the package versions' model data lie under (the jobs read "
+            "them), e.g. s3://sagemaker-<region>-<account>/",
+        )
+    if config.model_name is not None:
+        _require(
+            isinstance(config.model_name, str) and _MODEL_NAME.fullmatch(config.model_name),
+            f"{where}.model_name",
+            config.model_name,
+            "the name of an existing SageMaker model",
+        )
+        _require(
+            config.engine == "transform",
+            f"{where}.engine",
+            config.engine,
+            "transform with model_name (processing jobs load model data, which an existing "
+            "model does not share)",
+        )
+    for number, source in enumerate(config.model_sources):
+        at = f"{where}.model_sources[{number}]"
+        _require(isinstance(source, str) and is_s3_uri(source), at, source, "an s3:// prefix")
+        parse_s3_uri(source, field=at)
 
 
 # The retention periods CloudWatch Logs accepts, in days (the order of logs.RetentionDays).

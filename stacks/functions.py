@@ -17,6 +17,7 @@ from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.steps import STEPS, Step
 from stacks.config import LOG_RETENTION_DAYS, PipelineConfig
 from stacks.data_access import grant_read, grant_write
+from stacks.model_access import grant_create_run_models, grant_delete_run_models
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import place_function
 from stacks.operations import Notifications
@@ -61,6 +62,7 @@ class Functions(Construct):
         storage: Storage,
         status: StatusTable,
         notifications: Notifications,
+        jobs_role: iam.IRole,
     ) -> None:
         super().__init__(scope, id)
         code = lambda_.Code.from_asset(
@@ -126,6 +128,7 @@ class Functions(Construct):
             self.log_groups[name] = log_group
             _grant(step, role, storage, status, notifications)
             _grant_existing_buckets(step, role, config)
+            _grant_run_models(step, role, config, jobs_role)
 
 
 def _grant(
@@ -201,6 +204,25 @@ def _grant_existing_buckets(step: Step, role: iam.Role, config: PipelineConfig) 
             "AwsSolutions-IAM5",
             f"The {step.name} Lambda works on the objects under the configured data sources' "
             "and output destinations' prefixes, whose names runs choose.",
+            findings=sorted(set(findings)),
+        )
+
+
+def _grant_run_models(
+    step: Step, role: iam.Role, config: PipelineConfig, jobs_role: iam.IRole
+) -> None:
+    findings = []
+    if step.creates_run_models:
+        findings += grant_create_run_models(role, config=config, jobs_role=jobs_role)
+    if step.deletes_run_models:
+        findings += grant_delete_run_models(role, config=config)
+    if findings:
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            f"The {step.name} Lambda works on the models runs own, named with the stack's "
+            "job prefix at run time, reads any model package a run may name, and "
+            "sagemaker:ListModelPackages has no resource scope.",
             findings=sorted(set(findings)),
         )
 

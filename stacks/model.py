@@ -132,27 +132,34 @@ class Model(Construct):
         if config.vpc is not None:
             allow_network_interfaces(self.role, SAGEMAKER_NETWORK_ACTIONS, "SageMaker")
         self.model_data_url = self._model_data(config, repo_root)
-        self.model = sagemaker.CfnModel(
-            self,
-            "Model",
-            execution_role_arn=self.role.role_arn,
-            enable_network_isolation=True,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=self.image_uri,
-                model_data_url=self.model_data_url,
-                environment=dict(config.model_environment) or None,
-            ),
-            # Transform jobs run in the model's VPC; processing jobs take it in their request.
-            vpc_config=sagemaker.CfnModel.VpcConfigProperty(
-                subnets=list(config.vpc.subnet_ids),
-                security_group_ids=list(config.vpc.security_group_ids),
+        self.model_sources = self._model_sources(config)
+        # The model runs use by default: one made here from model_data, the existing one
+        # named, or none (a package: each run gets its own, run_model.py).
+        self.model: sagemaker.CfnModel | None = None
+        self.model_name = config.model_name or ""
+        if config.model_data is not None:
+            self.model = sagemaker.CfnModel(
+                self,
+                "Model",
+                execution_role_arn=self.role.role_arn,
+                enable_network_isolation=True,
+                primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                    image=self.image_uri,
+                    model_data_url=self.model_data_url,
+                    environment=dict(config.model_environment) or None,
+                ),
+                # Transform jobs run in the model's VPC; processing jobs take it in their
+                # request.
+                vpc_config=sagemaker.CfnModel.VpcConfigProperty(
+                    subnets=list(config.vpc.subnet_ids),
+                    security_group_ids=list(config.vpc.security_group_ids),
+                )
+                if config.vpc
+                else None,
             )
-            if config.vpc
-            else None,
-        )
-        # SageMaker checks the role's permissions when the model is created.
-        self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
-        self.model_name = self.model.attr_model_name
+            # SageMaker checks the role's permissions when the model is created.
+            self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
+            self.model_name = self.model.attr_model_name
         wildcard_resources = [
             *(storage.data_arn(p) for p in ("input/", SHARDS_PREFIX, RUNS_PREFIX, "output/")),
             log_group_arn,
@@ -220,32 +227,36 @@ class Model(Construct):
         return config.image_uri
 
     def _model_data(self, config: PipelineConfig, repo_root: Path) -> str:
+        """The S3 URL of ``model_data`` (a local archive becomes an asset), or ""."""
         self._model_data_resources: list[str] = []
-        if config.is_local_model:
-            self.model_asset = s3_assets.Asset(
-                self, "ModelData", path=str(repo_root / config.model_data)
-            )
-            self.model_asset.grant_read(self.role)
-            self._model_data_resources = [
-                self.model_asset.bucket.arn_for_objects("*"),
-            ]
-            return self.model_asset.s3_object_url
-        location = parse_s3_uri(config.model_data, field="model_data")
+        if config.model_data is None or not config.is_local_model:
+            return config.model_data or ""
+        self.model_asset = s3_assets.Asset(
+            self, "ModelData", path=str(repo_root / config.model_data)
+        )
+        self.model_asset.grant_read(self.role)
+        self._model_data_resources = [self.model_asset.bucket.arn_for_objects("*")]
+        return self.model_asset.s3_object_url
+
+    def _model_sources(self, config: PipelineConfig) -> list[str]:
+        """Let the jobs read model data under the configured sources and ``model_data``;
+        a processing job gets the model as an S3Prefix input, which SageMaker lists."""
+        sources = [parse_s3_uri(uri, field="model_sources") for uri in config.model_source_list]
+        if not sources:
+            return []
         partition = Stack.of(self).partition
+        objects = [f"arn:{partition}:s3:::{s.bucket}/{s.key}*" for s in sources]
         self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadModelData",
-                actions=["s3:GetObject"],
-                resources=[f"arn:{partition}:s3:::{location.bucket}/{location.key}"],
-            )
+            iam.PolicyStatement(sid="ReadModelData", actions=["s3:GetObject"], resources=objects)
         )
-        # A processing job gets the model as an S3Prefix input, which SageMaker lists.
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ListModelData",
-                actions=["s3:ListBucket"],
-                resources=[f"arn:{partition}:s3:::{location.bucket}"],
-                conditions={"StringLike": {"s3:prefix": [f"{location.key}*"]}},
+        for number, source in enumerate(sources):
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid=f"ListModelData{number}",
+                    actions=["s3:ListBucket"],
+                    resources=[f"arn:{partition}:s3:::{source.bucket}"],
+                    conditions={"StringLike": {"s3:prefix": [f"{source.key}*"]}},
+                )
             )
-        )
-        return config.model_data
+        self._model_data_resources += objects
+        return config.model_source_list

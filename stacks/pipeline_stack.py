@@ -64,6 +64,8 @@ class PipelineStack(Stack):
             run_record_days=str(config.run_record_days),
             subnet_ids=",".join(config.vpc.subnet_ids) if config.vpc else "",
             security_group_ids=",".join(config.vpc.security_group_ids) if config.vpc else "",
+            model_package_arn=config.model_package_arn or "",
+            model_sources=json.dumps(self.model.model_sources),
             data_sources=data_places.to_json(config.data_sources),
             output_destinations=data_places.to_json(config.output_destinations),
         )
@@ -76,6 +78,7 @@ class PipelineStack(Stack):
             storage=self.storage,
             status=self.status,
             notifications=self.notifications,
+            jobs_role=self.model.role,
         )
         self.workflow = Workflow(
             self,
@@ -115,7 +118,7 @@ class PipelineStack(Stack):
                 stack_outputs.EVENT_BUS_NAME: self.notifications.bus.event_bus_name,
                 stack_outputs.EVENT_SOURCE: config.event_source,
                 stack_outputs.IMAGE_URI: self.model.image_uri,
-                stack_outputs.MODEL_NAME: self.model.model_name,
+                stack_outputs.MODEL_NAME: self.model.model_name or config.model_package_arn,
                 stack_outputs.KMS_KEY_ARN: self.storage.key.key_arn,
             },
         )

@@ -14,6 +14,7 @@ class Services:
     s3: Any
     events: Any
     sns: Any
+    sagemaker: Any
     table: StatusTable
 
 
@@ -28,5 +29,6 @@ def services() -> Services:
         s3=boto3.client("s3"),
         events=boto3.client("events"),
         sns=boto3.client("sns"),
+        sagemaker=boto3.client("sagemaker"),
         table=StatusTable.named(env.table_name, int(env.run_record_days)),
     )

@@ -45,6 +45,10 @@ class PipelineEnvironment:
     # JSON lists of the configured existing buckets (data_places.to_json).
     data_sources: str = "[]"
     output_destinations: str = "[]"
+    # The stack's default model package (a version or group ARN; then model_name is empty)
+    # and the s3:// prefixes the jobs may read model data from (JSON list).
+    model_package_arn: str = ""
+    model_sources: str = "[]"
 
     @staticmethod
     def variable(name: str) -> str:
@@ -105,6 +109,10 @@ class PipelineEnvironment:
         if parse_s3_uri(uri).bucket == self.data_bucket:
             return self.kms_key_arn
         return data_places.place_of(uri, "output", self.output_places).kms_key_arn
+
+    @property
+    def model_source_list(self) -> list[str]:
+        return json.loads(self.model_sources)
 
     @property
     def model_env(self) -> dict[str, str]:

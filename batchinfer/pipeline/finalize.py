@@ -12,6 +12,7 @@ from typing import Any
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.pipeline.notify import announce
+from batchinfer.pipeline.run_model import delete_run_model
 from batchinfer.pipeline.s3io import CHUNK, read_json, run_settings, write_json
 from batchinfer.pipeline.state import RunEnd, RunPlan
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable, now
@@ -31,6 +32,7 @@ def finalize(
     table: StatusTable,
     events: Any,
     sns: Any,
+    sagemaker: Any,
 ) -> RunEnd:
     run_id = plan.run_id
     layout = plan.layout
@@ -98,6 +100,8 @@ def finalize(
         for key, value in (("records_in", run.records_in), ("records_out", run.records_out))
         if value is not None
     }
+    if plan.model_name:
+        delete_run_model(plan.model_name, sagemaker)
     table.update_run(run_id, execution, attributes)
     announce(run, env=env, events=events, sns=sns, table=table)
     return run

@@ -14,6 +14,7 @@ import uuid
 from batchinfer.pipeline.limits import MAX_ROUNDS
 from batchinfer.transform.settings import validate_job_name
 
+RUN_ID_TAG = "batchinfer:run-id"  # on every job and model a run creates
 MAX_JOB_NAME_LENGTH = 63
 MAX_PREFIX_LENGTH = 20
 PREFIX_PATTERN = re.compile(r"[a-z](-?[a-z0-9])*")

@@ -21,6 +21,7 @@ from batchinfer.pipeline.job_names import job_base
 from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
+from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
 from batchinfer.pipeline.s3io import list_objects, write_json
 from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
@@ -31,7 +32,7 @@ from batchinfer.uris import S3Location, parse_s3_uri
 
 RUN_KEYS = frozenset(
     {"input", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
-)
+) | frozenset(MODEL_KEYS)
 REQUEST_KEYS = RUN_KEYS | TransformSettings.request_keys()
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
@@ -44,9 +45,11 @@ def plan_run(
     started_at: str,
     env: PipelineEnvironment,
     s3: Any,
+    sagemaker: Any,
     table: StatusTable,
 ) -> RunPlan:
-    """Check ``request``, write the input list and the RUN item; return the plan."""
+    """Check ``request``, write the input list and the RUN item, create the run's own
+    model if it has one; return the plan."""
     if not isinstance(request, Mapping):
         raise ValidationError(
             f'request: expected an object such as {{"input": "s3://..."}}, got {request!r}'
@@ -71,6 +74,13 @@ def plan_run(
         processing_arguments(settings)  # fails early when the settings do not fit
     else:
         check_payload_times_concurrency(settings, env)
+    model = own_model(request, env, sagemaker)
+    if engine == "processing" and model is None and not env.model_data_url:
+        raise ValidationError(
+            "engine: processing jobs load the model's data, and the stack's model is an "
+            "existing model whose data they may not read; name model_data or "
+            "model_package_arn for the run, or use engine transform"
+        )
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
@@ -90,6 +100,8 @@ def plan_run(
             ).to_state()
         )
     total = sum(obj["Size"] for obj in objects)
+    names = job_base(env.job_prefix, run_id)
+    model_name = run_model_name(names) if model else None
     table.create_run(
         run_id,
         execution,
@@ -100,6 +112,7 @@ def plan_run(
         objects=len(items),
         bytes=total,
         settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
+        **({"run_model": model_name, "model_data": model.model_data_url} if model else {}),
     )
     # Only the execution that claimed the run id writes the run's objects.
     inputs = layout.inputs
@@ -107,6 +120,8 @@ def plan_run(
     environment = (
         write_json(s3, layout.environment, settings.environment) if settings.environment else None
     )
+    if model is not None and model_name is not None:
+        create_run_model(model, model_name, run_id=run_id, env=env, sagemaker=sagemaker)
     return RunPlan(
         run_id=run_id,
         engine=engine,
@@ -121,8 +136,10 @@ def plan_run(
         settings=replace(settings, environment={}),
         merge=merge,
         max_rounds=int(env.max_rounds),
-        job_base=job_base(env.job_prefix, run_id),
+        job_base=names,
         environment_uri=environment,
+        model_name=model_name,
+        model_data_url=model.model_data_url if model else None,
     )
 
 

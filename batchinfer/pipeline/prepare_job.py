@@ -18,14 +18,13 @@ from typing import Any
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.instance_types import has_local_storage
-from batchinfer.pipeline.job_names import job_name
+from batchinfer.pipeline.job_names import RUN_ID_TAG, job_name
 from batchinfer.pipeline.s3io import run_settings
 from batchinfer.pipeline.state import JobRequest, Round, RunPlan
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
 from batchinfer.transform.job_api import to_api
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
 
-RUN_ID_TAG = "batchinfer:run-id"
 PROCESSING_INPUT = "/opt/ml/processing/input/data"
 PROCESSING_MODEL = "/opt/ml/processing/input/model"
 PROCESSING_OUTPUT = "/opt/ml/processing/output"
@@ -104,10 +103,23 @@ def prepare_job(
     if plan.engine == "processing":
         volume = processing_volume_gb(plan.bytes, settings, int(env.processing_volume_gb))
         request = processing_request(
-            name, settings, round_.manifest, plan.job_output, env, volume_gb=volume
+            name,
+            settings,
+            round_.manifest,
+            plan.job_output,
+            env,
+            volume_gb=volume,
+            model_data_url=plan.model_data_url or env.model_data_url,
         )
     else:
-        request = transform_request(name, settings, round_.manifest, plan.job_output, env)
+        request = transform_request(
+            name,
+            settings,
+            round_.manifest,
+            plan.job_output,
+            env,
+            model_name=plan.model_name or env.model_name,
+        )
     request |= {"Tags": tags}
     data_processing = "DataProcessing" in request
     task = JOB_TASKS[(plan.engine, data_processing)]
@@ -122,13 +134,19 @@ def prepare_job(
 
 
 def transform_request(
-    name: str, settings: TransformSettings, manifest: str, output: str, env: PipelineEnvironment
+    name: str,
+    settings: TransformSettings,
+    manifest: str,
+    output: str,
+    env: PipelineEnvironment,
+    *,
+    model_name: str,
 ) -> dict[str, Any]:
     api = to_api(settings, input_uri=manifest, data_type="ManifestFile", output_path=output)
     effective = settings.resolve(container_parameters(settings, env))
     request = {
         "TransformJobName": name,
-        "ModelName": env.model_name,
+        "ModelName": model_name,
         **api,
         "BatchStrategy": effective.batch_strategy,
         "MaxPayloadInMB": effective.max_payload_mb,
@@ -211,6 +229,7 @@ def processing_request(
     env: PipelineEnvironment,
     *,
     volume_gb: int,
+    model_data_url: str,
 ) -> dict[str, Any]:
     cluster = {
         "InstanceCount": settings.instance_count,
@@ -244,7 +263,7 @@ def processing_request(
         "ProcessingInputs": [
             _processing_input("data", manifest, "ManifestFile", "ShardedByS3Key", PROCESSING_INPUT),
             _processing_input(
-                "model", env.model_data_url, "S3Prefix", "FullyReplicated", PROCESSING_MODEL
+                "model", model_data_url, "S3Prefix", "FullyReplicated", PROCESSING_MODEL
             ),
         ],
         "ProcessingOutputConfig": output_config,

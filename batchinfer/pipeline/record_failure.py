@@ -15,6 +15,7 @@ from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.notify import announce
 from batchinfer.pipeline.plan import run_id_of
 from batchinfer.pipeline.run_errors import JobStopped
+from batchinfer.pipeline.run_model import delete_run_model
 from batchinfer.pipeline.state import Failure, JobOutcome, RunEnd, RunPlan
 from batchinfer.pipeline.status_table import (
     ABORTED,
@@ -39,6 +40,7 @@ def record_failure(
     table: StatusTable,
     events: Any,
     sns: Any,
+    sagemaker: Any,
 ) -> Failure:
     """Record the failure in ``state["error"]``; return the error and cause of the
     execution's Fail state. ``state`` is the whole state at the failure: it has a plan
@@ -63,11 +65,18 @@ def record_failure(
         table=table,
         events=events,
         sns=sns,
+        sagemaker=sagemaker,
     )
 
 
 def record_ended_execution(
-    event: dict[str, Any], *, env: PipelineEnvironment, table: StatusTable, events: Any, sns: Any
+    event: dict[str, Any],
+    *,
+    env: PipelineEnvironment,
+    table: StatusTable,
+    events: Any,
+    sns: Any,
+    sagemaker: Any,
 ) -> Failure | None:
     """Handle a "Step Functions Execution Status Change" event (FAILED, TIMED_OUT or
     ABORTED): close the run if it is still RUNNING."""
@@ -97,6 +106,7 @@ def record_ended_execution(
             table=table,
             events=events,
             sns=sns,
+            sagemaker=sagemaker,
         )
     except NotRunOwner:
         return None  # the run finished, never started, or is another execution's
@@ -116,6 +126,7 @@ def _record(
     table: StatusTable,
     events: Any,
     sns: Any,
+    sagemaker: Any,
     only_if_running: bool = False,
 ) -> Failure:
     failed_shards = [
@@ -147,6 +158,9 @@ def _record(
             raise
         # Another execution owns this run id: leave its record and its subscribers alone.
         return Failure(error, f"run {run_id} (not this execution's): {cause}")
+    model = (table.get_run(run_id) or {}).get("run_model")
+    if model:
+        delete_run_model(model, sagemaker)
     announce(run, env=env, events=events, sns=sns, table=table)
     return Failure(error, f"run {run_id}: {cause}"[:CAUSE_LIMIT])
 

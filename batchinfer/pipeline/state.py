@@ -62,6 +62,10 @@ class RunPlan(StatePart):
     max_rounds: int
     job_base: str
     environment_uri: str | None = None
+    # The run's own model (run_model.py), created by Plan and deleted when the run ends;
+    # None: the stack's model.
+    model_name: str | None = None
+    model_data_url: str | None = None
 
     @property
     def layout(self) -> RunLayout:

@@ -39,6 +39,8 @@ class Step:
     writes: tuple[str, ...] = ()  # data-bucket prefixes it writes
     table: bool = False  # reads and writes the status table
     announces: bool = False  # publishes the run-finished event and SNS message
+    creates_run_models: bool = False  # checks model packages, creates a run's own model
+    deletes_run_models: bool = False  # deletes a run's own model
 
     @property
     def handler(self) -> str:
@@ -67,6 +69,7 @@ PLAN = Step(
     reads=(INPUT_PREFIX,),
     writes=(RUNS_PREFIX,),
     table=True,
+    creates_run_models=True,
 )
 SPLIT_OBJECT = Step(
     name="split_object",
@@ -125,6 +128,7 @@ FINALIZE = Step(
     writes=(OUTPUT_PREFIX,),
     table=True,
     announces=True,
+    deletes_run_models=True,
 )
 RECORD_FAILURE = Step(
     name="record_failure",
@@ -137,6 +141,7 @@ RECORD_FAILURE = Step(
     reads=(RUNS_PREFIX, MAP_RESULTS_PREFIX),
     table=True,
     announces=True,
+    deletes_run_models=True,
 )
 
 STEPS = (PLAN, SPLIT_OBJECT, COLLECT, PREPARE_JOB, VERIFY, FINALIZE, RECORD_FAILURE)

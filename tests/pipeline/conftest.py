@@ -25,6 +25,7 @@ class Account:
     events: Any
     sns: Any
     sqs: Any
+    sagemaker: Any
     table: StatusTable
     env: PipelineEnvironment
     topic_queue: str
@@ -105,6 +106,7 @@ def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
             events=events,
             sns=sns,
             sqs=sqs,
+            sagemaker=boto3.client("sagemaker", region_name=REGION),
             table=StatusTable(table),
             env=env,
             topic_queue=topic_queue,

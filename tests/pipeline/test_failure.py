@@ -22,6 +22,7 @@ def _clients(account):
         "table": account.table,
         "events": account.events,
         "sns": account.sns,
+        "sagemaker": account.sagemaker,
     }
 
 

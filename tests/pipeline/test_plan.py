@@ -25,6 +25,7 @@ def plan(account, request, name="exec-1"):
         started_at="2025-01-01T00:00:00Z",
         env=account.env,
         s3=account.s3,
+        sagemaker=account.sagemaker,
         table=account.table,
     ).to_state()
 

@@ -219,3 +219,42 @@ def test_references_resolve_to_the_places_they_name():
         "output": "s3://generated/output/b/",
     }
     assert config.s3_trigger is not None and config.s3_trigger.source == "lake"
+
+
+GROUP = "arn:aws:sagemaker:eu-west-1:123456789012:model-package-group/scoring"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"model_data": None}, r"environments\.dev: give exactly one of model_data, "),
+        (
+            {"model_package_arn": GROUP},
+            r"give exactly one of .* \(got model_data, model_package_arn\)",
+        ),
+        (
+            {"model_data": None, "model_package_arn": GROUP, "model_sources": []},
+            r"environments\.dev\.model_sources: \[\] is not allowed; allowed: the s3:// prefixes",
+        ),
+        (
+            {"model_data": None, "model_package_arn": "scoring"},
+            r"model_package_arn: 'scoring' is not allowed; allowed: a model package version ARN",
+        ),
+        (
+            {"model_data": None, "model_name": "scoring", "engine": "processing"},
+            r"environments\.dev\.engine: 'processing' is not allowed; allowed: transform with "
+            r"model_name",
+        ),
+        ({"model_sources": ["models/"]}, r"model_sources\[0\]: 'models/' is not allowed"),
+    ],
+)
+def test_the_model_is_one_of_three_choices(changes, message):
+    with pytest.raises(ValidationError, match=message):
+        _parse(**changes)
+
+
+def test_a_package_or_an_existing_model_configures_without_model_data():
+    package = _parse(model_data=None, model_package_arn=GROUP, model_sources=["s3://m/p/"])
+    existing = _parse(model_data=None, model_name="scoring-v3", model_sources=[])
+    assert package.model_source_list == ["s3://m/p/"]
+    assert existing.model_name == "scoring-v3" and existing.model_source_list == []

@@ -1,8 +1,9 @@
 """A stack over a team's existing resources: two data sources (one with its own key), an
-output destination with its own key, an existing image and a VPC. The roles that read
-inputs may read the sources, the ones that write outputs the destination, each with its
-key and nothing more; jobs on an instance-store type carry no volume key; cdk-nag stays
-clean."""
+output destination with its own key, an existing image, a VPC and a model package group of
+the Model Registry. The roles that read inputs may read the sources, the ones that write
+outputs the destination, each with its key and nothing more; Plan may create runs' own
+models and the end of a run delete them; jobs on an instance-store type carry no volume
+key; cdk-nag stays clean."""
 
 from dataclasses import replace
 
@@ -31,6 +32,8 @@ DESTINATIONS = [
     }
 ]
 IMAGE = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/scoring:2026-11"
+PACKAGES = "arn:aws:sagemaker:eu-west-1:123456789012:model-package-group/scoring"
+MODEL_SOURCE = "s3://sagemaker-eu-west-1-123456789012/scoring/"
 READS_INPUTS = {"Plan", "SplitObject", "Collect"}
 USES_OUTPUTS = {"Verify", "Finalize"}
 
@@ -43,6 +46,9 @@ def synthesized(tmp_path_factory):
         output_destinations=DESTINATIONS,
         image_uri=IMAGE,
         vpc=VPC,
+        model_data=None,
+        model_package_arn=PACKAGES,
+        model_sources=[MODEL_SOURCE],
         transform={"instance_type": "ml.g5.xlarge", "content_type": "text/csv"},
     )
 
@@ -158,6 +164,41 @@ def test_a_g5_job_writing_to_the_destination_uses_its_key_and_no_volume_key(synt
         assert "VolumeKmsKeyId" not in request["ProcessingResources"]["ClusterConfig"]
         assert request["ProcessingOutputConfig"]["KmsKeyId"] == REPORTS_KEY
         assert request["NetworkConfig"]["VpcConfig"]["Subnets"] == VPC["subnet_ids"]
+
+
+def test_a_model_package_gives_runs_their_own_models(synthesized):
+    """No model is made at deploy: Plan checks the package and creates each run's model
+    (passing the jobs' role), Finalize and RecordFailure delete it; jobs may read the
+    packages' model data."""
+    resources = synthesized.template_json["Resources"]
+    assert not [r for r in resources.values() if r["Type"] == "AWS::SageMaker::Model"]
+    env = _environment(synthesized.template_json)
+    assert (env.model_package_arn, env.model_name) == (PACKAGES, "")
+    models = "arn:aws:sagemaker:eu-west-1:123456789012:model/bi-prod-*"
+    plan = _statements(synthesized.template_json, "PlanRole")
+    assert plan["CreateRunModels"]["Resource"] == models
+    assert plan["DescribeModelPackages"]["Resource"] == (
+        "arn:aws:sagemaker:eu-west-1:123456789012:model-package/*"
+    )
+    assert plan["PassJobRole"]["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
+    for step in ("Finalize", "RecordFailure"):
+        assert _statements(synthesized.template_json, f"{step}Role")["DeleteRunModels"] == {
+            "Sid": "DeleteRunModels",
+            "Effect": "Allow",
+            "Action": "sagemaker:DeleteModel",
+            "Resource": models,
+        }
+    for step in ("SplitObject", "Collect", "PrepareJob", "Verify"):
+        statements = _statements(synthesized.template_json, f"{step}Role")
+        assert not {"CreateRunModels", "DeleteRunModels", "PassJobRole"} & set(statements)
+    jobs = _statements(synthesized.template_json, "ExecutionRole")
+    assert jobs["ReadModelData"]["Resource"] == (
+        "arn:aws:s3:::sagemaker-eu-west-1-123456789012/scoring/*"
+    )
+    outputs = synthesized.template_json["Outputs"]
+    assert outputs["ModelName"]["Value"] == PACKAGES
 
 
 def test_cdk_nag_is_clean_over_existing_resources(synthesized):

@@ -288,8 +288,8 @@ def test_permissions_the_first_real_run_needs(resources):
     reads = next(s for s in split if s.get("Sid") == "ReadData")
     assert {"s3:GetObject", "s3:GetObjectVersion"} <= set(reads["Action"])
     jobs = {s.get("Sid"): s for s in _statements(resources, "ModelExecutionRole")}
-    assert jobs["ListModelData"]["Action"] == "s3:ListBucket"
-    assert "s3:prefix" in jobs["ListModelData"]["Condition"]["StringLike"]
+    assert jobs["ListModelData0"]["Action"] == "s3:ListBucket"
+    assert "s3:prefix" in jobs["ListModelData0"]["Condition"]["StringLike"]
     assert jobs["JobMetrics"]["Condition"] == {
         "StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}
     }

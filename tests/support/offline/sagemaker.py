@@ -85,7 +85,8 @@ class SageMakerJobs:
     """Transform and processing jobs done by the local engine over moto S3."""
 
     s3: Any
-    models: dict[str, str]  # model name -> ModelDataUrl
+    models: dict[str, str]  # the template's model name -> ModelDataUrl
+    sagemaker: Any  # moto's, where the pipeline creates runs' own models
     faults: list[ApiError | FailInputs | StopJob | StopExecution] = field(default_factory=list)
     stop_execution: Callable[[], None] = lambda: None  # set by OfflineStack
     # Jobs whose execution is stopped while its .sync task waits for them.
@@ -196,8 +197,24 @@ class SageMakerJobs:
             self.s3.upload_file(str(local), key.bucket, key.key)
         return missing
 
+    def _model_data(self, name: str) -> str | None:
+        """The ModelDataUrl of the template's model or of a model the pipeline created
+        (from model data, or from a model package), as SageMaker would resolve it."""
+        if name in self.models:
+            return self.models[name]
+        try:
+            container = self.sagemaker.describe_model(ModelName=name)["PrimaryContainer"]
+        except ClientError:
+            return None
+        if "ModelPackageName" in container:
+            package = self.sagemaker.describe_model_package(
+                ModelPackageName=container["ModelPackageName"]
+            )
+            return package["InferenceSpecification"]["Containers"][0]["ModelDataUrl"]
+        return container["ModelDataUrl"]
+
     def _transform(self, request: dict[str, Any], lost: int) -> tuple[str, str | None]:
-        model_data_url = self.models.get(request["ModelName"])
+        model_data_url = self._model_data(request["ModelName"])
         if model_data_url is None:
             return "Failed", f"ClientError: Could not find model {request['ModelName']}"
         settings = from_api(request)

@@ -157,6 +157,7 @@ class OfflineStack:
         self.jobs = SageMakerJobs(
             self.s3,
             {self.attributes[(model_id, "ModelName")]: model_data_url},
+            session.client("sagemaker"),
             stop_execution=self._stop_running,
         )
         machine_id, machine = self._only("AWS::StepFunctions::StateMachine")
