@@ -90,9 +90,10 @@ class UploadPart:
 
 
 Part = CopyPart | UploadPart
+S3_LIMITS = PartLimits()
 
 
-def plan_concatenation(sizes: Sequence[int], limits: PartLimits = PartLimits()) -> list[Part]:
+def plan_concatenation(sizes: Sequence[int], limits: PartLimits = S3_LIMITS) -> list[Part]:
     """The parts of one object made of sources of ``sizes``, concatenated in order.
 
     A source of at least ``min_part`` bytes is copied by S3 in ranges of at most

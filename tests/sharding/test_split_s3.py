@@ -1,25 +1,15 @@
 """split() on S3 against moto: server-side UploadPartCopy, ETag pinning, bytes read (R3, R4)."""
 
 import json
-from typing import Any
 
 import pytest
-from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.sharding import ShardIndex, split
 from batchinfer.sharding import s3 as s3_module
 from batchinfer.sharding.planner import FIRST_WINDOW
-
-
-def error_response(code: str, status: int) -> tuple[AWSResponse, dict[str, Any]]:
-    """What a ``before-call`` hook returns to make the client receive an S3 error."""
-    parsed = {
-        "Error": {"Code": code, "Message": f"injected {code}"},
-        "ResponseMetadata": {"HTTPStatusCode": status},
-    }
-    return AWSResponse("https://s3.amazonaws.com", status, {}, None), parsed
+from tests.support.s3_requests import error_response
 
 
 def test_r4_shards_are_part_copies_of_byte_ranges_with_the_source_etag(
