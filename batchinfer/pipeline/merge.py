@@ -29,7 +29,10 @@ def merge_objects(
     try:
         plan = plan_concatenation([head["ContentLength"] for head in heads], limits)
     except InputError as exc:
-        raise InputError(f"{target.uri}: cannot merge the shard outputs: {exc}") from None
+        raise InputError(
+            f"{target.uri}: cannot merge the shard outputs: {exc}; "
+            "run without merge, or with fewer shards"
+        ) from None
     kept = {"ContentType": heads[0]["ContentType"]} if heads and "ContentType" in heads[0] else {}
     upload_id = s3.create_multipart_upload(Bucket=target.bucket, Key=target.key, **kept)["UploadId"]
     request = {"Bucket": target.bucket, "Key": target.key, "UploadId": upload_id}

@@ -87,7 +87,8 @@ def test_a_failed_part_aborts_the_upload_and_leaves_no_target(account, s3_log):
 def test_more_parts_than_allowed_is_an_input_error_naming_the_target(account, s3_log):
     sources, _ = put_sources(account, [5 * MiB, 1])
     target = parse_s3_uri(f"s3://{BUCKET}/out/d.out")
-    with pytest.raises(InputError, match=r"s3://batchinfer-test-data/out/d\.out: cannot merge"):
+    message = r"s3://batchinfer-test-data/out/d\.out: cannot merge .* run without merge"
+    with pytest.raises(InputError, match=message):
         merge_objects(account.s3, sources, target, PartLimits(max_parts=1))
     assert s3_log.count("CreateMultipartUpload") == 0
     assert account.keys("out/") == []
