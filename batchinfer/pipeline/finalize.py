@@ -5,22 +5,19 @@ The output prefix then looks as ``batchinfer run`` leaves a local output directo
 ``<name>.out`` per input object when merged (R12), else one per shard.
 """
 
-from functools import partial
 from itertools import groupby
 from typing import Any
 
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
+from batchinfer.pipeline.merge import merge_objects
 from batchinfer.pipeline.notify import announce
 from batchinfer.pipeline.run_model import delete_run_model
-from batchinfer.pipeline.s3io import CHUNK, read_json, run_settings, write_json
+from batchinfer.pipeline.s3io import read_json, run_settings, write_json
 from batchinfer.pipeline.state import RunEnd, RunPlan
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable, now
 from batchinfer.transform.assemble import output_name
-from batchinfer.uris import S3Location, parse_s3_uri
-
-# S3 multipart parts other than the last must hold at least 5 MiB.
-MIN_PART = 5 * 1024 * 1024
+from batchinfer.uris import parse_s3_uri
 
 
 def finalize(
@@ -105,58 +102,6 @@ def finalize(
     table.update_run(run_id, execution, attributes)
     announce(run, env=env, events=events, sns=sns, table=table)
     return run
-
-
-def merge_objects(s3: Any, sources: list[S3Location], target: S3Location) -> None:
-    """Concatenate ``sources`` in order into ``target``: server-side part copies for parts
-    of 5 MiB or more, small parts buffered; the target appears only when complete."""
-    sizes = [s3.head_object(Bucket=s.bucket, Key=s.key)["ContentLength"] for s in sources]
-    if len(sources) == 1:
-        s3.copy({"Bucket": sources[0].bucket, "Key": sources[0].key}, target.bucket, target.key)
-        return
-    upload = s3.create_multipart_upload(Bucket=target.bucket, Key=target.key)["UploadId"]
-    done: list[dict[str, Any]] = []
-    buffer = bytearray()
-
-    def put(body: bytes) -> None:
-        part = s3.upload_part(
-            Bucket=target.bucket,
-            Key=target.key,
-            UploadId=upload,
-            PartNumber=len(done) + 1,
-            Body=body,
-        )
-        done.append({"PartNumber": len(done) + 1, "ETag": part["ETag"]})
-
-    try:
-        for source, size in zip(sources, sizes, strict=True):
-            if not buffer and size >= MIN_PART:
-                part = s3.upload_part_copy(
-                    Bucket=target.bucket,
-                    Key=target.key,
-                    UploadId=upload,
-                    PartNumber=len(done) + 1,
-                    CopySource={"Bucket": source.bucket, "Key": source.key},
-                )
-                done.append({"PartNumber": len(done) + 1, "ETag": part["CopyPartResult"]["ETag"]})
-                continue
-            body = s3.get_object(Bucket=source.bucket, Key=source.key)["Body"]
-            for chunk in iter(partial(body.read, CHUNK), b""):
-                buffer += chunk
-                if len(buffer) >= MIN_PART:
-                    put(bytes(buffer))
-                    buffer.clear()
-        if buffer or not done:
-            put(bytes(buffer))
-        s3.complete_multipart_upload(
-            Bucket=target.bucket,
-            Key=target.key,
-            UploadId=upload,
-            MultipartUpload={"Parts": done},
-        )
-    except BaseException:
-        s3.abort_multipart_upload(Bucket=target.bucket, Key=target.key, UploadId=upload)
-        raise
 
 
 def _total(items: list[dict[str, Any]], key: str) -> int | None:

@@ -9,16 +9,14 @@ completed only when every shard is done; on failure they are all aborted.
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from itertools import pairwise
 from typing import Any, BinaryIO
 
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
+from batchinfer.multipart import MAX_PART_SIZE, copy_part_ranges
 from batchinfer.uris import S3Location
 
-# S3 limits for a multipart upload: every part but the last >= 5 MiB, any part <= 5 GiB.
-MAX_PART_SIZE = 5 * 1024**3
 # Size of the parts uploaded when shards are written (gzip re-chunking).
 WRITE_PART_SIZE = 8 * 1024**2
 
@@ -38,17 +36,6 @@ def source_errors(uri: str, etag: str | None) -> Iterator[None]:
         if code in ("NoSuchKey", "404", "NotFound"):
             raise InputError(f"{uri}: object not found") from None
         raise
-
-
-def copy_part_ranges(start: int, end: int, max_part: int) -> list[tuple[int, int]]:
-    """Split ``[start, end)`` into the fewest equal parts of at most ``max_part`` bytes.
-
-    A single part may be any size (it is the last part); several parts are each larger than
-    ``max_part / 2`` and so far above the 5 MiB minimum.
-    """
-    count = -(-(end - start) // max_part)
-    bounds = [start + (end - start) * i // count for i in range(count + 1)]
-    return list(pairwise(bounds))
 
 
 class S3Source:

@@ -10,7 +10,9 @@ from batchinfer.engine.transform_engine import run_transform
 from batchinfer.pipeline.notify import DETAIL_TYPE
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
 from batchinfer.transform.settings import TransformSettings, validate_job_name
-from tests.support.offline import OfflineStack
+from batchinfer.uris import parse_s3_uri
+from tests.support.models import WIDE
+from tests.support.offline import OfflineStack, model_archive
 
 
 def csv_rows(count: int, offset: int = 0) -> bytes:
@@ -139,3 +141,28 @@ def test_the_data_bucket_is_versioned_and_encrypted_with_the_stack_key(stack):
         assert (
             stack.s3.head_object(Bucket=stack.bucket, Key=key)["ServerSideEncryption"] == "aws:kms"
         )
+
+
+def test_merge_copies_large_shard_outputs_and_gathers_small_ones(stack, tmp_path):
+    """Shard outputs of about 1 KB, 12 MB, 3 MB, 12 MB and 1 KB merge into one object equal
+    to the local engine's output: each small one goes up with the head of the large one after
+    it, S3 copies the rest of each large one, and the 1 KB tail is copied as the last part;
+    five parts in all, as the merged object's multipart ETag counts."""
+    archive = model_archive(WIDE, tmp_path / "wide")
+    served = parse_s3_uri(stack.model_data_url)
+    stack.s3.upload_file(str(archive), served.bucket, served.key)
+    widths = [10, 120_000, 30_000, 120_000, 10]
+    data = b"".join(f"{row:06d},{width:08d}\n".encode() for width in widths for row in range(100))
+    stack.put("input/wide/w.csv", data)
+    request = {"input": f"s3://{stack.bucket}/input/wide/", "shards": 5, "merge": True}
+    execution = stack.run(request, "exec-wide")
+    assert execution.status == "SUCCEEDED", execution.cause
+
+    settings = {"content_type": "text/csv", "accept": "text/csv", "split_type": "Line"}
+    settings |= {"assemble_with": "Line"}
+    expected = local_outputs({"w.csv": data}, settings, archive.parent / "model", tmp_path)
+    merged = f"s3://{stack.bucket}/output/exec-wide/w.csv.out"
+    assert stack.get(merged) == expected["w.csv.out"]
+    head = stack.s3.head_object(Bucket=stack.bucket, Key="output/exec-wide/w.csv.out")
+    assert head["ETag"].endswith('-5"')
+    assert_succeeded(stack, "exec-wide", records=500, shards=5)

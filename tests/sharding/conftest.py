@@ -7,6 +7,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from tests.support.s3_requests import RequestLog
+
 
 class Bucket:
     """A moto bucket with shortcuts to put, get and list objects by key or URI."""
@@ -31,25 +33,6 @@ class Bucket:
     def open_uploads(self) -> list[str]:
         listed = self.client.list_multipart_uploads(Bucket=self.name)
         return [upload["Key"] for upload in listed.get("Uploads", [])]
-
-
-class RequestLog:
-    """API parameters of every S3 call by operation, and the bytes GetObject returned."""
-
-    def __init__(self, client: Any) -> None:
-        self.calls: dict[str, list[dict[str, Any]]] = {}
-        self.bytes_read = 0
-        client.meta.events.register("provide-client-params.s3.*", self._params)
-        client.meta.events.register("after-call.s3.GetObject", self._got)
-
-    def _params(self, params: dict[str, Any], model: Any, **_: Any) -> None:
-        self.calls.setdefault(model.name, []).append(dict(params))
-
-    def _got(self, parsed: dict[str, Any], **_: Any) -> None:
-        self.bytes_read += parsed["ContentLength"]
-
-    def count(self, operation: str) -> int:
-        return len(self.calls.get(operation, []))
 
 
 @pytest.fixture

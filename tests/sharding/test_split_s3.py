@@ -1,27 +1,15 @@
 """split() on S3 against moto: server-side UploadPartCopy, ETag pinning, bytes read (R3, R4)."""
 
-import itertools
 import json
-from typing import Any
 
 import pytest
-from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.sharding import ShardIndex, split
 from batchinfer.sharding import s3 as s3_module
 from batchinfer.sharding.planner import FIRST_WINDOW
-from batchinfer.sharding.s3 import MAX_PART_SIZE, copy_part_ranges
-
-
-def error_response(code: str, status: int) -> tuple[AWSResponse, dict[str, Any]]:
-    """What a ``before-call`` hook returns to make the client receive an S3 error."""
-    parsed = {
-        "Error": {"Code": code, "Message": f"injected {code}"},
-        "ResponseMetadata": {"HTTPStatusCode": status},
-    }
-    return AWSResponse("https://s3.amazonaws.com", status, {}, None), parsed
+from tests.support.s3_requests import error_response
 
 
 def test_r4_shards_are_part_copies_of_byte_ranges_with_the_source_etag(
@@ -146,15 +134,6 @@ def test_ranges_over_the_part_limit_are_copied_in_several_parts(s3, bucket, s3_l
     assert len(ranges) == 4
     sizes = [int(r.split("-")[1]) - int(r.removeprefix("bytes=").split("-")[0]) + 1 for r in ranges]
     assert all(5 << 20 <= size <= 6 << 20 for size in sizes)
-
-
-def test_copy_part_ranges_split_evenly_within_the_limit():
-    parts = copy_part_ranges(7, 7 + 12 * 1024**3, MAX_PART_SIZE)
-    assert len(parts) == 3
-    assert parts[0][0] == 7 and parts[-1][1] == 7 + 12 * 1024**3
-    assert all(b == c for (_, b), (c, _) in itertools.pairwise(parts))
-    assert all(MAX_PART_SIZE / 2 < end - start <= MAX_PART_SIZE for start, end in parts)
-    assert copy_part_ranges(0, 10, MAX_PART_SIZE) == [(0, 10)]
 
 
 def test_missing_object_is_an_input_error(s3, bucket):

@@ -55,6 +55,29 @@ ROW_SUM = textwrap.dedent(
 )
 
 
+# Model W: for text/csv each row "value,width" answers ``value`` right-aligned in ``width``
+# characters, so a test chooses how large each shard's output is.
+WIDE = textwrap.dedent(
+    """
+    def model_fn(model_dir):
+        return None
+
+
+    def input_fn(body, content_type):
+        text = body.decode() if isinstance(body, bytes) else body
+        return [line.split(",") for line in text.split("\\n") if line.strip()]
+
+
+    def predict_fn(rows, model):
+        return [value.rjust(int(width), ".") for value, width in rows]
+
+
+    def output_fn(prediction, accept):
+        return "\\n".join(prediction)
+    """
+)
+
+
 def write_row_sum_model(model_dir: Path) -> Path:
     """Model M as a model directory with ``code/inference.py``."""
     (model_dir / "code").mkdir(parents=True)
