@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.errors import BatchInferError
 from batchinfer.pipeline.status_table import RUN_STATUSES, RUNNING, StatusTable
@@ -30,10 +31,11 @@ def start_run(stack: DeployedStack, request: dict[str, Any]) -> tuple[str, str]:
             f"run_id: {run_id!r} cannot name an execution (1-80 characters, no spaces, "
             "slashes or punctuation such as : , ; # %)"
         )
-    sfn = stack.session.client("stepfunctions")
-    response = sfn.start_execution(
-        stateMachineArn=stack.state_machine_arn, name=run_id, input=json.dumps(request)
-    )
+    arn = stack.state_machine_arn
+    with aws_errors(run_id=run_id):
+        response = stack.session.client("stepfunctions").start_execution(
+            stateMachineArn=arn, name=run_id, input=json.dumps(request)
+        )
     return run_id, response["executionArn"]
 
 

@@ -1,7 +1,8 @@
 """``batchinfer submit``, ``status`` and ``runs``: operate a deployed pipeline stack.
 
 The stack's resources come from its CloudFormation outputs (``--stack`` or
-``BATCHINFER_STACK``); requests use the state machine's snake_case keys.
+``BATCHINFER_STACK``); requests use the state machine's snake_case keys. AWS failures
+are reported as one line with their exit code (:mod:`batchinfer.cloud.aws_errors`).
 """
 
 from typing import Annotated, Any
@@ -12,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.cloud.runs import console_link, get_run, list_runs, start_run, watch_run
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.commands import transform_options as opt
@@ -34,6 +36,7 @@ def _stack(name: str, region: str | None) -> DeployedStack:
     return DeployedStack.find(name, boto3.Session(region_name=region))
 
 
+@aws_errors()
 @opt.transform_options
 def submit(
     stack: Stack,
@@ -75,6 +78,7 @@ def submit(
     typer.echo(f"console:   {console_link(execution)}")
 
 
+@aws_errors()
 def status(
     run_id: Annotated[str, typer.Argument(help="The run id.", show_default=False)],
     stack: Stack,
@@ -101,6 +105,7 @@ def status(
         )
 
 
+@aws_errors()
 def runs(
     stack: Stack,
     run_status: Annotated[

@@ -123,7 +123,7 @@ def test_submit_without_run_id_names_the_execution_with_a_new_one(invoke, deploy
 
 def test_submit_errors_name_the_stack_the_output_key_and_the_uri(invoke, deployed):
     missing = invoke("submit", "--stack", "no-such-stack", "--input", "s3://b/input/")
-    assert missing.exit_code == 1 and "stack no-such-stack" in missing.output
+    assert missing.exit_code == 7 and "stack no-such-stack" in missing.output
     create_output_stack("half-stack", {stack_outputs.TABLE_NAME: "test-runs"}, REGION)
     half = invoke("submit", "--stack", "half-stack", "--input", "s3://b/input/")
     assert half.exit_code == 1
