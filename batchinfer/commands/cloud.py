@@ -5,6 +5,7 @@ The stack's resources come from its CloudFormation outputs (``--stack`` or
 are reported as one line with their exit code (:mod:`batchinfer.cloud.aws_errors`).
 """
 
+import json
 from typing import Annotated, Any
 
 import typer
@@ -14,7 +15,16 @@ from rich.table import Table
 from rich.text import Text
 
 from batchinfer.cloud.aws_errors import aws_errors
-from batchinfer.cloud.runs import console_link, get_run, list_runs, start_run, watch_run
+from batchinfer.cloud.runs import (
+    RUN_KEYS,
+    SHARD_KEYS,
+    as_json,
+    console_link,
+    get_run,
+    list_runs,
+    start_run,
+    watch_run,
+)
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.commands import transform_options as opt
 from batchinfer.errors import ValidationError
@@ -28,6 +38,7 @@ Stack = Annotated[
     ),
 ]
 Region = Annotated[str | None, typer.Option(help="AWS region (default: your AWS config).")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON (keys listed in the README).")]
 
 
 def _stack(name: str, region: str | None) -> DeployedStack:
@@ -85,24 +96,38 @@ def status(
     watch: Annotated[bool, typer.Option(help="Refresh until the run ends.")] = False,
     interval: Annotated[float, typer.Option(help="Seconds between refreshes.")] = 5.0,
     region: Region = None,
+    as_json_: Json = False,
 ) -> None:
-    """The run and its shards (status, attempts, record counts, failures)."""
+    """The run and its shards (status, attempts, record counts, failures). --json prints
+    {"run": {...}, "shards": [...]}; with --watch, one such line per refresh."""
     deployed = _stack(stack, region)
     table = deployed.status_table()
-    console = Console()
+
+    def read() -> dict[str, Any]:
+        return get_run(deployed, table, run_id)
+
+    if as_json_:
+
+        def show(run: dict[str, Any]) -> None:
+            shards = [as_json(item, SHARD_KEYS) for item in table.shards(run_id)]
+            document = {"run": as_json(run, RUN_KEYS), "shards": shards}
+            typer.echo(json.dumps(document, indent=None if watch else 2))
+
+        if watch:
+            watch_run(read, show, interval)
+        else:
+            show(read())
+        return
 
     def view(run: dict[str, Any]) -> Group:
         return Group(run_table(run), shard_table(table.shards(run_id)))
 
+    console = Console()
     if not watch:
-        console.print(view(get_run(deployed, table, run_id)))
+        console.print(view(read()))
         return
     with Live(console=console, auto_refresh=False) as live:
-        watch_run(
-            lambda: get_run(deployed, table, run_id),
-            lambda run: live.update(view(run), refresh=True),
-            interval,
-        )
+        watch_run(read, lambda run: live.update(view(run), refresh=True), interval)
 
 
 @aws_errors()
@@ -113,12 +138,16 @@ def runs(
     ] = None,
     limit: Annotated[int, typer.Option(help="Newest runs to show.")] = 20,
     region: Region = None,
+    as_json_: Json = False,
 ) -> None:
-    """The stack's runs, newest first."""
+    """The stack's runs, newest first (with --json: a list of run objects)."""
     if run_status is not None and run_status.upper() not in RUN_STATUSES:
         raise ValidationError(f"--status: {run_status!r} is not one of {', '.join(RUN_STATUSES)}")
     table = _stack(stack, region).status_table()
     found = list_runs(table, run_status.upper() if run_status else None, limit)
+    if as_json_:
+        typer.echo(json.dumps([as_json(run, RUN_KEYS) for run in found], indent=2))
+        return
     view = Table("run id", "status", "started", "finished", "shards", "records out", "error")
     for run in found:
         view.add_row(

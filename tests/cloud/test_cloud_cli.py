@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from batchinfer.cloud.runs import RUN_KEYS, SHARD_KEYS
 from batchinfer.commands.transform_options import option_name
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
@@ -191,3 +192,49 @@ def test_runs_lists_newest_first_and_filters_by_status(invoke, deployed):
     assert "new" in failed.output and "old" not in failed.output
     bad = invoke("runs", "--stack", STACK, "--status", "DONE")
     assert bad.exit_code == 2 and "--status" in bad.output
+
+
+def test_status_json_has_every_run_and_shard_key_with_numbers_as_numbers(invoke, deployed):
+    _record_run(deployed, "j1", FAILED, shards=2, shards_done=1, failed_shards=["b.csv"])
+    deployed.table.put_shard("j1", 0, {"name": "a.csv", "status": SUCCEEDED, "records_out": 7})
+    deployed.table.put_shard("j1", 1, {"name": "b.csv", "status": MISSING, "reason": "lost"})
+    result = invoke("status", "j1", "--stack", STACK, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert set(document) == {"run", "shards"}
+    run = document["run"]
+    assert tuple(run) == RUN_KEYS
+    assert run["run_id"] == "j1" and run["run_status"] == FAILED
+    assert run["shards"] == 2 and run["shards_done"] == 1 and run["finished_at"] is None
+    assert run["failed_shards"] == ["b.csv"] and run["input"] == "s3://test-data/input/x/"
+    assert [tuple(shard) for shard in document["shards"]] == [SHARD_KEYS, SHARD_KEYS]
+    first, second = document["shards"]
+    assert (first["shard"], first["records_out"], first["reason"]) == (0, 7, None)
+    assert (second["shard"], second["status"], second["reason"]) == (1, MISSING, "lost")
+
+
+def test_status_json_with_watch_prints_one_object_per_refresh(invoke, deployed, monkeypatch):
+    _record_run(deployed, "w2", RUNNING, shards=1, shards_done=0)
+
+    def finish(_seconds: float) -> None:
+        deployed.table.update_run("w2", EXECUTION + "w2", {"run_status": SUCCEEDED})
+
+    monkeypatch.setattr("batchinfer.cloud.runs.time.sleep", finish)
+    result = invoke("status", "w2", "--stack", STACK, "--watch", "--json")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert [line["run"]["run_status"] for line in lines] == [RUNNING, SUCCEEDED]
+
+
+def test_runs_json_is_a_list_of_runs_newest_first(invoke, deployed):
+    _record_run(deployed, "old", SUCCEEDED, started_at="2024-01-01T00:00:00+00:00", records_out=5)
+    _record_run(deployed, "new", FAILED, started_at="2024-02-01T00:00:00+00:00", error="X")
+    result = invoke("runs", "--stack", STACK, "--json")
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
+    assert [run["run_id"] for run in found] == ["new", "old"]
+    assert all(tuple(run) == RUN_KEYS for run in found)
+    assert found[0]["error"] == "X" and found[1]["records_out"] == 5
+    assert (
+        json.loads(invoke("runs", "--stack", STACK, "--status", "ABORTED", "--json").output) == []
+    )
