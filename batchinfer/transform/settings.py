@@ -171,7 +171,8 @@ class TransformSettings:
         the stack config) fill keys the request leaves out or sets to null.
 
         Enum values are matched ignoring case and underscores (``multi_record`` ->
-        ``MultiRecord``). Unknown keys are errors that suggest the closest known key.
+        ``MultiRecord``). Unknown keys and enum values are errors that suggest the closest
+        known one.
         """
         merged: dict[str, Any] = {}
         for source, mapping in (("defaults", defaults or {}), ("request", request)):
@@ -297,8 +298,10 @@ def _value_problems(s: TransformSettings) -> list[str]:
     for key, allowed in ENUMS.items():
         value = getattr(s, key)
         if value is not None and value not in allowed:
+            meant = _closest(value, {choice: choice for choice in allowed})
+            hint = f"did you mean {meant!r}? " if meant else ""
             problems.append(
-                f"{label(key)}: {value!r} is not allowed; allowed: {', '.join(allowed)}"
+                f"{label(key)}: {value!r} is not allowed; {hint}allowed: {', '.join(allowed)}"
             )
     for key, (low, high) in RANGES.items():
         value = getattr(s, key)
@@ -414,14 +417,24 @@ def _canonical_enum(key: str, value: Any) -> Any:
     return next((a for a in ENUMS[key] if a.lower() == folded), value)
 
 
+def _closest(word: str, spellings: Mapping[str, str]) -> str | None:
+    """What ``word`` most likely means: the choice whose spelling (a key of ``spellings``,
+    which maps each spelling to its choice) equals it ignoring case, ``_`` and ``-``, else
+    the closest one (difflib); None when none is close."""
+    folded = {_fold(spelling): choice for spelling, choice in spellings.items()}
+    near = difflib.get_close_matches(_fold(word), list(folded), n=1)
+    return folded.get(_fold(word)) or (folded[near[0]] if near else None)
+
+
+def _fold(text: str) -> str:
+    return text.replace("_", "").replace("-", "").lower()
+
+
 def _suggestion(key: str) -> str:
-    candidates = {k: k for k in PASCAL} | {p.lower(): k for k, p in PASCAL.items()}
-    folded = str(key).replace("-", "_")
-    exact = candidates.get(folded.lower()) or candidates.get(folded.replace("_", "").lower())
-    close = [exact] if exact else difflib.get_close_matches(folded, list(PASCAL), n=1)
+    meant = _closest(str(key), {k: k for k in PASCAL} | {p: k for k, p in PASCAL.items()})
     known = ", ".join(sorted(PASCAL))
-    if close:
-        return f"; did you mean {close[0]!r}? known keys: {known}"
+    if meant:
+        return f"; did you mean {meant!r}? known keys: {known}"
     return f"; known keys: {known}"
 
 

@@ -30,6 +30,7 @@ def data_csv(tmp_path: Path) -> Path:
     ("options", "named"),
     [
         (["--split-type", "Lines"], "split_type"),
+        (["--batch-strategy", "MultiRecrod"], "did you mean 'MultiRecord'?"),
         (["--max-payload-mb", "60", "--max-concurrent-transforms", "2"], "max_payload_mb"),
         (["--instance-count", "0"], "instance_count"),
         (["--input-filter", "$[0:2,5:]"], "input_filter"),
