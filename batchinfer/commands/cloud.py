@@ -28,6 +28,7 @@ from batchinfer.cloud.runs import (
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.commands import transform_options as opt
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline.plan import check_request
 from batchinfer.pipeline.status_table import RUN_STATUSES
 from batchinfer.uris import parse_s3_uri
 
@@ -64,11 +65,15 @@ def submit(
         bool | None, typer.Option("--merge/--no-merge", help="One output per input object.")
     ] = None,
     region: Region = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check and print the request; start nothing.")
+    ] = False,
     *,
     transform: dict[str, Any],
 ) -> None:
     """Start a run on the stack; print its run id and console link. Options left out take
-    the stack's defaults; the state machine's Plan checks the request."""
+    the stack's defaults. The request is checked here as the state machine's Plan checks it,
+    except what depends on the stack's defaults (the Plan checks that)."""
     parse_s3_uri(input, field="--input")
     if output is not None:
         parse_s3_uri(output, field="--output")
@@ -83,7 +88,17 @@ def submit(
         "merge": merge,
     }
     request = {key: value for key, value in values.items() if value is not None} | transform
-    started_id, execution = start_run(_stack(stack, region), request)
+    deployed = _stack(stack, region)
+    state_machine = deployed.state_machine_arn
+    check_request(request, deployed.data_bucket)
+    if dry_run:
+        typer.echo(json.dumps({"state_machine_arn": state_machine, "request": request}, indent=2))
+        typer.echo(
+            "dry run: nothing started; the Plan still checks what depends on the stack's defaults",
+            err=True,
+        )
+        return
+    started_id, execution = start_run(deployed, request)
     typer.echo(f"run id:    {started_id}")
     typer.echo(f"execution: {execution}")
     typer.echo(f"console:   {console_link(execution)}")

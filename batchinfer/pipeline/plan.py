@@ -46,25 +46,13 @@ def plan_run(
     table: StatusTable,
 ) -> RunPlan:
     """Check ``request``, write the input list and the RUN item; return the plan."""
-    if not isinstance(request, Mapping):
-        raise ValidationError(
-            f'request: expected an object such as {{"input": "s3://..."}}, got {request!r}'
-        )
-    unknown = sorted(set(request) - REQUEST_KEYS)
-    if unknown:
-        raise ValidationError(
-            f"request: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(REQUEST_KEYS))}"
-        )
+    _check_keys(request)
     run_id = run_id_of(request, execution_name)
     layout = RunLayout(env.data_bucket, run_id)
     source = _location(request.get("input"), "input", env.data_bucket, INPUT_PREFIX)
     output = _output(request.get("output"), layout, env.data_bucket)
-    engine = request.get("engine", env.engine)
-    if engine not in ENGINES:
-        raise ValidationError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
-    settings = TransformSettings.from_request(
-        {k: v for k, v in request.items() if k not in RUN_KEYS}, defaults=env.defaults
-    )
+    engine = _engine(request.get("engine", env.engine))
+    settings = TransformSettings.from_request(_settings_of(request), defaults=env.defaults)
     check_instance_type(settings.instance_type, engine)
     if engine == "processing":
         processing_arguments(settings)  # fails early when the settings do not fit
@@ -123,6 +111,46 @@ def plan_run(
         job_base=job_base(env.job_prefix, run_id),
         environment_uri=environment,
     )
+
+
+def check_request(request: Any, data_bucket: str) -> None:
+    """The checks of :func:`plan_run` that need neither the stack's defaults nor AWS: the
+    keys, the run id, input and output under ``data_bucket``, the engine, the flags and each
+    transform setting given. Settings that must agree with each other, and the sharding,
+    depend on the defaults: the Plan checks those."""
+    _check_keys(request)
+    if "run_id" in request:
+        run_id_of(request, "")
+    _location(request.get("input"), "input", data_bucket, INPUT_PREFIX)
+    if request.get("output") is not None:
+        _location(request["output"], "output", data_bucket, OUTPUT_PREFIX)
+    if "engine" in request:
+        _engine(request["engine"])
+    for key in ("header", "merge"):
+        _flag(request, key)
+    TransformSettings.check_given(_settings_of(request))
+
+
+def _check_keys(request: Any) -> None:
+    if not isinstance(request, Mapping):
+        raise ValidationError(
+            f'request: expected an object such as {{"input": "s3://..."}}, got {request!r}'
+        )
+    unknown = sorted(set(request) - REQUEST_KEYS)
+    if unknown:
+        raise ValidationError(
+            f"request: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(REQUEST_KEYS))}"
+        )
+
+
+def _engine(engine: Any) -> str:
+    if engine not in ENGINES:
+        raise ValidationError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    return engine
+
+
+def _settings_of(request: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in request.items() if key not in RUN_KEYS}
 
 
 def run_id_of(request: Mapping[str, Any], execution_name: str) -> str:

@@ -133,9 +133,10 @@ class TransformSettings:
         if isinstance(self.environment, Mapping):
             object.__setattr__(self, "environment", dict(self.environment))
 
-    def validate(self) -> "TransformSettings":
+    def validate(self, *, combined: bool = True) -> "TransformSettings":
         """These settings, if CreateTransformJob would accept them; else ValidationError
-        naming every field at fault."""
+        naming every field at fault. ``combined=False`` leaves out the R15 checks of fields
+        that must agree with each other (data processing)."""
         if not isinstance(self.environment, Mapping):
             raise ValidationError(
                 f"{label('environment')}: {self.environment!r} is not an object of string "
@@ -144,6 +145,8 @@ class TransformSettings:
         problems = _type_problems(self)
         if not problems:
             problems = _value_problems(self)
+            if combined:
+                problems += _data_processing_problems(self)
         if problems:
             raise ValidationError("; ".join(problems))
         return self
@@ -174,16 +177,14 @@ class TransformSettings:
         ``MultiRecord``). Unknown keys and enum values are errors that suggest the closest
         known one.
         """
-        merged: dict[str, Any] = {}
-        for source, mapping in (("defaults", defaults or {}), ("request", request)):
-            if not isinstance(mapping, Mapping):
-                raise ValidationError(f"{source}: expected an object of settings, got {mapping!r}")
-            for key, value in mapping.items():
-                if key not in PASCAL:
-                    raise ValidationError(f"{source}: unknown key {key!r}{_suggestion(key)}")
-                if value is not None:
-                    merged[key] = _canonical_enum(key, value)
-        return cls(**merged).validate()
+        return cls(**_merged(request, defaults)).validate()
+
+    @classmethod
+    def check_given(cls, request: Mapping[str, Any]) -> None:
+        """Check each setting ``request`` gives as :meth:`from_request` does, but not the
+        settings that must agree with each other (R15): the defaults (a stack's) that the
+        request will be merged with may make them agree."""
+        cls(**_merged(request, None)).validate(combined=False)
 
     @cached_property
     def input_path(self) -> jsonpath.JsonPath:
@@ -324,7 +325,7 @@ def _value_problems(s: TransformSettings) -> list[str]:
             "allowed: names starting with 'ml.', e.g. ml.m5.xlarge"
         )
     problems += _environment_problems(s.environment)
-    problems += _data_processing_problems(s)
+    problems += _filter_problems(s)
     return problems
 
 
@@ -346,11 +347,13 @@ def _environment_problems(environment: Mapping[str, str]) -> list[str]:
     return problems
 
 
-def _data_processing_problems(s: TransformSettings) -> list[str]:
-    """R15 constraints and R16 filter syntax."""
+_FILTERS = (("input_filter", "input_path"), ("output_filter", "output_path"))
+
+
+def _filter_problems(s: TransformSettings) -> list[str]:
+    """R1 filter length and R16 filter syntax."""
     problems = []
-    paths = {}
-    for key, parsed in (("input_filter", "input_path"), ("output_filter", "output_path")):
+    for key, parsed in _FILTERS:
         expression = getattr(s, key)
         if len(expression) > MAX_FILTER_LENGTH:
             problems.append(
@@ -359,11 +362,23 @@ def _data_processing_problems(s: TransformSettings) -> list[str]:
             )
             continue
         try:
-            paths[key] = getattr(s, parsed)
+            getattr(s, parsed)
         except ValidationError as exc:
             problems.append(str(exc))
+    return problems
+
+
+def _data_processing_problems(s: TransformSettings) -> list[str]:
+    """R15: the media types, split and assembly a filter or a join needs."""
+    problems: list[str] = []
     if not s.uses_data_processing:
         return problems
+    paths = {}
+    for key, parsed in _FILTERS:
+        try:
+            paths[key] = getattr(s, parsed)
+        except ValidationError:  # reported by _filter_problems
+            continue
     join = s.join_source == "Input"
     # (side is used, settings key of its media type, filter key)
     sides = (
@@ -408,6 +423,20 @@ def _data_processing_problems(s: TransformSettings) -> list[str]:
                 "them equal"
             )
     return problems
+
+
+def _merged(request: Mapping[str, Any], defaults: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``defaults`` then ``request``, without nulls, enum values in their canonical spelling."""
+    merged: dict[str, Any] = {}
+    for source, mapping in (("defaults", defaults or {}), ("request", request)):
+        if not isinstance(mapping, Mapping):
+            raise ValidationError(f"{source}: expected an object of settings, got {mapping!r}")
+        for key, value in mapping.items():
+            if key not in PASCAL:
+                raise ValidationError(f"{source}: unknown key {key!r}{_suggestion(key)}")
+            if value is not None:
+                merged[key] = _canonical_enum(key, value)
+    return merged
 
 
 def _canonical_enum(key: str, value: Any) -> Any:

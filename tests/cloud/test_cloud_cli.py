@@ -73,7 +73,7 @@ def test_submit_starts_an_execution_named_by_the_run_id_with_snake_case_keys(inv
     }
 
 
-# A value for every transform setting: submit passes them on unchecked (the Plan checks).
+# A valid value for every transform setting.
 EVERY_SETTING: dict[str, Any] = {
     "content_type": "application/jsonlines",
     "accept": "application/jsonlines",
@@ -105,11 +105,12 @@ def test_submit_puts_every_transform_option_given_in_the_request_under_its_setti
                 args += [option_name(key), f"{name}={text}"]
         else:
             args += [option_name(key), str(value)]
-    result = invoke("submit", "--stack", STACK, "--input", "s3://b/in/", "--run-id", "all", *args)
+    given = ("--input", "s3://test-data/input/all/", "--run-id", "all")
+    result = invoke("submit", "--stack", STACK, *given, *args)
     assert result.exit_code == 0, result.output
     described = deployed.sfn.describe_execution(executionArn=f"{EXECUTION}all")
     request = json.loads(described["input"])
-    assert request == {"input": "s3://b/in/", "run_id": "all", **EVERY_SETTING}
+    assert request == {"input": "s3://test-data/input/all/", "run_id": "all", **EVERY_SETTING}
 
 
 def test_submit_without_run_id_names_the_execution_with_a_new_one(invoke, deployed, monkeypatch):
@@ -131,8 +132,77 @@ def test_submit_errors_name_the_stack_the_output_key_and_the_uri(invoke, deploye
     assert "half-stack" in half.output and stack_outputs.STATE_MACHINE_ARN in half.output
     bad = invoke("submit", "--stack", STACK, "--input", "/local/path")
     assert bad.exit_code == 2 and "--input" in bad.output
-    spaced = invoke("submit", "--stack", STACK, "--input", "s3://b/input/", "--run-id", "a b")
-    assert spaced.exit_code == 1 and "run_id" in spaced.output
+    spaced = invoke(
+        "submit", "--stack", STACK, "--input", "s3://test-data/input/", "--run-id", "a b"
+    )
+    assert spaced.exit_code == 2 and "run_id: 'a b' is not allowed" in spaced.output
+    assert _executions(deployed) == []
+
+
+def _executions(deployed) -> list[dict[str, Any]]:
+    return deployed.sfn.list_executions(stateMachineArn=deployed.state_machine_arn)["executions"]
+
+
+def test_submit_dry_run_prints_the_request_and_the_state_machine_and_starts_nothing(
+    invoke, deployed
+):
+    result = invoke(
+        "submit",
+        "--stack",
+        STACK,
+        "--input",
+        "s3://test-data/input/daily/",
+        "--output",
+        "s3://test-data/output/daily/",
+        "--run-id",
+        "daily-2",
+        "--batch-strategy",
+        "single_record",
+        "--join-source",
+        "Input",  # with the content type the stack's defaults give: the Plan checks that
+        "--dry-run",
+    )
+    assert result.exit_code == 0, result.output
+    printed, end = json.JSONDecoder().raw_decode(result.output)
+    assert printed == {
+        "state_machine_arn": deployed.state_machine_arn,
+        "request": {
+            "input": "s3://test-data/input/daily/",
+            "output": "s3://test-data/output/daily/",
+            "run_id": "daily-2",
+            "batch_strategy": "single_record",
+            "join_source": "Input",
+        },
+    }
+    assert "dry run: nothing started" in result.output[end:]
+    assert _executions(deployed) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--input", "s3://other/input/x/"], "input: 's3://other/input/x/' is outside "),
+        (["--output", "s3://test-data/runs/"], "output: 's3://test-data/runs/' is outside "),
+        (["--assemble-with", "Lines"], "'Lines' is not allowed; did you mean 'Line'?"),
+        (["--max-payload-mb", "60", "--max-concurrent-transforms", "2"], "allowed: at most 100"),
+        (["--engine", "emr"], "engine: 'emr' is not allowed"),
+        (["--run-id", "a:b"], "run_id: 'a:b' is not allowed"),
+    ],
+)
+def test_submit_refuses_what_the_plan_would_refuse_before_starting_exit_2(
+    invoke, deployed, options, message
+):
+    for dry_run in ([], ["--dry-run"]):
+        args = ["--input", "s3://test-data/input/x/", *options, *dry_run]
+        result = invoke("submit", "--stack", STACK, *args)
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output
+    assert _executions(deployed) == []
+
+
+def test_submit_dry_run_needs_the_stack(invoke, deployed):
+    result = invoke("submit", "--stack", "gone", "--input", "s3://test-data/input/", "--dry-run")
+    assert result.exit_code == 7 and "stack gone: does not exist" in result.output
 
 
 def _record_run(deployed, run_id: str, status: str, **attributes) -> None:

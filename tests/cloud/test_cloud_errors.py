@@ -16,7 +16,7 @@ from tests.support.cli import run_cli
 from .conftest import REGION, STACK
 
 COMMANDS = {
-    "submit": ("submit", "--stack", STACK, "--input", "s3://b/input/"),
+    "submit": ("submit", "--stack", STACK, "--input", "s3://test-data/input/"),
     "status": ("status", "r1", "--stack", STACK),
     "runs": ("runs", "--stack", STACK),
 }
@@ -127,7 +127,15 @@ def test_a_stack_that_does_not_exist_is_named_with_its_region_exit_7(deployed, c
 def test_a_reused_run_id_names_the_execution_that_has_it_exit_8(deployed, capsys):
     first, _ = run_cli(capsys, *COMMANDS["submit"], "--run-id", "daily-1")
     assert first == 0
-    again = ("submit", "--stack", STACK, "--input", "s3://b/in/other/", "--run-id", "daily-1")
+    again = (
+        "submit",
+        "--stack",
+        STACK,
+        "--input",
+        "s3://test-data/input/o/",
+        "--run-id",
+        "daily-1",
+    )
     code, line = _cli(capsys, again)
     assert code == 8
     arn = f"{deployed.state_machine_arn.replace(':stateMachine:', ':execution:')}:daily-1"
