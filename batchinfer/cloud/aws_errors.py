@@ -28,7 +28,7 @@ from batchinfer.errors import (
     StackNotFound,
 )
 
-CONFIGURE_CREDENTIALS = "configure credentials (aws configure / AWS_PROFILE)"
+_CONFIGURE_CREDENTIALS = "configure credentials (aws configure / AWS_PROFILE)"
 _CREDENTIAL_FAILURES = (
     NoCredentialsError,
     PartialCredentialsError,
@@ -66,7 +66,7 @@ def user_error(
             "no AWS region: set --region or AWS_REGION (or a region in ~/.aws/config)"
         )
     if isinstance(exc, _CREDENTIAL_FAILURES):
-        return CredentialsMissing(f"AWS credentials: {_line(exc)}; {CONFIGURE_CREDENTIALS}")
+        return CredentialsMissing(f"AWS credentials: {_line(exc)}; {_CONFIGURE_CREDENTIALS}")
     if isinstance(exc, ConnectionError | HTTPClientError):
         return AwsUnreachable(
             f"cannot reach AWS: {_line(exc)}; check the network, any proxy and --region"
@@ -77,7 +77,7 @@ def user_error(
     code, message = error.get("Code", "Unknown"), _line(error.get("Message", ""))
     if code in _REFUSED_CREDENTIALS:
         return CredentialsMissing(
-            f"AWS credentials refused ({code}: {message}); {CONFIGURE_CREDENTIALS}"
+            f"AWS credentials refused ({code}: {message}); {_CONFIGURE_CREDENTIALS}"
         )
     if exc.operation_name == "DescribeStacks" and "does not exist" in message and stack:
         where = f"region {region}" if region else "the configured region"
