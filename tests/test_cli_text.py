@@ -1,9 +1,14 @@
 """What the CLI prints of user text (paths, run ids, errors) is shown as it is, never read
-as rich markup: a path like ``scores[region]/in.csv`` keeps its brackets."""
+as rich markup: a path like ``scores[region]/in.csv`` keeps its brackets; and every kind of
+error exits with its own documented code."""
+
+import re
+from pathlib import Path
 
 from rich.console import Console
 
 from batchinfer.commands.cloud import run_table, shard_table
+from batchinfer.errors import BatchInferError
 from tests.support.cli import run_cli
 
 
@@ -39,3 +44,16 @@ def test_an_error_naming_a_path_keeps_its_brackets(tmp_path, capsys):
 def test_version_prints_the_installed_version(capsys):
     code, printed = run_cli(capsys, "--version")
     assert code == 0 and printed.strip() == "batchinfer 0.1.0"
+
+
+def _error_classes(base: type[BatchInferError]) -> list[type[BatchInferError]]:
+    return [base] + [found for sub in base.__subclasses__() for found in _error_classes(sub)]
+
+
+def test_each_kind_of_error_has_its_own_exit_code_and_the_readme_lists_them_all():
+    classes = [c for c in _error_classes(BatchInferError) if "exit_code" in vars(c)]
+    codes = [c.exit_code for c in classes]
+    assert len(codes) == len(set(codes)), codes
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \| ", readme, re.MULTILINE)}
+    assert documented == {0, *codes}

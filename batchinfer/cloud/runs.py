@@ -6,11 +6,50 @@ import secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
+from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.errors import BatchInferError
 from batchinfer.pipeline.status_table import RUN_STATUSES, RUNNING, StatusTable
+
+# The keys of ``--json`` output, always present (null when the item has no value yet).
+RUN_KEYS = (
+    "run_id",
+    "run_status",
+    "started_at",
+    "finished_at",
+    "execution_arn",
+    "input",
+    "output",
+    "engine",
+    "objects",
+    "bytes",
+    "shards",
+    "shards_done",
+    "records_in",
+    "records_out",
+    "manifest",
+    "error",
+    "cause",
+    "failed_job",
+    "failed_shards",
+    "settings",
+)
+SHARD_KEYS = (
+    "shard",
+    "name",
+    "status",
+    "attempts",
+    "input",
+    "output",
+    "job_name",
+    "records_in",
+    "records_out",
+    "reason",
+    "updated_at",
+)
 
 # Step Functions execution names: 1-80 characters, none of these.
 _NAME_FORBIDDEN = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
@@ -30,10 +69,11 @@ def start_run(stack: DeployedStack, request: dict[str, Any]) -> tuple[str, str]:
             f"run_id: {run_id!r} cannot name an execution (1-80 characters, no spaces, "
             "slashes or punctuation such as : , ; # %)"
         )
-    sfn = stack.session.client("stepfunctions")
-    response = sfn.start_execution(
-        stateMachineArn=stack.state_machine_arn, name=run_id, input=json.dumps(request)
-    )
+    arn = stack.state_machine_arn
+    with aws_errors(run_id=run_id):
+        response = stack.session.client("stepfunctions").start_execution(
+            stateMachineArn=arn, name=run_id, input=json.dumps(request)
+        )
     return run_id, response["executionArn"]
 
 
@@ -75,3 +115,21 @@ def watch_run(
         if run.get("run_status") != RUNNING:
             return run
         (sleep or time.sleep)(interval)
+
+
+def as_json(item: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``item`` (a status-table item) with exactly ``keys``, as JSON values."""
+    return {key: _plain(item.get(key)) for key in keys}
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB's numbers (Decimal) and sets as JSON numbers and lists."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {key: _plain(inner) for key, inner in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(inner) for inner in value]
+    if isinstance(value, set | frozenset):
+        return sorted(_plain(inner) for inner in value)
+    return value

@@ -4,8 +4,7 @@ hard-coded names; the keys are :mod:`batchinfer.pipeline.stack_outputs`)."""
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.errors import BatchInferError
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.status_table import StatusTable
@@ -19,14 +18,9 @@ class DeployedStack:
 
     @classmethod
     def find(cls, name: str, session: Any) -> "DeployedStack":
-        """DescribeStacks ``name``; an error names the stack when it cannot be read."""
-        try:
+        """DescribeStacks ``name``; :class:`StackNotFound` when the region has no such stack."""
+        with aws_errors(stack=name, region=session.region_name):
             stacks = session.client("cloudformation").describe_stacks(StackName=name)["Stacks"]
-        except ClientError as exc:
-            raise BatchInferError(
-                f"stack {name}: cannot describe it ({exc.response['Error']['Message']}); "
-                "check --stack, the region and your credentials"
-            ) from None
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
         return cls(name, outputs, session)
 

@@ -1,9 +1,11 @@
 """``batchinfer submit``, ``status`` and ``runs``: operate a deployed pipeline stack.
 
 The stack's resources come from its CloudFormation outputs (``--stack`` or
-``BATCHINFER_STACK``); requests use the state machine's snake_case keys.
+``BATCHINFER_STACK``); requests use the state machine's snake_case keys. AWS failures
+are reported as one line with their exit code (:mod:`batchinfer.cloud.aws_errors`).
 """
 
+import json
 from typing import Annotated, Any
 
 import typer
@@ -12,10 +14,21 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from batchinfer.cloud.runs import console_link, get_run, list_runs, start_run, watch_run
+from batchinfer.cloud.aws_errors import aws_errors
+from batchinfer.cloud.runs import (
+    RUN_KEYS,
+    SHARD_KEYS,
+    as_json,
+    console_link,
+    get_run,
+    list_runs,
+    start_run,
+    watch_run,
+)
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.commands import transform_options as opt
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline.plan import check_request
 from batchinfer.pipeline.status_table import RUN_STATUSES
 from batchinfer.uris import parse_s3_uri
 
@@ -26,6 +39,7 @@ Stack = Annotated[
     ),
 ]
 Region = Annotated[str | None, typer.Option(help="AWS region (default: your AWS config).")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON (keys listed in the README).")]
 
 
 def _stack(name: str, region: str | None) -> DeployedStack:
@@ -34,6 +48,7 @@ def _stack(name: str, region: str | None) -> DeployedStack:
     return DeployedStack.find(name, boto3.Session(region_name=region))
 
 
+@aws_errors()
 @opt.transform_options
 def submit(
     stack: Stack,
@@ -50,11 +65,15 @@ def submit(
         bool | None, typer.Option("--merge/--no-merge", help="One output per input object.")
     ] = None,
     region: Region = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check and print the request; start nothing.")
+    ] = False,
     *,
     transform: dict[str, Any],
 ) -> None:
     """Start a run on the stack; print its run id and console link. Options left out take
-    the stack's defaults; the state machine's Plan checks the request."""
+    the stack's defaults. The request is checked here as the state machine's Plan checks it,
+    except what depends on the stack's defaults (the Plan checks that)."""
     parse_s3_uri(input, field="--input")
     if output is not None:
         parse_s3_uri(output, field="--output")
@@ -69,38 +88,64 @@ def submit(
         "merge": merge,
     }
     request = {key: value for key, value in values.items() if value is not None} | transform
-    started_id, execution = start_run(_stack(stack, region), request)
+    deployed = _stack(stack, region)
+    state_machine = deployed.state_machine_arn
+    check_request(request)
+    if dry_run:
+        typer.echo(json.dumps({"state_machine_arn": state_machine, "request": request}, indent=2))
+        typer.echo(
+            "dry run: nothing started; the Plan still checks what depends on the stack's defaults",
+            err=True,
+        )
+        return
+    started_id, execution = start_run(deployed, request)
     typer.echo(f"run id:    {started_id}")
     typer.echo(f"execution: {execution}")
     typer.echo(f"console:   {console_link(execution)}")
 
 
+@aws_errors()
 def status(
     run_id: Annotated[str, typer.Argument(help="The run id.", show_default=False)],
     stack: Stack,
     watch: Annotated[bool, typer.Option(help="Refresh until the run ends.")] = False,
     interval: Annotated[float, typer.Option(help="Seconds between refreshes.")] = 5.0,
     region: Region = None,
+    as_json_: Json = False,
 ) -> None:
-    """The run and its shards (status, attempts, record counts, failures)."""
+    """The run and its shards (status, attempts, record counts, failures). --json prints
+    {"run": {...}, "shards": [...]}; with --watch, one such line per refresh."""
     deployed = _stack(stack, region)
     table = deployed.status_table()
-    console = Console()
+
+    def read() -> dict[str, Any]:
+        return get_run(deployed, table, run_id)
+
+    if as_json_:
+
+        def show(run: dict[str, Any]) -> None:
+            shards = [as_json(item, SHARD_KEYS) for item in table.shards(run_id)]
+            document = {"run": as_json(run, RUN_KEYS), "shards": shards}
+            typer.echo(json.dumps(document, indent=None if watch else 2))
+
+        if watch:
+            watch_run(read, show, interval)
+        else:
+            show(read())
+        return
 
     def view(run: dict[str, Any]) -> Group:
         return Group(run_table(run), shard_table(table.shards(run_id)))
 
+    console = Console()
     if not watch:
-        console.print(view(get_run(deployed, table, run_id)))
+        console.print(view(read()))
         return
     with Live(console=console, auto_refresh=False) as live:
-        watch_run(
-            lambda: get_run(deployed, table, run_id),
-            lambda run: live.update(view(run), refresh=True),
-            interval,
-        )
+        watch_run(read, lambda run: live.update(view(run), refresh=True), interval)
 
 
+@aws_errors()
 def runs(
     stack: Stack,
     run_status: Annotated[
@@ -108,12 +153,16 @@ def runs(
     ] = None,
     limit: Annotated[int, typer.Option(help="Newest runs to show.")] = 20,
     region: Region = None,
+    as_json_: Json = False,
 ) -> None:
-    """The stack's runs, newest first."""
+    """The stack's runs, newest first (with --json: a list of run objects)."""
     if run_status is not None and run_status.upper() not in RUN_STATUSES:
         raise ValidationError(f"--status: {run_status!r} is not one of {', '.join(RUN_STATUSES)}")
     table = _stack(stack, region).status_table()
     found = list_runs(table, run_status.upper() if run_status else None, limit)
+    if as_json_:
+        typer.echo(json.dumps([as_json(run, RUN_KEYS) for run in found], indent=2))
+        return
     view = Table("run id", "status", "started", "finished", "shards", "records out", "error")
     for run in found:
         view.add_row(

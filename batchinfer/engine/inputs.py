@@ -10,6 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from batchinfer.errors import InputError, ValidationError
+from batchinfer.media_types import media_type
+
+GZIP_MAGIC = b"\x1f\x8b"
+# Content types under which gzip bytes are the data itself, meant for the model.
+GZIP_CONTENT_TYPES = frozenset({"application/gzip", "application/x-gzip"})
 
 
 @dataclass(frozen=True)
@@ -72,3 +77,24 @@ def collect_inputs(paths: list[Path]) -> list[InputFile]:
             )
         by_name[file.name] = file
     return sorted(files, key=lambda f: f.name)
+
+
+def check_compression(
+    files: list[InputFile], compression_type: str, content_type: str | None
+) -> None:
+    """Refuse a gzip file (it starts with 1f 8b) read with CompressionType None: its
+    compressed bytes would go to the model, which is never meant unless the content type
+    is gzip itself. Files that cannot be read are left to fail on their own (R19)."""
+    if compression_type != "None" or media_type(content_type) in GZIP_CONTENT_TYPES:
+        return
+    for file in files:
+        try:
+            with file.path.open("rb") as stream:
+                head = stream.read(len(GZIP_MAGIC))
+        except OSError:
+            continue
+        if head == GZIP_MAGIC:
+            raise ValidationError(
+                f"{file.path}: is gzip-compressed (starts with 1f 8b) but compression_type "
+                "is None; set --compression-type Gzip to decompress it before the model"
+            )

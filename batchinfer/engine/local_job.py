@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from batchinfer.engine.inputs import InputFile, collect_inputs
+from batchinfer.engine.inputs import InputFile, check_compression, collect_inputs
 from batchinfer.engine.outcomes import FileOutcome, Progress
 from batchinfer.engines import Engine
 from batchinfer.errors import BatchInferError, ValidationError
@@ -135,6 +135,7 @@ def run_job(
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     files = collect_inputs(job.inputs)
+    check_compression(files, job.settings.compression_type, job.settings.content_type)
     progress = progress or Progress()
     progress.job_started(sum(file.size for file in files))
     job.output_dir.mkdir(parents=True, exist_ok=True)

@@ -50,25 +50,13 @@ def plan_run(
 ) -> RunPlan:
     """Check ``request``, write the input list and the RUN item, create the run's own
     model if it has one; return the plan."""
-    if not isinstance(request, Mapping):
-        raise ValidationError(
-            f'request: expected an object such as {{"input": "s3://..."}}, got {request!r}'
-        )
-    unknown = sorted(set(request) - REQUEST_KEYS)
-    if unknown:
-        raise ValidationError(
-            f"request: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(REQUEST_KEYS))}"
-        )
+    _check_keys(request)
     run_id = run_id_of(request, execution_name)
     layout = RunLayout(env.data_bucket, run_id)
     source = _input(request.get("input"), env)
     output = _output(request.get("output"), layout, env)
-    engine = request.get("engine", env.engine)
-    if engine not in ENGINES:
-        raise ValidationError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
-    settings = TransformSettings.from_request(
-        {k: v for k, v in request.items() if k not in RUN_KEYS}, defaults=env.defaults
-    )
+    engine = _engine(request.get("engine", env.engine))
+    settings = TransformSettings.from_request(_settings_of(request), defaults=env.defaults)
     check_instance_type(settings.instance_type, engine)
     if engine == "processing":
         processing_arguments(settings)  # fails early when the settings do not fit
@@ -141,6 +129,52 @@ def plan_run(
         model_name=model_name,
         model_data_url=model.model_data_url if model else None,
     )
+
+
+def check_request(request: Any) -> None:
+    """The checks of :func:`plan_run` that need neither the stack's configuration nor AWS:
+    the keys, the run id, input and output as S3 URIs, the engine, the flags and each
+    transform setting given. Which places and models the stack allows, settings that must
+    agree with each other, and the sharding depend on the stack: the Plan checks those."""
+    _check_keys(request)
+    if "run_id" in request:
+        run_id_of(request, "")
+    for key in ("input", "output"):
+        if key == "input" or request.get(key) is not None:
+            _s3_uri(request.get(key), key)
+    if "engine" in request:
+        _engine(request["engine"])
+    for key in ("header", "merge"):
+        _flag(request, key)
+    TransformSettings.check_given(_settings_of(request))
+
+
+def _s3_uri(uri: Any, field: str) -> None:
+    if not isinstance(uri, str):
+        raise ValidationError(f"{field}: required, an s3:// URI")
+    parse_s3_uri(uri, field=field)
+
+
+def _check_keys(request: Any) -> None:
+    if not isinstance(request, Mapping):
+        raise ValidationError(
+            f'request: expected an object such as {{"input": "s3://..."}}, got {request!r}'
+        )
+    unknown = sorted(set(request) - REQUEST_KEYS)
+    if unknown:
+        raise ValidationError(
+            f"request: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(REQUEST_KEYS))}"
+        )
+
+
+def _engine(engine: Any) -> str:
+    if engine not in ENGINES:
+        raise ValidationError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    return engine
+
+
+def _settings_of(request: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in request.items() if key not in RUN_KEYS}
 
 
 def run_id_of(request: Mapping[str, Any], execution_name: str) -> str:

@@ -79,14 +79,21 @@ def count_records(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _oversize(name: str, number: int, limit: int, size: int | None = None) -> RecordError:
+def _oversize(
+    name: str, number: int, limit: int, size: int | None = None, *, whole: bool = False
+) -> RecordError:
+    """A record over the payload limit; ``whole`` when it is the whole file (SplitType None)."""
     mb = limit / MIB
     size_text = f"{size} bytes" if size is not None else "more than that"
+    raise_limit = "raise max_payload_mb (up to 100, or 0 for no limit)"
+    remedy = (
+        "with split_type None the whole file is one record: set split_type Line "
+        f"(--split-type Line) to send it line by line, or {raise_limit}"
+        if whole
+        else f"{raise_limit} or shorten the record"
+    )
     return RecordError(
-        name,
-        number,
-        f"is larger than MaxPayloadInMB={mb:g} ({limit} bytes): {size_text}; raise "
-        "max_payload_mb (up to 100, or 0 for no limit) or shorten the record",
+        name, number, f"is larger than MaxPayloadInMB={mb:g} ({limit} bytes): {size_text}; {remedy}"
     )
 
 
@@ -100,12 +107,12 @@ def _whole_object(
     if limit is not None and record_filter is None:
         data = source.read(limit + 1)
         if len(data) > limit:
-            raise _oversize(name, 1, limit)
+            raise _oversize(name, 1, limit, whole=True)
     else:
         data = source.read()
     body = record_filter(data, 1) if record_filter else data
     if limit is not None and len(body) > limit:
-        raise _oversize(name, 1, limit, len(body))
+        raise _oversize(name, 1, limit, len(body), whole=True)
     yield Batch(body, 1, 1, (data,) if keep_records else None)
 
 

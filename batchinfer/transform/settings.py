@@ -133,9 +133,10 @@ class TransformSettings:
         if isinstance(self.environment, Mapping):
             object.__setattr__(self, "environment", dict(self.environment))
 
-    def validate(self) -> "TransformSettings":
+    def validate(self, *, combined: bool = True) -> "TransformSettings":
         """These settings, if CreateTransformJob would accept them; else ValidationError
-        naming every field at fault."""
+        naming every field at fault. ``combined=False`` leaves out the R15 checks of fields
+        that must agree with each other (data processing)."""
         if not isinstance(self.environment, Mapping):
             raise ValidationError(
                 f"{label('environment')}: {self.environment!r} is not an object of string "
@@ -144,6 +145,8 @@ class TransformSettings:
         problems = _type_problems(self)
         if not problems:
             problems = _value_problems(self)
+            if combined:
+                problems += _data_processing_problems(self)
         if problems:
             raise ValidationError("; ".join(problems))
         return self
@@ -171,18 +174,17 @@ class TransformSettings:
         the stack config) fill keys the request leaves out or sets to null.
 
         Enum values are matched ignoring case and underscores (``multi_record`` ->
-        ``MultiRecord``). Unknown keys are errors that suggest the closest known key.
+        ``MultiRecord``). Unknown keys and enum values are errors that suggest the closest
+        known one.
         """
-        merged: dict[str, Any] = {}
-        for source, mapping in (("defaults", defaults or {}), ("request", request)):
-            if not isinstance(mapping, Mapping):
-                raise ValidationError(f"{source}: expected an object of settings, got {mapping!r}")
-            for key, value in mapping.items():
-                if key not in PASCAL:
-                    raise ValidationError(f"{source}: unknown key {key!r}{_suggestion(key)}")
-                if value is not None:
-                    merged[key] = _canonical_enum(key, value)
-        return cls(**merged).validate()
+        return cls(**_merged(request, defaults)).validate()
+
+    @classmethod
+    def check_given(cls, request: Mapping[str, Any]) -> None:
+        """Check each setting ``request`` gives as :meth:`from_request` does, but not the
+        settings that must agree with each other (R15): the defaults (a stack's) that the
+        request will be merged with may make them agree."""
+        cls(**_merged(request, None)).validate(combined=False)
 
     @cached_property
     def input_path(self) -> jsonpath.JsonPath:
@@ -297,8 +299,10 @@ def _value_problems(s: TransformSettings) -> list[str]:
     for key, allowed in ENUMS.items():
         value = getattr(s, key)
         if value is not None and value not in allowed:
+            meant = _closest(value, {choice: choice for choice in allowed})
+            hint = f"did you mean {meant!r}? " if meant else ""
             problems.append(
-                f"{label(key)}: {value!r} is not allowed; allowed: {', '.join(allowed)}"
+                f"{label(key)}: {value!r} is not allowed; {hint}allowed: {', '.join(allowed)}"
             )
     for key, (low, high) in RANGES.items():
         value = getattr(s, key)
@@ -321,7 +325,7 @@ def _value_problems(s: TransformSettings) -> list[str]:
             "allowed: names starting with 'ml.', e.g. ml.m5.xlarge"
         )
     problems += _environment_problems(s.environment)
-    problems += _data_processing_problems(s)
+    problems += _filter_problems(s)
     return problems
 
 
@@ -343,11 +347,13 @@ def _environment_problems(environment: Mapping[str, str]) -> list[str]:
     return problems
 
 
-def _data_processing_problems(s: TransformSettings) -> list[str]:
-    """R15 constraints and R16 filter syntax."""
+_FILTERS = (("input_filter", "input_path"), ("output_filter", "output_path"))
+
+
+def _filter_problems(s: TransformSettings) -> list[str]:
+    """R1 filter length and R16 filter syntax."""
     problems = []
-    paths = {}
-    for key, parsed in (("input_filter", "input_path"), ("output_filter", "output_path")):
+    for key, parsed in _FILTERS:
         expression = getattr(s, key)
         if len(expression) > MAX_FILTER_LENGTH:
             problems.append(
@@ -356,11 +362,23 @@ def _data_processing_problems(s: TransformSettings) -> list[str]:
             )
             continue
         try:
-            paths[key] = getattr(s, parsed)
+            getattr(s, parsed)
         except ValidationError as exc:
             problems.append(str(exc))
+    return problems
+
+
+def _data_processing_problems(s: TransformSettings) -> list[str]:
+    """R15: the media types, split and assembly a filter or a join needs."""
+    problems: list[str] = []
     if not s.uses_data_processing:
         return problems
+    paths = {}
+    for key, parsed in _FILTERS:
+        try:
+            paths[key] = getattr(s, parsed)
+        except ValidationError:  # reported by _filter_problems
+            continue
     join = s.join_source == "Input"
     # (side is used, settings key of its media type, filter key)
     sides = (
@@ -407,6 +425,20 @@ def _data_processing_problems(s: TransformSettings) -> list[str]:
     return problems
 
 
+def _merged(request: Mapping[str, Any], defaults: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``defaults`` then ``request``, without nulls, enum values in their canonical spelling."""
+    merged: dict[str, Any] = {}
+    for source, mapping in (("defaults", defaults or {}), ("request", request)):
+        if not isinstance(mapping, Mapping):
+            raise ValidationError(f"{source}: expected an object of settings, got {mapping!r}")
+        for key, value in mapping.items():
+            if key not in PASCAL:
+                raise ValidationError(f"{source}: unknown key {key!r}{_suggestion(key)}")
+            if value is not None:
+                merged[key] = _canonical_enum(key, value)
+    return merged
+
+
 def _canonical_enum(key: str, value: Any) -> Any:
     if key not in ENUMS or not isinstance(value, str):
         return value
@@ -414,14 +446,24 @@ def _canonical_enum(key: str, value: Any) -> Any:
     return next((a for a in ENUMS[key] if a.lower() == folded), value)
 
 
+def _closest(word: str, spellings: Mapping[str, str]) -> str | None:
+    """What ``word`` most likely means: the choice whose spelling (a key of ``spellings``,
+    which maps each spelling to its choice) equals it ignoring case, ``_`` and ``-``, else
+    the closest one (difflib); None when none is close."""
+    folded = {_fold(spelling): choice for spelling, choice in spellings.items()}
+    near = difflib.get_close_matches(_fold(word), list(folded), n=1)
+    return folded.get(_fold(word)) or (folded[near[0]] if near else None)
+
+
+def _fold(text: str) -> str:
+    return text.replace("_", "").replace("-", "").lower()
+
+
 def _suggestion(key: str) -> str:
-    candidates = {k: k for k in PASCAL} | {p.lower(): k for k, p in PASCAL.items()}
-    folded = str(key).replace("-", "_")
-    exact = candidates.get(folded.lower()) or candidates.get(folded.replace("_", "").lower())
-    close = [exact] if exact else difflib.get_close_matches(folded, list(PASCAL), n=1)
+    meant = _closest(str(key), {k: k for k in PASCAL} | {p: k for k, p in PASCAL.items()})
     known = ", ".join(sorted(PASCAL))
-    if close:
-        return f"; did you mean {close[0]!r}? known keys: {known}"
+    if meant:
+        return f"; did you mean {meant!r}? known keys: {known}"
     return f"; known keys: {known}"
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from batchinfer.cloud.runs import RUN_KEYS, SHARD_KEYS
 from batchinfer.commands.transform_options import option_name
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
@@ -72,7 +73,7 @@ def test_submit_starts_an_execution_named_by_the_run_id_with_snake_case_keys(inv
     }
 
 
-# A value for every transform setting: submit passes them on unchecked (the Plan checks).
+# A valid value for every transform setting.
 EVERY_SETTING: dict[str, Any] = {
     "content_type": "application/jsonlines",
     "accept": "application/jsonlines",
@@ -104,11 +105,12 @@ def test_submit_puts_every_transform_option_given_in_the_request_under_its_setti
                 args += [option_name(key), f"{name}={text}"]
         else:
             args += [option_name(key), str(value)]
-    result = invoke("submit", "--stack", STACK, "--input", "s3://b/in/", "--run-id", "all", *args)
+    given = ("--input", "s3://test-data/input/all/", "--run-id", "all")
+    result = invoke("submit", "--stack", STACK, *given, *args)
     assert result.exit_code == 0, result.output
     described = deployed.sfn.describe_execution(executionArn=f"{EXECUTION}all")
     request = json.loads(described["input"])
-    assert request == {"input": "s3://b/in/", "run_id": "all", **EVERY_SETTING}
+    assert request == {"input": "s3://test-data/input/all/", "run_id": "all", **EVERY_SETTING}
 
 
 def test_submit_without_run_id_names_the_execution_with_a_new_one(invoke, deployed, monkeypatch):
@@ -123,15 +125,83 @@ def test_submit_without_run_id_names_the_execution_with_a_new_one(invoke, deploy
 
 def test_submit_errors_name_the_stack_the_output_key_and_the_uri(invoke, deployed):
     missing = invoke("submit", "--stack", "no-such-stack", "--input", "s3://b/input/")
-    assert missing.exit_code == 1 and "stack no-such-stack" in missing.output
+    assert missing.exit_code == 7 and "stack no-such-stack" in missing.output
     create_output_stack("half-stack", {stack_outputs.TABLE_NAME: "test-runs"}, REGION)
     half = invoke("submit", "--stack", "half-stack", "--input", "s3://b/input/")
     assert half.exit_code == 1
     assert "half-stack" in half.output and stack_outputs.STATE_MACHINE_ARN in half.output
     bad = invoke("submit", "--stack", STACK, "--input", "/local/path")
     assert bad.exit_code == 2 and "--input" in bad.output
-    spaced = invoke("submit", "--stack", STACK, "--input", "s3://b/input/", "--run-id", "a b")
-    assert spaced.exit_code == 1 and "run_id" in spaced.output
+    spaced = invoke(
+        "submit", "--stack", STACK, "--input", "s3://test-data/input/", "--run-id", "a b"
+    )
+    assert spaced.exit_code == 2 and "run_id: 'a b' is not allowed" in spaced.output
+    assert _executions(deployed) == []
+
+
+def _executions(deployed) -> list[dict[str, Any]]:
+    return deployed.sfn.list_executions(stateMachineArn=deployed.state_machine_arn)["executions"]
+
+
+def test_submit_dry_run_prints_the_request_and_the_state_machine_and_starts_nothing(
+    invoke, deployed
+):
+    result = invoke(
+        "submit",
+        "--stack",
+        STACK,
+        "--input",
+        "s3://test-data/input/daily/",
+        "--output",
+        "s3://test-data/output/daily/",
+        "--run-id",
+        "daily-2",
+        "--batch-strategy",
+        "single_record",
+        "--join-source",
+        "Input",  # with the content type the stack's defaults give: the Plan checks that
+        "--dry-run",
+    )
+    assert result.exit_code == 0, result.output
+    printed, end = json.JSONDecoder().raw_decode(result.output)
+    assert printed == {
+        "state_machine_arn": deployed.state_machine_arn,
+        "request": {
+            "input": "s3://test-data/input/daily/",
+            "output": "s3://test-data/output/daily/",
+            "run_id": "daily-2",
+            "batch_strategy": "single_record",
+            "join_source": "Input",
+        },
+    }
+    assert "dry run: nothing started" in result.output[end:]
+    assert _executions(deployed) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--input", "data/x.csv"], "'data/x.csv' is not an S3 URI"),
+        (["--assemble-with", "Lines"], "'Lines' is not allowed; did you mean 'Line'?"),
+        (["--max-payload-mb", "60", "--max-concurrent-transforms", "2"], "allowed: at most 100"),
+        (["--engine", "emr"], "engine: 'emr' is not allowed"),
+        (["--run-id", "a:b"], "run_id: 'a:b' is not allowed"),
+    ],
+)
+def test_submit_refuses_what_the_plan_would_refuse_before_starting_exit_2(
+    invoke, deployed, options, message
+):
+    for dry_run in ([], ["--dry-run"]):
+        args = ["--input", "s3://test-data/input/x/", *options, *dry_run]
+        result = invoke("submit", "--stack", STACK, *args)
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output
+    assert _executions(deployed) == []
+
+
+def test_submit_dry_run_needs_the_stack(invoke, deployed):
+    result = invoke("submit", "--stack", "gone", "--input", "s3://test-data/input/", "--dry-run")
+    assert result.exit_code == 7 and "stack gone: does not exist" in result.output
 
 
 def _record_run(deployed, run_id: str, status: str, **attributes) -> None:
@@ -191,3 +261,49 @@ def test_runs_lists_newest_first_and_filters_by_status(invoke, deployed):
     assert "new" in failed.output and "old" not in failed.output
     bad = invoke("runs", "--stack", STACK, "--status", "DONE")
     assert bad.exit_code == 2 and "--status" in bad.output
+
+
+def test_status_json_has_every_run_and_shard_key_with_numbers_as_numbers(invoke, deployed):
+    _record_run(deployed, "j1", FAILED, shards=2, shards_done=1, failed_shards=["b.csv"])
+    deployed.table.put_shard("j1", 0, {"name": "a.csv", "status": SUCCEEDED, "records_out": 7})
+    deployed.table.put_shard("j1", 1, {"name": "b.csv", "status": MISSING, "reason": "lost"})
+    result = invoke("status", "j1", "--stack", STACK, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert set(document) == {"run", "shards"}
+    run = document["run"]
+    assert tuple(run) == RUN_KEYS
+    assert run["run_id"] == "j1" and run["run_status"] == FAILED
+    assert run["shards"] == 2 and run["shards_done"] == 1 and run["finished_at"] is None
+    assert run["failed_shards"] == ["b.csv"] and run["input"] == "s3://test-data/input/x/"
+    assert [tuple(shard) for shard in document["shards"]] == [SHARD_KEYS, SHARD_KEYS]
+    first, second = document["shards"]
+    assert (first["shard"], first["records_out"], first["reason"]) == (0, 7, None)
+    assert (second["shard"], second["status"], second["reason"]) == (1, MISSING, "lost")
+
+
+def test_status_json_with_watch_prints_one_object_per_refresh(invoke, deployed, monkeypatch):
+    _record_run(deployed, "w2", RUNNING, shards=1, shards_done=0)
+
+    def finish(_seconds: float) -> None:
+        deployed.table.update_run("w2", EXECUTION + "w2", {"run_status": SUCCEEDED})
+
+    monkeypatch.setattr("batchinfer.cloud.runs.time.sleep", finish)
+    result = invoke("status", "w2", "--stack", STACK, "--watch", "--json")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert [line["run"]["run_status"] for line in lines] == [RUNNING, SUCCEEDED]
+
+
+def test_runs_json_is_a_list_of_runs_newest_first(invoke, deployed):
+    _record_run(deployed, "old", SUCCEEDED, started_at="2024-01-01T00:00:00+00:00", records_out=5)
+    _record_run(deployed, "new", FAILED, started_at="2024-02-01T00:00:00+00:00", error="X")
+    result = invoke("runs", "--stack", STACK, "--json")
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
+    assert [run["run_id"] for run in found] == ["new", "old"]
+    assert all(tuple(run) == RUN_KEYS for run in found)
+    assert found[0]["error"] == "X" and found[1]["records_out"] == 5
+    assert (
+        json.loads(invoke("runs", "--stack", STACK, "--status", "ABORTED", "--json").output) == []
+    )

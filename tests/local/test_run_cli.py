@@ -1,5 +1,6 @@
 """`batchinfer run` as a user runs it: exit codes, messages naming the fault, Ctrl-C."""
 
+import gzip
 import json
 import os
 import signal
@@ -30,6 +31,7 @@ def data_csv(tmp_path: Path) -> Path:
     ("options", "named"),
     [
         (["--split-type", "Lines"], "split_type"),
+        (["--batch-strategy", "MultiRecrod"], "did you mean 'MultiRecord'?"),
         (["--max-payload-mb", "60", "--max-concurrent-transforms", "2"], "max_payload_mb"),
         (["--instance-count", "0"], "instance_count"),
         (["--input-filter", "$[0:2,5:]"], "input_filter"),
@@ -55,6 +57,17 @@ def test_missing_and_empty_inputs_exit_3_naming_the_path(tmp_path, row_sum_model
         result = batchinfer("run", path, "--model", row_sum_model, "--output", tmp_path / "o")
         assert result.returncode == 3, result.stderr
         assert str(path) in result.stderr
+
+
+def test_run_refuses_a_gz_input_before_any_work_exit_2(tmp_path, row_sum_model):
+    data = tmp_path / "in" / "d.csv.gz"
+    data.parent.mkdir()
+    data.write_bytes(gzip.compress(b"1,2\n3,4\n"))
+    out = tmp_path / "out"
+    result = batchinfer("run", data, "--model", row_sum_model, "--output", out)
+    assert result.returncode == 2, result.stderr
+    assert str(data) in result.stderr and "--compression-type Gzip" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
 
 
 def test_json_summary_of_a_successful_run(tmp_path, data_csv, row_sum_model):

@@ -49,7 +49,7 @@ def plan(account, request, name="exec-1"):
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "split_type": "Lines"},
             ValidationError,
-            r"split_type \(SplitType\): 'Lines' is not allowed",
+            r"split_type \(SplitType\): 'Lines' is not allowed; did you mean 'Line'\?",
         ),
         (
             {"input": f"s3://{BUCKET}/input/d.csv", "engine": "emr"},

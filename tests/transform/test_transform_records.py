@@ -92,11 +92,19 @@ def test_r8_oversize_record_names_file_and_record_number(strategy, filtered):
     with pytest.raises(RecordError, match=r"in/f.csv: record 3: is larger than") as info:
         batches(data, strategy=strategy, limit=16, record_filter=record_filter)
     assert info.value.file == "in/f.csv" and info.value.first_record == 3
+    assert "shorten the record" in str(info.value) and "split_type" not in str(info.value)
 
 
-def test_r8_oversize_split_none_object_fails():
-    with pytest.raises(RecordError, match=r"record 1"):
-        batches(b"x" * 17, split="None", limit=16)
+@pytest.mark.parametrize("filtered", [False, True])
+def test_r8_oversize_split_none_object_fails_suggesting_split_type_line(filtered):
+    record_filter = (lambda record, number: record) if filtered else None
+    with pytest.raises(RecordError, match=r"record 1") as info:
+        batches(b"x" * 17, split="None", limit=16, record_filter=record_filter)
+    assert str(info.value).endswith(
+        "with split_type None the whole file is one record: set split_type Line "
+        "(--split-type Line) to send it line by line, or raise max_payload_mb (up to 100, or 0 "
+        "for no limit)"
+    )
     assert batches(b"x" * 16, split="None", limit=16)[0].body == b"x" * 16
 
 

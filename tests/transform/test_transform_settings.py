@@ -80,6 +80,27 @@ def test_r2_enums_name_field_value_and_allowed(key, pascal, bad, allowed):
 
 
 @pytest.mark.parametrize(
+    ("key", "bad", "meant"),
+    [
+        ("batch_strategy", "MultiRecrod", "MultiRecord"),
+        ("batch_strategy", "single-record", "SingleRecord"),
+        ("split_type", "Lines", "Line"),
+        ("assemble_with", "Lines", "Line"),
+        ("compression_type", "gz", "Gzip"),
+    ],
+)
+def test_r2_a_misspelt_enum_value_suggests_the_closest_one(key, bad, meant):
+    message = rejects(key, **{key: bad})
+    assert f"{bad!r} is not allowed; did you mean {meant!r}? allowed: " in message
+
+
+def test_r2_enum_suggestions_match_case_first_and_stay_quiet_when_nothing_is_close():
+    with pytest.raises(ValidationError, match=r"'multirecord' .*did you mean 'MultiRecord'\?"):
+        TransformSettings(batch_strategy="multirecord").validate()
+    assert "did you mean" not in rejects("join_source", join_source="xyzzy")
+
+
+@pytest.mark.parametrize(
     ("key", "low", "high"),
     [("invocations_timeout_seconds", 1, 3600), ("invocations_max_retries", 0, 3)],
 )
