@@ -23,6 +23,7 @@ from batchinfer.pipeline.run_model import PACKAGE_GROUP, PACKAGE_VERSION
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import is_s3_uri, parse_s3_uri
+from stacks.framework_images import FRAMEWORKS, HANDLER_ENVIRONMENT
 
 ENVIRONMENTS_KEY = "batchinfer:environments"
 DEFAULT_ENV_KEY = "env"
@@ -81,6 +82,16 @@ class VpcConfig:
 
 
 @dataclass(frozen=True)
+class FrameworkImageConfig:
+    """One of AWS's framework inference images, e.g. ``{"framework": "sklearn", "version":
+    "1.2-1"}`` (``py_version`` where the framework has several, e.g. ``py310``)."""
+
+    framework: str
+    version: str
+    py_version: str | None = None
+
+
+@dataclass(frozen=True)
 class RetryConfig:
     """Backoff for SageMaker throttling and quota errors (full jitter on top)."""
 
@@ -129,6 +140,8 @@ class PipelineConfig:
     # An existing image instead of one built from containers/ (then deploying needs no
     # container builder): an ECR image URI with a tag or digest.
     image_uri: str | None = None
+    # Or one of AWS's framework inference images, resolved for the region at synth.
+    framework_image: FrameworkImageConfig | None = None
     vpc: VpcConfig | None = None
     # Existing buckets (and prefixes) runs may read inputs from / write outputs to.
     data_sources: tuple[DataPlace, ...] = ()
@@ -148,6 +161,13 @@ class PipelineConfig:
         """Where the jobs may read model data: ``model_sources`` and the S3 ``model_data``."""
         own = [self.model_data] if self.model_data and is_s3_uri(self.model_data) else []
         return [*self.model_sources, *own]
+
+    @property
+    def container_environment(self) -> dict[str, str]:
+        """The model's environment: ``model_environment`` over, with a framework image,
+        the variables that point its container at ``code/inference.py``."""
+        handler = HANDLER_ENVIRONMENT if self.framework_image is not None else {}
+        return {**handler, **self.model_environment}
 
     def input_places(self, data_bucket: str) -> tuple[DataPlace, ...]:
         return data_places.with_data_bucket(INPUT_PREFIX, data_bucket, self.data_sources)
@@ -222,6 +242,10 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
         values["s3_trigger"] = _s3_trigger(values["s3_trigger"], f"{where}.s3_trigger")
     if values.get("vpc") is not None:
         values["vpc"] = _vpc(values["vpc"], f"{where}.vpc")
+    if values.get("framework_image") is not None:
+        values["framework_image"] = _framework_image(
+            values["framework_image"], f"{where}.framework_image"
+        )
     for key in ("data_sources", "output_destinations"):
         values[key] = _places(values.get(key, []), f"{where}.{key}")
     values["notification_emails"] = tuple(
@@ -254,6 +278,8 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
             "an ECR image URI with a tag or digest, "
             "<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag>",
         )
+    if config.framework_image is not None:
+        _check_framework_image(config, where)
     try:
         TransformSettings.from_request(config.transform)
     except ValidationError as exc:
@@ -432,6 +458,39 @@ def check_schedule_expression(expression: Any, where: str) -> None:
             raise ValidationError(
                 f"{where}: {expression!r}: use a singular unit for 1 and a plural one otherwise"
             )
+
+
+def _framework_image(raw: Any, where: str) -> FrameworkImageConfig:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object with framework and version")
+    values = _known_keys(raw, FrameworkImageConfig, where)
+    for key in ("framework", "version"):
+        if not isinstance(values.get(key), str):
+            raise ValidationError(f"{where}.{key}: required, a string")
+    image = FrameworkImageConfig(**values)
+    _require(
+        image.framework in FRAMEWORKS, f"{where}.framework", image.framework, ", ".join(FRAMEWORKS)
+    )
+    return image
+
+
+def _check_framework_image(config: PipelineConfig, where: str) -> None:
+    """A framework image needs a pinned region (its registry differs per region), no
+    ``image_uri`` beside it, and the transform engine."""
+    if config.image_uri is not None:
+        raise ValidationError(f"{where}: give image_uri or framework_image, not both")
+    _require(
+        config.region is not None,
+        f"{where}.region",
+        None,
+        "a region: framework images are resolved for it at synth",
+    )
+    _require(
+        config.engine == "transform",
+        f"{where}.engine",
+        config.engine,
+        "transform with framework_image (processing jobs need batchinfer's image)",
+    )
 
 
 def _vpc(raw: Any, where: str) -> VpcConfig:

@@ -13,6 +13,7 @@ from batchinfer.pipeline.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
 from stacks.config import ECR_IMAGE, PipelineConfig
 from stacks.data_access import grant_write
+from stacks.framework_images import framework_image_uri
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import SAGEMAKER_NETWORK_ACTIONS, allow_network_interfaces
 from stacks.storage import Storage
@@ -146,7 +147,7 @@ class Model(Construct):
                 primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                     image=self.image_uri,
                     model_data_url=self.model_data_url,
-                    environment=dict(config.model_environment) or None,
+                    environment=config.container_environment or None,
                 ),
                 # Transform jobs run in the model's VPC; processing jobs take it in their
                 # request.
@@ -197,7 +198,18 @@ class Model(Construct):
 
     def _image(self, config: PipelineConfig, repo_root: Path) -> str:
         """The image the jobs run, with the role allowed to pull it."""
-        if config.image_uri is None:
+        image_uri = config.image_uri
+        if config.framework_image is not None:
+            assert config.region is not None  # checked with the config
+            image_uri = framework_image_uri(
+                config.framework_image.framework,
+                config.framework_image.version,
+                region=config.region,
+                instance_type=config.settings.instance_type,
+                py_version=config.framework_image.py_version,
+                where=f"environments.{config.name}.framework_image",
+            )
+        if image_uri is None:
             image = ecr_assets.DockerImageAsset(
                 self,
                 "Image",
@@ -208,8 +220,8 @@ class Model(Construct):
             )
             image.repository.grant_pull(self.role)
             return image.image_uri
-        parts = ECR_IMAGE.fullmatch(config.image_uri)
-        assert parts is not None  # checked with the config
+        parts = ECR_IMAGE.fullmatch(image_uri)
+        assert parts is not None  # checked with the config, or made by the SDK
         repository = Stack.of(self).format_arn(
             service="ecr",
             account=parts["account"],
@@ -224,7 +236,7 @@ class Model(Construct):
                 resources=[repository],
             )
         )
-        return config.image_uri
+        return image_uri
 
     def _model_data(self, config: PipelineConfig, repo_root: Path) -> str:
         """The S3 URL of ``model_data`` (a local archive becomes an asset), or ""."""

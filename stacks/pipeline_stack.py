@@ -48,7 +48,7 @@ class PipelineStack(Stack):
             job_prefix=config.job_prefix,
             engine=config.engine,
             transform_defaults=_json(config.transform),
-            model_environment=_json(config.model_environment),
+            model_environment=_json(config.container_environment),
             shard_size=config.shard_size,
             max_rounds=str(config.max_rounds),
             model_name=self.model.model_name,
@@ -65,6 +65,11 @@ class PipelineStack(Stack):
             subnet_ids=",".join(config.vpc.subnet_ids) if config.vpc else "",
             security_group_ids=",".join(config.vpc.security_group_ids) if config.vpc else "",
             model_package_arn=config.model_package_arn or "",
+            framework_image=(
+                f"{config.framework_image.framework} {config.framework_image.version}"
+                if config.framework_image
+                else ""
+            ),
             model_sources=json.dumps(self.model.model_sources),
             data_sources=data_places.to_json(config.data_sources),
             output_destinations=data_places.to_json(config.output_destinations),

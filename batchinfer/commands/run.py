@@ -68,8 +68,19 @@ def run(
         raise typer.Exit(1)
 
 
+HANDLER_PROTOCOL = (
+    "SageMaker's handler protocol (model_fn, input_fn, predict_fn, output_fn): it runs "
+    "unchanged in batchinfer's image and in AWS's scikit-learn, XGBoost and PyTorch "
+    "inference images (framework_image in the stack's configuration)"
+)
+
+
 def _report(console: Console, result: JobResult) -> None:
     console.print(summary_table(result))
+    if result.user_module:
+        console.print(
+            f"model: {escape(result.user_module)} follows {HANDLER_PROTOCOL}", highlight=False
+        )
     first = next((f for f in result.files if f.outputs), None)
     if first is None:
         return

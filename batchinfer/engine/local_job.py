@@ -11,7 +11,7 @@ import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +23,8 @@ from batchinfer.engines import Engine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
+from batchinfer.serving.handlers import find_user_module
+from batchinfer.serving.server_errors import ModelLoadError
 from batchinfer.sharding import auto_shard_count, split
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import kernel_copy
@@ -72,6 +74,8 @@ class JobResult:
     effective: dict[str, Any]
     files: list[FileResult]
     engine_max_rss_mib: float
+    # The model's handler script (``code/inference.py``), relative to the model, or None.
+    user_module: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -143,6 +147,7 @@ def run_job(
     workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
     try:
         model_dir = prepare_model_dir(job.model, workdir)
+        module = _user_module(model_dir, job.settings.environment)
         groups = _split_inputs(files, job, workdir, on_stage)
         units = [unit for group in groups for unit in group.units]
         unit_dir = workdir / "outputs" if job.merge else job.output_dir
@@ -164,11 +169,22 @@ def run_job(
         effective=asdict(effective),
         files=results,
         engine_max_rss_mib=peak_memory_mib(),
+        user_module=module,
     )
     (job.output_dir / RESULT_MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     if result.succeeded:
         (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
+
+
+def _user_module(model_dir: Path, environment: Mapping[str, str]) -> str | None:
+    """The model's handler script relative to the model (a bad SAGEMAKER_PROGRAM is the
+    model servers' error to report)."""
+    try:
+        path = find_user_module(model_dir, environment)
+    except ModelLoadError:
+        return None
+    return path.relative_to(model_dir).as_posix() if path else None
 
 
 def _clear_previous_run(output_dir: Path) -> None:

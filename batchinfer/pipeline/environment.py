@@ -49,6 +49,9 @@ class PipelineEnvironment:
     # and the s3:// prefixes the jobs may read model data from (JSON list).
     model_package_arn: str = ""
     model_sources: str = "[]"
+    # "<framework> <version>" when the image is one of AWS's framework images (which has
+    # no processing mode), else empty.
+    framework_image: str = ""
 
     @staticmethod
     def variable(name: str) -> str:

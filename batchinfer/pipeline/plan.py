@@ -62,6 +62,11 @@ def plan_run(
         processing_arguments(settings)  # fails early when the settings do not fit
     else:
         check_payload_times_concurrency(settings, env)
+    if engine == "processing" and env.framework_image:
+        raise ValidationError(
+            f"engine: processing jobs run batchinfer's image; this stack's model image is "
+            f"AWS's {env.framework_image} image, which serves transform jobs only"
+        )
     model = own_model(request, env, sagemaker)
     if engine == "processing" and model is None and not env.model_data_url:
         raise ValidationError(

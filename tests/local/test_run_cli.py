@@ -77,7 +77,19 @@ def test_json_summary_of_a_successful_run(tmp_path, data_csv, row_sum_model):
     summary = json.loads(result.stdout)
     assert summary["status"] == "SUCCEEDED"
     assert summary["files"][0]["records_in"] == 2
+    assert summary["user_module"] == "code/inference.py"
     assert (out / "d.csv.out").read_bytes() == b"3\n7"
+
+
+def test_the_summary_says_the_handler_script_runs_in_framework_images(
+    tmp_path, data_csv, row_sum_model
+):
+    out = tmp_path / "out"
+    result = batchinfer("run", data_csv, "--model", row_sum_model, "--output", out, *CSV)
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "model: code/inference.py follows SageMaker's handler protocol" in said
+    assert "AWS's scikit-learn, XGBoost and PyTorch inference images" in said
 
 
 def test_failed_run_exits_1_and_names_file_record_and_reason_r19(tmp_path, row_sum_model):
