@@ -13,7 +13,7 @@ from typing import Any
 
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engines import Engine
-from batchinfer.errors import ValidationError
+from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.instance_specs import InstanceSpec, instance_spec
 from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.planning import advice
@@ -120,17 +120,20 @@ def make_plan(request: PlanRequest, on_stage: Callable[[str], None] = lambda _s:
     check_instance_type(settings.instance_type, request.engine)
     if request.sample_records < 1:
         raise ValidationError(f"--sample-records: {request.sample_records} must be at least 1")
-    warnings = advice.sharding(request.settings, request.sharding, request.merge)
     remote = [is_s3_uri(i) for i in request.inputs]
+    if any(remote) and not all(remote):
+        raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
+    if request.model is not None and not request.model.exists():
+        raise InputError(f"--model {request.model}: no such file or directory")
+    warnings = advice.sharding(request.settings, request.sharding, request.merge)
     calibrating = request.model is not None and not any(remote)
     reservoir = Reservoir(request.sample_records if calibrating else 0)
     on_stage("scan")
-    if all(remote):
+    files: list[InputFile] = []
+    if any(remote):
         surveys = _survey_s3(request)
         if request.model is not None:
             warnings.append(advice.s3_not_calibrated())
-    elif any(remote):
-        raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
     else:
         files = collect_inputs([Path(i) for i in request.inputs])
         surveys = [survey_local(f, settings, request.sharding, reservoir) for f in files]
@@ -172,11 +175,16 @@ def _survey_s3(request: PlanRequest) -> list[InputSurvey]:
         location = parse_s3_uri(uri, field="INPUT")
         base = location.key[: location.key.rfind("/") + 1]
         for obj in input_objects(s3, location):
-            object_uri = f"s3://{location.bucket}/{obj['Key']}"
-            survey = survey_s3_object(
-                object_uri, obj["Size"], request.settings, request.sharding, s3
+            surveys.append(
+                survey_s3_object(
+                    obj["Key"][len(base) :],
+                    f"s3://{location.bucket}/{obj['Key']}",
+                    obj["Size"],
+                    request.settings,
+                    request.sharding,
+                    s3,
+                )
             )
-            surveys.append(InputSurvey(**{**asdict(survey), "name": obj["Key"][len(base) :]}))
     return surveys
 
 

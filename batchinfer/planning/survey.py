@@ -8,7 +8,7 @@ the gzip splitter). S3 inputs are listed only: sizes and shards, no records.
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.planning.scan import LargestRecord, Reservoir, scan_lines
@@ -85,10 +85,10 @@ def survey_local(
     )
 
 
-def _chunks(handle: object, name: str, gzip: bool) -> Iterator[bytes]:
+def _chunks(handle: BinaryIO, name: str, gzip: bool) -> Iterator[bytes]:
     if gzip:
-        return decompressed_chunks(handle, source=name, on_read=lambda _n: None)  # type: ignore[arg-type]
-    return iter(lambda: handle.read(READ_SIZE), b"")  # type: ignore[attr-defined]
+        return decompressed_chunks(handle, source=name, on_read=lambda _n: None)
+    return iter(lambda: handle.read(READ_SIZE), b"")
 
 
 def planned_shards(
@@ -126,7 +126,7 @@ def planned_shards(
 
 
 def survey_s3_object(
-    uri: str, size: int, settings: TransformSettings, sharding: Sharding, s3: Any
+    name: str, uri: str, size: int, settings: TransformSettings, sharding: Sharding, s3: Any
 ) -> InputSurvey:
     """An S3 object from its listing, not read: its shards are planned with ranged reads of
     a few KiB around each cut."""
@@ -134,7 +134,7 @@ def survey_s3_object(
 
     location = parse_s3_uri(uri)
     return InputSurvey(
-        name=location.key,
+        name=name,
         location=uri,
         bytes=size,
         shards=planned_shards(uri, size, None, settings, sharding, lambda: S3Source(s3, location)),

@@ -160,6 +160,8 @@ def test_an_unknown_instance_type_is_refused_naming_the_nearest(capsys, tmp_path
         (["--price", "ml.m5.xlarge"], "--price"),
         (["--engine", "batch"], "--engine"),
         (["--max-payload-mb", "101"], "max_payload_mb"),
+        (["--instance-count", "0"], "instance_count"),
+        (["--sample-records", "0"], "--sample-records"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(capsys, tmp_path, options, named):
@@ -175,3 +177,10 @@ def test_a_region_without_prices_asks_for_one(capsys, tmp_path):
     plan = plan_json(capsys, data, "--region", "ap-south-2")
     assert codes(plan) == ["no-price"]
     assert "--price ml.m5.xlarge=USD_PER_HOUR" in plan["warnings"][0]["message"]
+
+
+def test_a_missing_model_is_named_before_any_input_is_read(capsys, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_bytes(b"1,2\n")
+    code, printed = run_cli(capsys, "plan", str(data), "--model", str(tmp_path / "nope"))
+    assert code == 3 and "--model" in printed and "nope" in printed

@@ -28,14 +28,15 @@ def bucket(monkeypatch):
         yield s3
 
 
-def test_an_s3_prefix_is_listed_and_its_objects_planned_into_shards(capsys, bucket):
+def test_an_s3_prefix_is_listed_and_its_objects_planned_into_shards(capsys, bucket, tmp_path):
     rows = b"".join(b"%06d,%s\n" % (i, b"x" * 30) for i in range(20_000))
     bucket.put_object(Bucket="data", Key="input/day/a.csv", Body=rows)
     bucket.put_object(Bucket="data", Key="input/day/sub/b.csv.gz", Body=b"\x1f\x8b...")
     bucket.put_object(Bucket="data", Key="input/day/folder/", Body=b"")  # a console's marker
     code, printed = run_cli(
-        capsys, "plan", "s3://data/input/day/", *CSV, "--shards", "3", "--model", "m", "--json"
-    )
+        capsys, "plan", "s3://data/input/day/", *CSV, "--shards", "3", "--model", str(tmp_path),
+        "--json",
+    )  # fmt: skip
     assert code == 0, printed
     plan = json.loads(printed)
     files = {f["name"]: f for f in plan["files"]}
