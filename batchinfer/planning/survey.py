@@ -54,18 +54,23 @@ def survey_local(
     sharding: Sharding,
     reservoir: Reservoir,
 ) -> InputSurvey:
-    """Read ``file`` as the job would frame it; Line records go to ``reservoir``."""
+    """Read ``file`` as the job would frame it (SplitType Line or None); Line records go
+    to ``reservoir``."""
     size = file.size
     with file.path.open("rb") as handle:
         looks_gzip = file.name.endswith(".gz") or handle.read(2) == GZIP_MAGIC
         handle.seek(0)
         chunks = _chunks(handle, file.name, settings.compression_type == "Gzip")
+        data_bytes = None
+        records: int | None = None
+        largest: LargestRecord | None = None
         if settings.split_type == "Line":
             scan = scan_lines(chunks, reservoir)
             data_bytes, records, largest = scan.bytes, scan.records, scan.largest
-        else:
+        elif settings.split_type == "None":
             data_bytes = sum(map(len, chunks))
             records, largest = 1, LargestRecord(1, data_bytes)
+        # RecordIO and TFRecord records are not framed here (the local engine refuses them)
     return InputSurvey(
         name=file.name,
         location=str(file.path),
