@@ -131,7 +131,8 @@ def show(console: Console, plan: Plan) -> None:
         c = plan.calibration
         line(
             f"calibration: {c.records:,} records ({_size(c.bytes)}) in {c.seconds:.2f} s on one "
-            f"local {c.engine} instance with {c.local_cpus} CPUs: {c.rows_per_second:,.0f} rows/s"
+            f"local {c.engine} instance, {c.busy_cpus} of {c.local_cpus} CPUs busy: "
+            f"{c.rows_per_second:,.0f} rows/s"
         )
     if plan.estimate is not None:
         _show_estimate(line, plan)
@@ -145,7 +146,8 @@ def _show_estimate(line: Any, plan: Plan) -> None:
     busy = ", ".join(_duration(s) for s in e.instance_seconds[:FILES_SHOWN])
     more = " ..." if len(e.instance_seconds) > FILES_SHOWN else ""
     line(
-        f"estimate: {e.rows_per_second:,.0f} rows/s per {e.instance_type}; busy per instance: "
+        f"estimate: {e.rows_per_second:,.0f} rows/s per {e.instance_type} ({e.busy_cpus} "
+        f"vCPUs busy); busy per instance: "
         f"{busy}{more}; job: {_duration(e.job_seconds)}"
     )
     if e.price is not None and e.cost_usd is not None:

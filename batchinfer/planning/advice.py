@@ -24,12 +24,12 @@ def _option(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
-def sharding(settings: TransformSettings, sharding: Sharding, merge: bool) -> list[Advice]:
+def sharding(settings: TransformSettings, asked: Sharding, merge: bool) -> list[Advice]:
     """Splitting without SplitType Line and merging without AssembleWith Line, in the words
     ``batchinfer run`` refuses them with."""
     found = []
-    split = "--shard-size" if sharding.shard_size is not None else "--shards"
-    if sharding.requested:
+    split = "--shard-size" if asked.shard_size is not None else "--shards"
+    if asked.requested:
         found += _refused("split-needs-line", settings, split=split, merge=None)
     if merge:
         found += _refused("merge-needs-line", settings, split=None, merge="--merge")
@@ -68,7 +68,7 @@ def inputs(surveys: list[InputSurvey], settings: TransformSettings, units: int) 
                 "; with --split-type None the whole object is one record: --split-type Line "
                 "makes each line a record"
             )
-        found.append(Advice("record-too-large", f"the job would fail {survey.name}: {message}"))
+        found.append(Advice("record-too-large", f"{message} (the job would fail this file)"))
     if settings.instance_count > units:
         found.append(
             Advice(

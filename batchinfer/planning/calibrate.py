@@ -2,8 +2,10 @@
 
 The sample goes through the engine a job would use, as ``batchinfer run`` runs it, on one
 instance: a model server started by the local engine and its HTTP client (``transform``),
-or the in-process handlers (``processing``), with every core of this machine. Only the time
-spent transforming is counted, not the server's start-up.
+or the in-process handlers (``processing``), with one worker per core of this machine. Only
+the time spent transforming is counted, not the server's start-up. Each worker has one
+core; a sample of few requests keeps only as many busy, so the speed that scales to an
+instance is the speed per busy CPU.
 """
 
 import os
@@ -16,6 +18,7 @@ from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.local_job import run_engine
 from batchinfer.engines import Engine
 from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.serving.wsgi_app import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_NAME = "calibration-sample"
@@ -28,6 +31,7 @@ class Calibration:
     bytes: int
     seconds: float
     local_cpus: int
+    busy_cpus: int  # the local CPUs the sample's requests kept busy
     effective: dict[str, Any]
 
     @property
@@ -40,9 +44,19 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self) | {
-            "rows_per_second": round(self.rows_per_second, 1),
-            "bytes_per_second": round(self.bytes_per_second, 1),
+            "rows_per_second": self.rows_per_second,
+            "bytes_per_second": self.bytes_per_second,
         }
+
+
+def busy_cpus(engine: str, cpus: int, settings: TransformSettings) -> int:
+    """The CPUs an instance of ``cpus`` keeps busy on a large input: one worker per CPU, fed
+    MaxConcurrentTransforms requests at a time (the job's, else what its model server
+    answers, R10) by a transform job, or one request per worker by a processing job."""
+    if engine == "processing":
+        return cpus
+    answer = execution_parameters(cpus, settings.container_environment({}))
+    return max(1, min(cpus, settings.resolve(answer).max_concurrent_transforms))
 
 
 class CalibrationFailed(Exception):
@@ -80,11 +94,14 @@ def calibrate(
     if failed:
         raise CalibrationFailed(failed[0])
     stats = [o.stats for o in report.outcomes if o.stats is not None]
+    local_cpus = os.cpu_count() or 1
+    requests = max((s.requests for s in stats), default=1)  # at once: files run one by one
     return Calibration(
         engine=engine,
         records=sum(s.records_in for s in stats),
         bytes=sum(s.bytes_in for s in stats),
         seconds=max(sum(s.seconds for s in stats), 1e-9),
-        local_cpus=os.cpu_count() or 1,
+        local_cpus=local_cpus,
+        busy_cpus=max(1, min(requests, busy_cpus(engine, local_cpus, settings))),
         effective=asdict(report.effective),
     )

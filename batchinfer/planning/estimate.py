@@ -3,8 +3,8 @@
 Each unit (an input, or a shard of one) is transformed whole by one instance (R3). A
 transform job's instances take the next unit as they become free (as the local engine
 does); a processing job's are given units by key (ShardedByS3Key, P4). An instance's speed
-is the calibrated speed of this machine scaled by the ratio of vCPUs; every instance is
-billed until the job's last unit is done.
+is the calibrated speed per busy CPU times the CPUs it keeps busy (:func:`busy_cpus`);
+every instance is billed until the job's last unit is done.
 """
 
 import heapq
@@ -13,8 +13,9 @@ from typing import Any
 
 from batchinfer.engine.processing_engine import shard_by_key
 from batchinfer.pipeline.instance_specs import InstanceSpec
-from batchinfer.planning.calibrate import Calibration
+from batchinfer.planning.calibrate import Calibration, busy_cpus
 from batchinfer.planning.prices import Price
+from batchinfer.transform.settings import TransformSettings
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -32,6 +33,7 @@ class Unit:
 class Estimate:
     instance_type: str
     instance_count: int
+    busy_cpus: int  # per instance
     basis: str  # "records" (SplitType Line) or "bytes" (None: objects differ in size)
     rows_per_second: float  # per instance
     bytes_per_second: float  # per instance
@@ -55,6 +57,7 @@ class Estimate:
         return {
             "instance_type": self.instance_type,
             "instance_count": self.instance_count,
+            "busy_cpus_per_instance": self.busy_cpus,
             "basis": self.basis,
             "rows_per_second_per_instance": self.rows_per_second,
             "bytes_per_second_per_instance": self.bytes_per_second,
@@ -72,38 +75,42 @@ def estimate(
     units: list[Unit],
     calibration: Calibration,
     *,
-    instance_type: str,
     spec: InstanceSpec,
-    instance_count: int,
+    settings: TransformSettings,
     engine: str,
-    by_records: bool,
     price: Price | None,
 ) -> Estimate:
-    """Seconds per instance for ``units`` on ``instance_count`` instances of ``spec``."""
-    scale = spec.vcpus / calibration.local_cpus
+    """Seconds per instance for ``units`` on the ``settings``' instances, of ``spec``."""
+    busy = busy_cpus(engine, spec.vcpus, settings)
+    scale = busy / calibration.busy_cpus
     rows, throughput = calibration.rows_per_second * scale, calibration.bytes_per_second * scale
+    by_records = settings.split_type == "Line"
+    instance_count = settings.instance_count
 
     def seconds(unit: Unit) -> float:
         return unit.records / rows if by_records else unit.bytes / throughput
 
     if engine == "processing":
-        busy = [sum(map(seconds, part)) for part in shard_by_key(units, instance_count)]
+        seconds_each = [sum(map(seconds, part)) for part in shard_by_key(units, instance_count)]
     else:
-        busy = _shared_queue([seconds(u) for u in units], instance_count)
+        seconds_each = _shared_queue([seconds(u) for u in units], instance_count)
     assumptions = [
-        f"an instance works at this machine's measured speed x {spec.vcpus} vCPUs / "
-        f"{calibration.local_cpus} local CPUs ({scale:.3g}); "
-        + ("GPUs are not used by this estimate" if spec.gpus else "same per-core speed"),
+        f"a vCPU of {settings.instance_type} is as fast as a CPU of this machine, which "
+        f"kept {calibration.busy_cpus} of its {calibration.local_cpus} CPUs busy on the "
+        f"sample; an instance keeps {busy} of its {spec.vcpus} vCPUs busy"
+        + ("; its GPUs are not counted" if spec.gpus else ""),
+        "each input or shard is large enough to keep that many requests in flight",
         "instance start-up and model loading (minutes per job, billed too) are not included",
         "every instance is billed until the job's last unit is done",
     ]
     return Estimate(
-        instance_type=instance_type,
+        instance_type=settings.instance_type,
         instance_count=instance_count,
+        busy_cpus=busy,
         basis="records" if by_records else "bytes",
         rows_per_second=rows,
         bytes_per_second=throughput,
-        instance_seconds=busy,
+        instance_seconds=seconds_each,
         price=price,
         assumptions=assumptions,
     )

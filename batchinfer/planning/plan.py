@@ -154,11 +154,9 @@ def make_plan(request: PlanRequest, on_stage: Callable[[str], None] = lambda _s:
         plan.estimate = estimate(
             _units(plan.inputs),
             plan.calibration,
-            instance_type=settings.instance_type,
             spec=plan.spec,
-            instance_count=settings.instance_count,
+            settings=settings,
             engine=request.engine,
-            by_records=settings.split_type == "Line",
             price=plan.price,
         )
     return plan

@@ -42,9 +42,11 @@ def test_plan_with_the_example_model_measures_rows_per_second_and_prices_the_job
     )
     calibration, estimate = plan["calibration"], plan["estimate"]
     assert calibration["records"] == 3000 and calibration["rows_per_second"] > 0
-    spec = instance_spec("ml.c5.2xlarge")
+    assert 1 <= calibration["busy_cpus"] <= calibration["local_cpus"] == os.cpu_count()
+    # 8 vCPUs, 8 server workers, MaxConcurrentTransforms 8 (at most 100 // 6 MB)
+    assert estimate["busy_cpus_per_instance"] == instance_spec("ml.c5.2xlarge").vcpus == 8
     assert estimate["rows_per_second_per_instance"] == pytest.approx(
-        calibration["records"] / calibration["seconds"] * spec.vcpus / os.cpu_count()
+        calibration["records"] / calibration["seconds"] / calibration["busy_cpus"] * 8
     )
     assert estimate["job_seconds"] == pytest.approx(
         EXAMPLE_ROWS / estimate["rows_per_second_per_instance"]
@@ -80,7 +82,7 @@ def test_the_human_plan_states_its_cost_and_its_assumptions(capsys, example_dir)
     )
     assert code == 0, printed
     assert "rows/s" in printed and "instance-hours" in printed
-    assert "local CPUs" in printed and "as of" in printed
+    assert "CPUs busy" in printed and "as of" in printed
 
 
 def test_shards_are_the_ones_split_makes(capsys, tmp_path, example_dir):
