@@ -50,9 +50,10 @@ def _main(
     """Batch inference with SageMaker Batch Transform semantics, locally or on AWS."""
 
 
-from batchinfer.commands import example, process, run, serve, split  # noqa: E402
+from batchinfer.commands import example, plan, process, run, serve, split  # noqa: E402
 
 app.command("run")(run.run)
+app.command("plan")(plan.plan)
 app.command("process")(process.process)
 app.command("example")(example.example)
 app.command("split")(split.split)

@@ -24,12 +24,13 @@ def _transform_options(command: Any) -> set[str]:
     }
 
 
-def test_run_and_submit_take_the_same_transform_options_one_per_setting():
+def test_run_submit_and_plan_take_the_same_transform_options_one_per_setting():
     assert "--max-payload-mb" in EXPECTED and "--env" in EXPECTED
     assert set(PASCAL) == TransformSettings.request_keys()  # the schema: keys and fields
     commands = typer.main.get_command(app).commands
     assert _transform_options(commands["run"]) == EXPECTED
     assert _transform_options(commands["submit"]) == EXPECTED
+    assert _transform_options(commands["plan"]) == EXPECTED
 
 
 def test_a_new_command_takes_them_with_one_decorator_and_gets_only_those_given():

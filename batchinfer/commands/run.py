@@ -47,8 +47,8 @@ def run(
         output_dir=output,
         model=model,
         settings=settings,
-        engine=_engine(engine),
-        shards=_shards(shards),
+        engine=parse_engine(engine),
+        shards=parse_shards(shards),
         merge=merge,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
@@ -94,13 +94,15 @@ def _report(console: Console, result: JobResult) -> None:
         console.print("  " + line, highlight=False, markup=False)
 
 
-def _engine(value: str) -> Engine:
+def parse_engine(value: str) -> Engine:
+    """``--engine``, naming the allowed values."""
     if value not in ENGINES:
         raise ValidationError(f"--engine must be {' or '.join(ENGINES)}, not {value!r}")
     return value  # type: ignore[return-value]
 
 
-def _shards(value: str | None) -> int | Literal["auto"] | None:
+def parse_shards(value: str | None) -> int | Literal["auto"] | None:
+    """``--shards``: a whole number, 'auto' or not given."""
     if value is None or value == "auto":
         return value
     try:

@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from batchinfer.engine.inputs import InputFile, check_compression, collect_inputs
-from batchinfer.engine.outcomes import FileOutcome, Progress
+from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress
 from batchinfer.engines import Engine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.serving.handlers import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError
-from batchinfer.sharding import auto_shard_count, split
+from batchinfer.sharding import split
+from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import kernel_copy
 from batchinfer.transform.assemble import output_name
@@ -209,24 +210,46 @@ def _run_engine(
     model_dir: Path,
     progress: Progress,
 ) -> tuple[EffectiveSettings, list[FileOutcome]]:
-    if job.engine == "processing":
+    report = run_engine(
+        job.engine,
+        units,
+        output_dir,
+        model_dir=model_dir,
+        settings=job.settings,
+        workers_per_instance=job.workers_per_instance,
+        progress=progress,
+    )
+    return report.effective, report.outcomes
+
+
+def run_engine(
+    engine: Engine,
+    units: list[InputFile],
+    output_dir: Path,
+    *,
+    model_dir: Path,
+    settings: TransformSettings,
+    workers_per_instance: int | None = None,
+    progress: Progress | None = None,
+) -> EngineReport:
+    """Transform ``units`` into ``output_dir`` with ``engine`` on ``settings.instance_count``
+    local instances (model servers, or processing containers)."""
+    if engine == "processing":
         from batchinfer.engine.processing_engine import run_processing
 
-        report = run_processing(
-            units, output_dir, model_dir=model_dir, settings=job.settings, progress=progress
+        return run_processing(
+            units, output_dir, model_dir=model_dir, settings=settings, progress=progress
         )
-    else:
-        from batchinfer.engine.transform_engine import run_transform
+    from batchinfer.engine.transform_engine import run_transform
 
-        report = run_transform(
-            units,
-            output_dir,
-            model_dir=model_dir,
-            settings=job.settings,
-            workers_per_instance=job.workers_per_instance,
-            progress=progress,
-        )
-    return report.effective, report.outcomes
+    return run_transform(
+        units,
+        output_dir,
+        model_dir=model_dir,
+        settings=settings,
+        workers_per_instance=workers_per_instance,
+        progress=progress,
+    )
 
 
 @dataclass
@@ -288,7 +311,7 @@ def _split_inputs(
     on_stage("split")
     groups = []
     for file in files:
-        count = _shard_count(file.size, job) if file.size else 1
+        count = requested_shards(file.size, job.shards, job.settings.instance_count)
         if count == 1:
             groups.append(_InputGroup(file, [file], merged=job.merge))
             continue
@@ -308,12 +331,6 @@ def _split_inputs(
         ]
         groups.append(_InputGroup(file, units, merged=job.merge, shards=len(units)))
     return groups
-
-
-def _shard_count(size: int, job: LocalJob) -> int:
-    if job.shards == "auto":
-        return auto_shard_count(size, job.settings.instance_count)
-    return int(job.shards or 1)
 
 
 def _concatenate(parts: list[Path], target: Path) -> None:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress
@@ -24,7 +25,14 @@ from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.settings import TransformSettings
 
 
-def shard_by_key(files: list[InputFile], instances: int) -> list[list[InputFile]]:
+class _Keyed(Protocol):
+    name: str
+
+
+Keyed = TypeVar("Keyed", bound=_Keyed)
+
+
+def shard_by_key(files: list[Keyed], instances: int) -> list[list[Keyed]]:
     """Disjoint, complete assignment of files (sorted by key) to instances (P4)."""
     ordered = sorted(files, key=lambda f: f.name)
     return [ordered[i::instances] for i in range(instances)]

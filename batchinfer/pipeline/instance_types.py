@@ -9,6 +9,7 @@ is a dated table (EC2's instance store volumes, as of :data:`AS_OF`).
 """
 
 import difflib
+from collections.abc import Iterable
 from functools import cache
 
 from batchinfer.errors import ValidationError
@@ -42,8 +43,12 @@ def check_instance_type(instance_type: str, engine: str) -> None:
     types = accepted(engine)
     if instance_type in types:
         return
-    nearest = difflib.get_close_matches(instance_type, types, n=SHOWN, cutoff=0)
     raise ValidationError(
         f"instance_type (InstanceType): {instance_type!r} is not an instance type SageMaker "
-        f"accepts for {engine} jobs; nearest: {', '.join(nearest)}"
+        f"accepts for {engine} jobs; nearest: {', '.join(nearest(instance_type, types))}"
     )
+
+
+def nearest(instance_type: str, types: Iterable[str]) -> list[str]:
+    """The :data:`SHOWN` names in ``types`` closest to ``instance_type``."""
+    return difflib.get_close_matches(instance_type, list(types), n=SHOWN, cutoff=0)

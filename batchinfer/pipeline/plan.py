@@ -77,7 +77,7 @@ def plan_run(
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
-    objects = _input_objects(s3, source)
+    objects = input_objects(s3, source)
     base = source.key[: source.key.rfind("/") + 1]
     items = []
     for obj in objects:
@@ -245,7 +245,9 @@ def _split_options(
     return {"header": header, "size": {"shard_size": nbytes}}
 
 
-def _input_objects(s3: Any, source: S3Location) -> list[dict[str, Any]]:
+def input_objects(s3: Any, source: S3Location) -> list[dict[str, Any]]:
+    """The objects a run of ``source`` takes (folder markers left out), refusing too many,
+    none, or only empty ones."""
     objects = []
     for obj in list_objects(s3, source):
         if obj["Key"].endswith("/"):  # folder markers made by consoles

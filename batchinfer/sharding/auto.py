@@ -1,5 +1,7 @@
 """How many shards an object of a given size needs so that every instance works (spec R3)."""
 
+from typing import Literal
+
 AUTO_SHARD_SIZE = 64 * 1024 * 1024
 MIN_SPLIT_SIZE = 8 * 1024 * 1024
 
@@ -11,3 +13,13 @@ def auto_shard_count(size: int, instances: int, *, shard_size: int = AUTO_SHARD_
         return 1
     by_size = -(-size // shard_size)
     return -(-by_size // instances) * instances
+
+
+def requested_shards(size: int, shards: int | Literal["auto"] | None, instances: int) -> int:
+    """The shard count ``--shards`` asks of an input of ``size`` bytes: 1 (no split) when
+    not given or the input is empty, else the count itself or :func:`auto_shard_count`."""
+    if shards is None or size == 0:
+        return 1
+    if shards == "auto":
+        return auto_shard_count(size, instances)
+    return shards

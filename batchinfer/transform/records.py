@@ -79,10 +79,11 @@ def count_records(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _oversize(
+def oversize_error(
     name: str, number: int, limit: int, size: int | None = None, *, whole: bool = False
 ) -> RecordError:
-    """A record over the payload limit; ``whole`` when it is the whole file (SplitType None)."""
+    """How a file fails when record ``number`` (``size`` bytes) is over ``limit`` (R8);
+    ``whole`` when the record is the whole file (SplitType None)."""
     mb = limit / MIB
     size_text = f"{size} bytes" if size is not None else "more than that"
     raise_limit = "raise max_payload_mb (up to 100, or 0 for no limit)"
@@ -107,12 +108,12 @@ def _whole_object(
     if limit is not None and record_filter is None:
         data = source.read(limit + 1)
         if len(data) > limit:
-            raise _oversize(name, 1, limit, whole=True)
+            raise oversize_error(name, 1, limit, whole=True)
     else:
         data = source.read()
     body = record_filter(data, 1) if record_filter else data
     if limit is not None and len(body) > limit:
-        raise _oversize(name, 1, limit, len(body), whole=True)
+        raise oversize_error(name, 1, limit, len(body), whole=True)
     yield Batch(body, 1, 1, (data,) if keep_records else None)
 
 
@@ -143,7 +144,7 @@ def _multi_records(source: BinaryIO, name: str, limit: int, read_size: int) -> I
             return
         cut = buf.rfind(b"\n", start, start + limit)
         if cut < 0:
-            raise _oversize(name, done + 1, limit)
+            raise oversize_error(name, done + 1, limit)
         body = bytes(view[start : cut + 1])
         count = body.count(b"\n")
         yield Batch(body, done + 1, count)
@@ -171,12 +172,12 @@ def _iter_records(
         if newline >= 0:
             number += 1
             if limit is not None and newline + 1 - pos > limit:
-                raise _oversize(name, number, limit, newline + 1 - pos)
+                raise oversize_error(name, number, limit, newline + 1 - pos)
             yield buf[pos : newline + 1]
             pos = newline + 1
             continue
         if limit is not None and len(buf) - pos > limit:
-            raise _oversize(name, number + 1, limit)
+            raise oversize_error(name, number + 1, limit)
         data = source.read(read_size)
         if not data:
             if pos < len(buf):
@@ -208,7 +209,7 @@ def _pack(
     for number, record in enumerate(records, 1):
         part = record_filter(record, number) if record_filter else record
         if limit is not None and len(part) > limit:
-            raise _oversize(name, number, limit, len(part))
+            raise oversize_error(name, number, limit, len(part))
         if parts and (single or (limit is not None and size + len(part) > limit)):
             yield Batch(
                 b"".join(parts), first, len(parts), tuple(originals) if keep_records else None

@@ -1,0 +1,208 @@
+"""``batchinfer plan``: objects, shards, record sizes, warnings, and with a model the
+duration and cost of the job, before it runs."""
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from batchinfer.commands import transform_options as opt
+from batchinfer.commands.run import parse_engine, parse_shards
+from batchinfer.errors import ValidationError
+from batchinfer.planning.plan import (
+    DEFAULT_SAMPLE_RECORDS,
+    Plan,
+    PlanRequest,
+    default_region,
+    largest_record,
+    make_plan,
+)
+from batchinfer.planning.prices import parse_price_overrides
+from batchinfer.planning.survey import Sharding
+from batchinfer.transform.settings import MIB, TransformSettings
+from batchinfer.units import parse_size
+
+FILES_SHOWN = 20
+
+
+@opt.transform_options
+def plan(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files, directories, a ManifestFile, or s3:// prefixes.", show_default=False
+        ),
+    ],
+    shards: Annotated[
+        str | None, typer.Option(help="Pre-split each input into N shards, or 'auto'.")
+    ] = None,
+    shard_size: Annotated[
+        str | None, typer.Option(help="Pre-split into shards of about this size, e.g. 64MiB.")
+    ] = None,
+    merge: Annotated[bool, typer.Option(help="Plan one merged output per input.")] = False,
+    engine: Annotated[
+        str, typer.Option(help="transform (model servers) or processing (in-process).")
+    ] = "transform",
+    model: Annotated[
+        Path | None, typer.Option(help="Model directory or model.tar.gz: calibrate on a sample.")
+    ] = None,
+    region: Annotated[
+        str | None, typer.Option(help="Region to price in (default: AWS_REGION, else us-east-1).")
+    ] = None,
+    price: Annotated[
+        list[str] | None,
+        typer.Option(help="TYPE=USD_PER_HOUR: use this hourly price (repeatable)."),
+    ] = None,
+    sample_records: Annotated[
+        int, typer.Option(help="Records sent through the model to calibrate.")
+    ] = DEFAULT_SAMPLE_RECORDS,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    *,
+    transform: dict[str, Any],
+) -> None:
+    """What a job over INPUT would do and cost: objects, shards, the largest record against
+    MaxPayloadInMB, common mistakes, and with --model a measured throughput, the duration
+    per instance and the cost. Nothing is written."""
+    if shards is not None and shard_size is not None:
+        raise ValidationError("--shards, --shard-size: give one of them, not both")
+    count = parse_shards(shards)
+    if isinstance(count, int) and count < 1:
+        raise ValidationError(f"--shards must be at least 1 or 'auto', not {count}")
+    request = PlanRequest(
+        inputs=inputs,
+        settings=TransformSettings.from_request(transform),
+        engine=parse_engine(engine),
+        sharding=Sharding(
+            shards=count,
+            shard_size=None if shard_size is None else parse_size(shard_size, field="--shard-size"),
+        ),
+        merge=merge,
+        model=model,
+        region=region or default_region(),
+        prices=parse_price_overrides(price),
+        sample_records=sample_records,
+    )
+    status = Console(stderr=True, quiet=as_json)
+    result = make_plan(request, on_stage=lambda s: status.print(f"[dim]{s}…[/]"))
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        show(Console(soft_wrap=True), result)
+
+
+def show(console: Console, plan: Plan) -> None:
+    """The plan for people."""
+    settings = plan.request.settings
+
+    def line(*parts: str, style: str = "") -> None:
+        console.print(Text("".join(parts), style=style), highlight=False)
+
+    total = sum(i.bytes for i in plan.inputs)
+    records = "" if plan.records is None else f", {_count(plan.records, 'record')}"
+    line(
+        f"{_count(len(plan.inputs), 'object')}, {_size(total)}{records} -> "
+        f"{_count(plan.units, 'shard')} on "
+        f"{settings.instance_count} x {settings.instance_type} ({plan.busy_instances} busy), "
+        f"1 {plan.request.engine} job",
+        style="bold",
+    )
+    console.print(_files_table(plan))
+    largest = largest_record(plan)
+    if largest is not None:
+        limit = largest["max_payload_bytes"]
+        bound = "0 (no limit)" if limit is None else f"{limit // MIB} ({limit:,} bytes)"
+        line(
+            f"largest record: {largest['file']} record {largest['record']}, "
+            f"{largest['bytes']:,} bytes; MaxPayloadInMB {bound}: "
+            + ("fits" if largest["fits"] else "TOO LARGE")
+        )
+    if plan.spec is not None:
+        gpus = f", {plan.spec.gpus} x {plan.spec.gpu_model}" if plan.spec.gpus else ", no GPU"
+        line(
+            f"instance: {settings.instance_type}: {plan.spec.vcpus} vCPUs, "
+            f"{plan.spec.memory_gib:g} GiB{gpus}"
+        )
+    if plan.calibration is not None:
+        c = plan.calibration
+        line(
+            f"calibration: {c.records:,} records ({_size(c.bytes)}) in {c.seconds:.2f} s on one "
+            f"local {c.engine} instance, {c.busy_cpus} of {c.local_cpus} CPUs busy: "
+            f"{c.rows_per_second:,.0f} rows/s"
+        )
+    if plan.estimate is not None:
+        _show_estimate(line, plan)
+    for warning in plan.warnings:
+        line(f"warning: {warning.message}", style="yellow")
+
+
+def _show_estimate(line: Any, plan: Plan) -> None:
+    e = plan.estimate
+    assert e is not None
+    busy = ", ".join(_duration(s) for s in e.instance_seconds[:FILES_SHOWN])
+    more = " ..." if len(e.instance_seconds) > FILES_SHOWN else ""
+    line(
+        f"estimate: {e.rows_per_second:,.0f} rows/s per {e.instance_type} ({e.busy_cpus} "
+        f"vCPUs busy); busy per instance: "
+        f"{busy}{more}; job: {_duration(e.job_seconds)}"
+    )
+    if e.price is not None and e.cost_usd is not None:
+        line(
+            f"cost: {_decimal(e.instance_hours)} instance-hours x ${e.price.usd_per_hour:g}/h = "
+            f"{_usd(e.cost_usd)} ({e.price.source})",
+            style="bold",
+        )
+    for assumption in e.assumptions:
+        line(f"  assumes {assumption}", style="dim")
+
+
+def _files_table(plan: Plan) -> Table:
+    table = Table("input", "bytes", "records", "largest record", "shards", box=None)
+    for survey in plan.inputs[:FILES_SHOWN]:
+        largest = survey.largest
+        table.add_row(
+            Text(survey.name),
+            _size(survey.bytes),
+            "" if survey.records is None else f"{survey.records:,}",
+            "" if largest is None else f"#{largest.number}: {largest.size:,} B",
+            str(survey.shards),
+        )
+    if len(plan.inputs) > FILES_SHOWN:
+        table.add_row(Text(f"... {len(plan.inputs) - FILES_SHOWN} more"), "", "", "", "")
+    return table
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
+
+
+def _usd(amount: float) -> str:
+    return "$" + _decimal(amount)
+
+
+def _decimal(x: float) -> str:
+    """Two decimals, or three significant digits below 1 (no exponent)."""
+    if x >= 1 or x == 0:
+        return f"{x:,.2f}"
+    places = max(2, 2 - math.floor(math.log10(x)))
+    return f"{x:.{places}f}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

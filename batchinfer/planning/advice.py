@@ -1,0 +1,114 @@
+"""The warnings of a plan: each names the file, record or option at fault and what to do.
+
+Every warning has a stable ``code`` (for ``--json`` readers) and a message for people.
+"""
+
+from dataclasses import dataclass
+
+from batchinfer.errors import ValidationError
+from batchinfer.planning.price_table import AS_OF
+from batchinfer.planning.prices import known_regions
+from batchinfer.planning.survey import InputSurvey, Sharding
+from batchinfer.sharding.compatibility import check_sharding
+from batchinfer.transform.records import oversize_error
+from batchinfer.transform.settings import TransformSettings
+
+
+@dataclass(frozen=True)
+class Advice:
+    code: str
+    message: str
+
+
+def _option(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def sharding(settings: TransformSettings, asked: Sharding, merge: bool) -> list[Advice]:
+    """Splitting without SplitType Line and merging without AssembleWith Line, in the words
+    ``batchinfer run`` refuses them with."""
+    found = []
+    split = "--shard-size" if asked.shard_size is not None else "--shards"
+    if asked.requested:
+        found += _refused("split-needs-line", settings, split=split, merge=None)
+    if merge:
+        found += _refused("merge-needs-line", settings, split=None, merge="--merge")
+    return found
+
+
+def _refused(code: str, settings: TransformSettings, **asked: str | None) -> list[Advice]:
+    try:
+        check_sharding(settings, name=_option, **asked)
+    except ValidationError as exc:
+        return [Advice(code, f"a run would be refused: {exc}")]
+    return []
+
+
+def inputs(surveys: list[InputSurvey], settings: TransformSettings, units: int) -> list[Advice]:
+    """Compressed input read as plain, records over the payload limit, idle instances."""
+    found = []
+    for survey in surveys:
+        if survey.gzip and settings.compression_type != "Gzip":
+            found.append(
+                Advice(
+                    "gzip-without-compression-type",
+                    f"{survey.name}: looks gzip-compressed but --compression-type is "
+                    f"{settings.compression_type}: the model would be sent compressed bytes; "
+                    "pass --compression-type Gzip",
+                )
+            )
+    limit = settings.resolve().max_payload_bytes
+    for survey in surveys:
+        largest = survey.largest
+        if limit is None or largest is None or largest.size <= limit:
+            continue
+        message = str(oversize_error(survey.name, largest.number, limit, largest.size))
+        if settings.split_type == "None":
+            message += (
+                "; with --split-type None the whole object is one record: --split-type Line "
+                "makes each line a record"
+            )
+        found.append(Advice("record-too-large", f"{message} (the job would fail this file)"))
+    if settings.instance_count > units:
+        found.append(
+            Advice(
+                "idle-instances",
+                f"--instance-count {settings.instance_count} for {units} input(s) and shards: "
+                f"each goes whole to one instance, so {settings.instance_count - units} "
+                "instance(s) would idle (and be billed); pass --shards N (auto splits only "
+                "inputs of 8 MiB or more) or a lower --instance-count",
+            )
+        )
+    return found
+
+
+def no_spec(reason: str) -> Advice:
+    return Advice("no-instance-spec", f"no duration or cost estimate: {reason}")
+
+
+def no_price(instance_type: str, region: str) -> Advice:
+    return Advice(
+        "no-price",
+        f"no price for {instance_type} in {region} (the table, as of {AS_OF}, has "
+        f"{', '.join(known_regions())}); pass --price {instance_type}=USD_PER_HOUR",
+    )
+
+
+def s3_not_calibrated() -> Advice:
+    return Advice(
+        "not-calibrated",
+        "--model: calibration reads local inputs only; copy a sample of the S3 input to a "
+        "local directory and plan that with --model",
+    )
+
+
+def nothing_to_calibrate(reason: str) -> Advice:
+    return Advice("not-calibrated", f"--model: nothing to calibrate with: {reason}")
+
+
+def calibration_failed(reason: str) -> Advice:
+    return Advice(
+        "calibration-failed",
+        f"--model: the model failed on the calibration sample (records drawn from the "
+        f"inputs), as the job would: {reason}",
+    )

@@ -1,0 +1,107 @@
+"""Throughput of the real model on a sample of the input, measured on this machine.
+
+The sample goes through the engine a job would use, as ``batchinfer run`` runs it, on one
+instance: a model server started by the local engine and its HTTP client (``transform``),
+or the in-process handlers (``processing``), with one worker per core of this machine. Only
+the time spent transforming is counted, not the server's start-up. Each worker has one
+core; a sample of few requests keeps only as many busy, so the speed that scales to an
+instance is the speed per busy CPU.
+"""
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.local_job import run_engine
+from batchinfer.engines import Engine
+from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.serving.wsgi_app import execution_parameters
+from batchinfer.transform.settings import TransformSettings
+
+SAMPLE_NAME = "calibration-sample"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    engine: str
+    records: int
+    bytes: int
+    seconds: float
+    local_cpus: int
+    busy_cpus: int  # the local CPUs the sample's requests kept busy
+    effective: dict[str, Any]
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def bytes_per_second(self) -> float:
+        return self.bytes / self.seconds
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self) | {
+            "rows_per_second": self.rows_per_second,
+            "bytes_per_second": self.bytes_per_second,
+        }
+
+
+def busy_cpus(engine: str, cpus: int, settings: TransformSettings) -> int:
+    """The CPUs an instance of ``cpus`` keeps busy on a large input: one worker per CPU, fed
+    MaxConcurrentTransforms requests at a time (the job's, else what its model server
+    answers, R10) by a transform job, or one request per worker by a processing job."""
+    if engine == "processing":
+        return cpus
+    answer = execution_parameters(cpus, settings.container_environment({}))
+    return max(1, min(cpus, settings.resolve(answer).max_concurrent_transforms))
+
+
+class CalibrationFailed(Exception):
+    """The model failed on the sample; the message names the file, record and reason."""
+
+
+def calibrate(
+    model: Path,
+    engine: Engine,
+    settings: TransformSettings,
+    *,
+    records: list[bytes] | None = None,
+    objects: list[InputFile] | None = None,
+) -> Calibration:
+    """Transform the sample (Line ``records``, or whole ``objects`` for SplitType None) with
+    ``engine`` on one local instance and measure it."""
+    with tempfile.TemporaryDirectory(prefix="batchinfer-plan-") as scratch:
+        work = Path(scratch)
+        model_dir = prepare_model_dir(model, work)
+        if records is not None:
+            sample = work / SAMPLE_NAME
+            sample.write_bytes(b"".join(records))
+            units = [InputFile(sample, SAMPLE_NAME)]
+            settings = replace(settings, compression_type="None")  # the sample is plain
+        else:
+            units = list(objects or [])
+        report = run_engine(
+            engine,
+            units,
+            work / "out",
+            model_dir=model_dir,
+            settings=replace(settings, instance_count=1),
+        )
+    failed = [o.error for o in report.outcomes if o.error]
+    if failed:
+        raise CalibrationFailed(failed[0])
+    stats = [o.stats for o in report.outcomes if o.stats is not None]
+    local_cpus = os.cpu_count() or 1
+    requests = max((s.requests for s in stats), default=1)  # at once: files run one by one
+    return Calibration(
+        engine=engine,
+        records=sum(s.records_in for s in stats),
+        bytes=sum(s.bytes_in for s in stats),
+        seconds=max(sum(s.seconds for s in stats), 1e-9),
+        local_cpus=local_cpus,
+        busy_cpus=max(1, min(requests, busy_cpus(engine, local_cpus, settings))),
+        effective=asdict(report.effective),
+    )

@@ -1,0 +1,147 @@
+"""What a job's inputs hold: per input its bytes, records, largest record and shards.
+
+Local inputs are read once (decompressed when the job would decompress them) to count
+records and find the largest; shards are planned with the planner ``batchinfer run`` and
+the pipeline use (``plan_shards`` on the input's bytes; for gzip input, the count asked of
+the gzip splitter). S3 inputs are listed only: sizes and shards, no records.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Literal
+
+from batchinfer.engine.inputs import InputFile
+from batchinfer.planning.scan import LargestRecord, Reservoir, scan_lines
+from batchinfer.sharding.auto import requested_shards
+from batchinfer.sharding.gzip_split import decompressed_chunks
+from batchinfer.sharding.local_files import LocalSource
+from batchinfer.sharding.planner import plan_shards, shard_count
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.uris import parse_s3_uri
+
+READ_SIZE = 8 * 1024 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """How inputs are pre-split: ``shards`` (a count or 'auto') or ``shard_size`` bytes;
+    neither keeps every input whole."""
+
+    shards: int | Literal["auto"] | None = None
+    shard_size: int | None = None
+
+    @property
+    def requested(self) -> bool:
+        return self.shards is not None or self.shard_size is not None
+
+
+@dataclass(frozen=True)
+class InputSurvey:
+    name: str  # the output keeps this name (R12)
+    location: str
+    bytes: int
+    shards: int
+    gzip: bool  # the bytes are gzip (by name or by content)
+    data_bytes: int | None = None  # after decompression; None when not read
+    records: int | None = None
+    largest: LargestRecord | None = None
+
+
+def survey_local(
+    file: InputFile,
+    settings: TransformSettings,
+    sharding: Sharding,
+    reservoir: Reservoir,
+) -> InputSurvey:
+    """Read ``file`` as the job would frame it (SplitType Line or None); Line records go
+    to ``reservoir``."""
+    size = file.size
+    with file.path.open("rb") as handle:
+        looks_gzip = file.name.endswith(".gz") or handle.read(2) == GZIP_MAGIC
+        handle.seek(0)
+        chunks = _chunks(handle, file.name, settings.compression_type == "Gzip")
+        data_bytes = None
+        records: int | None = None
+        largest: LargestRecord | None = None
+        if settings.split_type == "Line":
+            scan = scan_lines(chunks, reservoir)
+            data_bytes, records, largest = scan.bytes, scan.records, scan.largest
+        elif settings.split_type == "None":
+            data_bytes = sum(map(len, chunks))
+            records, largest = 1, LargestRecord(1, data_bytes)
+        # RecordIO and TFRecord records are not framed here (the local engine refuses them)
+    return InputSurvey(
+        name=file.name,
+        location=str(file.path),
+        bytes=size,
+        shards=planned_shards(
+            str(file.path),
+            size,
+            data_bytes,
+            settings,
+            sharding,
+            lambda: LocalSource(str(file.path)),
+        ),
+        gzip=looks_gzip,
+        data_bytes=data_bytes,
+        records=records,
+        largest=largest,
+    )
+
+
+def _chunks(handle: BinaryIO, name: str, gzip: bool) -> Iterator[bytes]:
+    if gzip:
+        return decompressed_chunks(handle, source=name, on_read=lambda _n: None)
+    return iter(lambda: handle.read(READ_SIZE), b"")
+
+
+def planned_shards(
+    location: str,
+    size: int,
+    data_bytes: int | None,
+    settings: TransformSettings,
+    sharding: Sharding,
+    open_source: Callable[[], Any],
+) -> int:
+    """The shards ``split`` would make of an input (1: it stays whole). Plain input is cut
+    by ``plan_shards`` reading the source ``open_source()`` opens; gzip input (by name or
+    CompressionType, as ``split`` decides) gets the count asked of the gzip splitter, sized
+    on its decompressed bytes when known."""
+    if not sharding.requested or settings.split_type != "Line" or size == 0:
+        return 1
+    count = (
+        None
+        if sharding.shard_size is not None
+        else requested_shards(size, sharding.shards, settings.instance_count)
+    )
+    if count == 1:
+        return 1
+    if settings.compression_type == "Gzip" or location.endswith(".gz"):
+        data = size if data_bytes is None else data_bytes
+        return shard_count(data, shards=count, shard_size=sharding.shard_size)
+    source = open_source()
+    try:
+        plan = plan_shards(
+            size, source.read_range, shards=count, shard_size=sharding.shard_size, source=location
+        )
+    finally:
+        source.close()
+    return len(plan.ranges)
+
+
+def survey_s3_object(
+    name: str, uri: str, size: int, settings: TransformSettings, sharding: Sharding, s3: Any
+) -> InputSurvey:
+    """An S3 object from its listing, not read: its shards are planned with ranged reads of
+    a few KiB around each cut."""
+    from batchinfer.sharding.s3 import S3Source
+
+    location = parse_s3_uri(uri)
+    return InputSurvey(
+        name=name,
+        location=uri,
+        bytes=size,
+        shards=planned_shards(uri, size, None, settings, sharding, lambda: S3Source(s3, location)),
+        gzip=uri.endswith(".gz"),
+    )

@@ -1,0 +1,61 @@
+"""``batchinfer plan`` of an s3:// prefix: the objects a run would take, their sizes and
+shards (from ranged reads around each cut), without reading the data."""
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tests.support.cli import run_cli
+
+CSV = ["--content-type", "text/csv", "--split-type", "Line"]
+
+
+@pytest.fixture
+def bucket(monkeypatch):
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="data")
+        yield s3
+
+
+def test_an_s3_prefix_is_listed_and_its_objects_planned_into_shards(capsys, bucket, tmp_path):
+    rows = b"".join(b"%06d,%s\n" % (i, b"x" * 30) for i in range(20_000))
+    bucket.put_object(Bucket="data", Key="input/day/a.csv", Body=rows)
+    bucket.put_object(Bucket="data", Key="input/day/sub/b.csv.gz", Body=b"\x1f\x8b...")
+    bucket.put_object(Bucket="data", Key="input/day/folder/", Body=b"")  # a console's marker
+    code, printed = run_cli(
+        capsys, "plan", "s3://data/input/day/", *CSV, "--shards", "3", "--model", str(tmp_path),
+        "--json",
+    )  # fmt: skip
+    assert code == 0, printed
+    plan = json.loads(printed)
+    files = {f["name"]: f for f in plan["files"]}
+    assert set(files) == {"a.csv", "sub/b.csv.gz"}
+    assert files["a.csv"]["bytes"] == len(rows) and files["a.csv"]["records"] is None
+    assert (files["a.csv"]["shards"], files["sub/b.csv.gz"]["shards"]) == (3, 3)
+    assert plan["objects"] == 2 and plan["shards"] == 6 and plan["calibration"] is None
+    assert [w["code"] for w in plan["warnings"]] == [
+        "not-calibrated",
+        "gzip-without-compression-type",
+    ]
+
+
+def test_an_empty_prefix_is_an_input_error_naming_it(capsys, bucket):
+    code, printed = run_cli(capsys, "plan", "s3://data/input/none/", *CSV)
+    assert code == 3 and "s3://data/input/none/" in printed
+
+
+def test_local_and_s3_inputs_cannot_be_mixed(capsys, bucket, tmp_path):
+    (tmp_path / "a.csv").write_bytes(b"1\n")
+    code, printed = run_cli(capsys, "plan", str(tmp_path / "a.csv"), "s3://data/input/", *CSV)
+    assert code == 2 and "INPUT" in printed
