@@ -32,8 +32,9 @@ from tests.support.permissions.audit import Audit
 from tests.support.permissions.needs import Keys
 from tests.support.permissions.recorder import CallRecorder
 
-# Every audit of an offline stack that closed without error, for the unused-grant report.
-AUDITS: list[Audit] = []
+# (environment, granted and used grants) of every offline stack that closed without error,
+# for the unused-grant report (tests/support/permissions/report.py).
+GRANT_USAGE: list[tuple[str, dict[str, set[str]]]] = []
 
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 
@@ -114,7 +115,8 @@ class OfflineStack:
         self._exit.close()
         if kind is None:
             denied = self.audit.denied()
-            AUDITS.append(self.audit)
+            environment = self.template["Description"].split(":")[0].removeprefix("batchinfer ")
+            GRANT_USAGE.append((environment, self.audit.grants(self.audited)))
             if denied:
                 raise AssertionError(
                     f"{len(denied)} AWS calls the template's IAM refuses:\n"
@@ -202,7 +204,19 @@ class OfflineStack:
         self.outputs = {
             key: self._render(output["Value"]) for key, output in self.template["Outputs"].items()
         }
-        self.audit = Audit(self.template, self._render, self._keys(session), self.recorder)
+        pipeline = [f for f in functions.values() if "BATCHINFER_TABLE_NAME" in f.environment]
+        job_prefix = pipeline[0].environment["BATCHINFER_JOB_PREFIX"]
+        self.audit = Audit(
+            self.template, self._render, self._keys(session), self.recorder, job_prefix
+        )
+        # The runtimes whose grants the unused-grant report reviews: the pipeline's.
+        pipeline_roles = [
+            f.role for f in functions.values() if "BATCHINFER_TABLE_NAME" in f.environment
+        ]
+        model_role = self._render(model["Properties"]["ExecutionRoleArn"])
+        self.audited = {
+            self.audit.runtime_of(arn) for arn in [*pipeline_roles, model_role, machine_role]
+        } | ({self.audit.cli_policy} if self.audit.cli_policy else set())
 
     def _keys(self, session: Any) -> Keys:
         """Which key encrypts each bucket (as moto holds it), table and topic (as the
@@ -226,11 +240,13 @@ class OfflineStack:
                 ]["Rules"]
             except s3.exceptions.ClientError:
                 return None
-            key = rules[0]["ApplyServerSideEncryptionByDefault"].get("KMSMasterKeyID")
-            return kms.describe_key(KeyId=key)["KeyMetadata"]["Arn"] if key else None
+            return as_arn(rules[0]["ApplyServerSideEncryptionByDefault"].get("KMSMasterKeyID"))
 
         def as_arn(key: str | None) -> str | None:
-            return kms.describe_key(KeyId=key)["KeyMetadata"]["Arn"] if key else None
+            """A key's ARN (one in another account, which moto does not hold, as given)."""
+            if not key or key.startswith("arn:"):
+                return key
+            return kms.describe_key(KeyId=key)["KeyMetadata"]["Arn"]
 
         return Keys(
             of_bucket=of_bucket,
@@ -350,6 +366,10 @@ class OfflineStack:
 
     def _stop_running(self) -> None:
         """StopExecution on every running execution (a person stopping a run)."""
+        with self.audit.as_role(None):
+            self._stop_all()
+
+    def _stop_all(self) -> None:
         for item in self.sfn.list_executions(
             stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
         )["executions"]:

@@ -36,7 +36,10 @@ class Audit:
         render: Callable[[Any], Any],
         keys: Keys,
         recorder: CallRecorder,
+        job_prefix: str,
     ) -> None:
+        # Grants name the environment's job prefix; the report names it alike everywhere.
+        self.job_prefix = job_prefix
         self.policies = Policies(template, render)
         self.keys = keys
         self.recorder = recorder
@@ -49,9 +52,13 @@ class Audit:
         ]
         self.cli_policy = cli[0] if cli else None
 
-    def as_role(self, role_arn: str) -> Any:
-        """Calls in this block are made by the role ``role_arn`` (a job, a function)."""
-        return acting_as(self._role_ids[role_arn])
+    def runtime_of(self, role_arn: str) -> str:
+        return self._role_ids[role_arn]
+
+    def as_role(self, role_arn: str | None) -> Any:
+        """Calls in this block are made by the role ``role_arn`` (a job, a function); None:
+        by the harness itself (looking things up, playing a person), not recorded."""
+        return acting_as(self._role_ids[role_arn] if role_arn else None)
 
     @contextmanager
     def as_cli(self) -> Iterator[None]:
@@ -74,5 +81,19 @@ class Audit:
     def denied(self) -> list[Denial]:
         return [Denial(c, n, d) for c, n, d in self.decisions() if not d.allowed]
 
-    def used(self) -> set[Statement]:
-        return {d.by for _, _, d in self.decisions() if d.allowed and d.by is not None}
+    def grants(self, runtimes: set[str]) -> dict[str, set[str]]:
+        """For each grant of ``runtimes`` (``<policy>[<sid>] <action> on <resource>``), whether
+        a recorded call used it: ``{"granted": ..., "used": ...}``."""
+        granted, used = set(), set()
+        for owner in runtimes:
+            for statement in self.policies.identity.get(owner, []):
+                if statement.effect == "Allow":
+                    granted |= {self._line(statement, g) for g in statement.grants()}
+        for _, need, decision in self.decisions():
+            if decision.allowed and decision.by is not None and decision.by.owner in runtimes:
+                used |= {self._line(decision.by, g) for g in decision.by.grants_used_by(need)}
+        return {"granted": granted, "used": used}
+
+    def _line(self, statement: Statement, grant: tuple[str, str]) -> str:
+        resource = grant[1].replace(f"/{self.job_prefix}-", "/<job_prefix>-")
+        return f"{statement.label} {grant[0]} on {resource}"

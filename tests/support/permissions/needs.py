@@ -74,7 +74,8 @@ def _s3(call: Call, keys: Keys) -> list[Need]:
     p, op = call.params, call.operation
     bucket = p.get("Bucket", "")
     objects = f"arn:aws:s3:::{bucket}/{p.get('Key', '')}"
-    key = keys.of_bucket(bucket)
+    # A write names its key, or the bucket's default encryption applies.
+    key = p.get("SSEKMSKeyId") or keys.of_bucket(bucket)
     if op in ("ListObjectsV2", "ListObjects"):
         return [
             _need(

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tests.support.permissions.needs import ACCOUNT, Need
+from stacks.nag import flatten
+from tests.support.permissions.needs import ACCOUNT, REGION, Need
 
 # The context every call carries: HTTPS, this account.
 GLOBAL_CONTEXT = {"aws:SecureTransport": "true", "kms:CallerAccount": ACCOUNT}
@@ -29,10 +30,24 @@ class Statement:
     resources: tuple[str, ...]
     conditions: tuple[tuple[str, str, tuple[str, ...]], ...]  # (operator, key, values)
     principals: tuple[str, ...] = ()  # resource policies only
+    shown: tuple[str, ...] = ()  # the resources as the template writes them
 
     @property
     def label(self) -> str:
         return f"{self.policy}[{self.sid or self.number}]"
+
+    def grants(self) -> list[tuple[str, str]]:
+        """Each (action, resource) pair it allows, resources as the template writes them."""
+        return [(a, r) for a in self.actions for r in self.shown]
+
+    def grants_used_by(self, need: Need) -> list[tuple[str, str]]:
+        return [
+            (a, shown)
+            for a in self.actions
+            if _wildcard(a, need.action, case=False)
+            for r, shown in zip(self.resources, self.shown, strict=True)
+            if _wildcard(r, need.resource, case=True)
+        ]
 
     def matches(self, need: Need) -> bool:
         return (
@@ -63,23 +78,23 @@ class Policies:
                 owners = [r["Ref"] for r in props.get("Roles", []) if "Ref" in r] or [logical_id]
                 for owner in owners:
                     self.identity.setdefault(owner, []).extend(
-                        _statements(owner, logical_id, render(props["PolicyDocument"]))
+                        _statements(owner, logical_id, props["PolicyDocument"], render)
                     )
             elif kind == "AWS::IAM::Role":
                 for inline in props.get("Policies", []):
                     self.identity.setdefault(logical_id, []).extend(
                         _statements(
-                            logical_id, inline["PolicyName"], render(inline["PolicyDocument"])
+                            logical_id, inline["PolicyName"], inline["PolicyDocument"], render
                         )
                     )
             elif kind == "AWS::S3::BucketPolicy":
                 bucket = render(props["Bucket"])
                 self.buckets[bucket] = _statements(
-                    bucket, logical_id, render(props["PolicyDocument"])
+                    bucket, logical_id, props["PolicyDocument"], render
                 )
             elif kind == "AWS::KMS::Key":
                 arn = render({"Fn::GetAtt": [logical_id, "Arn"]})
-                self.keys[arn] = _statements(arn, logical_id, render(props["KeyPolicy"]))
+                self.keys[arn] = _statements(arn, logical_id, props["KeyPolicy"], render)
 
     def runtimes(self) -> list[str]:
         return sorted(self.identity)
@@ -121,9 +136,13 @@ class Policies:
         return Decision(True, allowed, f"allowed by {allowed.label}")
 
 
-def _statements(owner: str, policy: str, document: dict[str, Any]) -> list[Statement]:
+def _statements(
+    owner: str, policy: str, template_document: dict[str, Any], render: Callable[[Any], Any]
+) -> list[Statement]:
     found = []
+    document = render(template_document)
     for number, raw in enumerate(document["Statement"]):
+        written = template_document["Statement"][number].get("Resource", "*")
         if "NotAction" in raw or "NotResource" in raw:
             raise ValueError(f"{policy}[{number}]: NotAction/NotResource are not evaluated here")
         principal = raw.get("Principal", {})
@@ -147,9 +166,37 @@ def _statements(owner: str, policy: str, document: dict[str, Any]) -> list[State
                     for key, values in tests.items()
                 ),
                 principals=principals,
+                shown=tuple(
+                    _shown(r) for r in (written if isinstance(written, list) else [written])
+                ),
             )
         )
     return found
+
+
+# Pseudo parameters as the offline stack stands them in: with them resolved, the templates
+# of an environment pinned to this account and of one that is not name grants alike.
+_PSEUDO = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}
+
+
+def _shown(value: Any) -> str:
+    """A policy resource as the template writes it, pseudo parameters resolved."""
+    if isinstance(value, dict) and len(value) == 1:
+        ((function, argument),) = value.items()
+        if function == "Ref" and argument in _PSEUDO:
+            return _PSEUDO[argument]
+        if function == "Fn::Sub" and isinstance(argument, str):
+            for name, text in _PSEUDO.items():
+                argument = argument.replace("${" + name + "}", text)
+            return argument
+        if function == "Fn::Join":
+            return flatten({function: [argument[0], [_shown_part(p) for p in argument[1]]]})
+    return flatten(value)
+
+
+def _shown_part(value: Any) -> Any:
+    text = _shown(value)
+    return text if not text.startswith("<") else value
 
 
 def _tuple(value: Any) -> tuple[str, ...]:

@@ -30,8 +30,9 @@ class Call:
 
 
 @contextmanager
-def acting_as(runtime: str) -> Iterator[None]:
-    """The calls made in this block (and by threads it starts) are ``runtime``'s."""
+def acting_as(runtime: str | None) -> Iterator[None]:
+    """The calls made in this block (and by threads it starts) are ``runtime``'s; None:
+    the harness's own, not recorded."""
     token = _RUNTIME.set(runtime)
     try:
         yield
