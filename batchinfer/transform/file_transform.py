@@ -10,7 +10,7 @@ order (R14) whatever order the responses arrive in.
 
 import gzip
 import os
-import tempfile
+import secrets
 import time
 import zlib
 from collections import deque
@@ -176,7 +176,7 @@ def transform_file(
         if settings.compression_type == "Gzip":
             source = gzipped = _GzipSource(raw, name)
             on_bytes = gzipped.in_file_bytes(on_bytes)
-        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+        fd, tmp = _create_beside(dst)
         try:
             with os.fdopen(fd, "wb") as sink:
                 stats = transform_stream(
@@ -195,6 +195,17 @@ def transform_file(
             Path(tmp).unlink(missing_ok=True)
             raise
     return stats
+
+
+def _create_beside(dst: Path) -> tuple[int, Path]:
+    """A new temporary file beside ``dst``, created with mode 0666 less the umask, as the
+    output itself would be (``mkstemp`` would make it 0600 whatever the umask)."""
+    while True:
+        tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 def _invoke_with_retries(invoke: Invoke, body: bytes, retries: int, backoff: float) -> bytes:
