@@ -17,13 +17,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from batchinfer.engine.inputs import InputFile, check_compression, collect_inputs
+from batchinfer.engine.inputs import (
+    InputFile,
+    check_compression,
+    check_not_all_empty,
+    collect_inputs,
+)
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
 from batchinfer.engines import Engine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.serving.handlers import find_user_module
+from batchinfer.serving.readable import check_readable
 from batchinfer.serving.server_errors import ModelLoadError
 from batchinfer.sharding import split
 from batchinfer.sharding.auto import requested_shards
@@ -168,6 +174,7 @@ def run_job(
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     files = collect_inputs(job.inputs)
+    check_not_all_empty(files, job.inputs)
     check_compression(files, job.settings.compression_type, job.settings.content_type)
     progress = progress or Progress()
     progress.job_started(sum(file.size for file in files))
@@ -177,6 +184,7 @@ def run_job(
     try:
         model_dir = prepare_model_dir(job.model, workdir)
         module = _user_module(model_dir, job.settings.environment)
+        check_readable(model_dir, job.settings.environment, job.settings.content_type)
         groups = _split_inputs(files, job, workdir, on_stage)
         units = [unit for group in groups for unit in group.units]
         unit_dir = workdir / "outputs" if job.merge else job.output_dir
