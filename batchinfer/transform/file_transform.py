@@ -10,7 +10,7 @@ order (R14) whatever order the responses arrive in.
 
 import gzip
 import os
-import tempfile
+import secrets
 import time
 import zlib
 from collections import deque
@@ -30,6 +30,8 @@ from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 # Sends one request body and returns the response body; called from up to ``concurrency``
 # threads at once, so it must be thread-safe.
 Invoke = Callable[[bytes], bytes]
+# Told, after each request's output is written, how many bytes of the file are done so far.
+OnBytes = Callable[[int], None]
 
 RETRY_BACKOFF_SECONDS = 0.1
 
@@ -37,7 +39,8 @@ RETRY_BACKOFF_SECONDS = 0.1
 @dataclass(frozen=True)
 class FileStats:
     """What one file's transform did. ``bytes_in`` counts decompressed input bytes;
-    ``records_out`` is None when AssembleWith is None (output records are not delimited)."""
+    ``records_out`` is None where output records cannot be counted (R17: see
+    ``TransformSettings.records_not_counted``)."""
 
     records_in: int
     records_out: int | None
@@ -57,13 +60,15 @@ def transform_stream(
     name: str,
     concurrency: int | None = None,
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
+    on_bytes: OnBytes | None = None,
 ) -> FileStats:
     """Transform the (already decompressed) ``source`` into ``sink``.
 
-    ``concurrency`` defaults to the effective MaxConcurrentTransforms. With SplitType Line and
-    AssembleWith Line each response must hold as many lines as its request held records;
-    a mismatch raises RecordError naming the records and both counts. Any failure raises
-    (RecordError for a record or request); ``sink`` may then hold partial output.
+    ``concurrency`` defaults to the effective MaxConcurrentTransforms. Where the answer is
+    one line per record (``settings.counts_records``) each response must hold as many lines
+    as its request held records; a mismatch raises RecordError naming the records and both
+    counts. Any failure raises (RecordError for a record or request); ``sink`` may then hold
+    partial output. ``on_bytes`` hears the source bytes done after each request.
     """
     started = time.perf_counter()
     counted = _CountingReader(source)
@@ -78,7 +83,7 @@ def transform_stream(
         keep_records=processing.join,
     )
     verify = settings.counts_records
-    totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0}
+    totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0, "bytes_done": 0}
 
     def call(body: bytes) -> bytes:
         return _invoke_with_retries(
@@ -101,7 +106,7 @@ def transform_stream(
         if processing.transforms_output:
             response = processing.process_response(batch, response)
         output = assemble(response, settings.assemble_with)
-        produced = output_records(output, settings.assemble_with)
+        produced = output_records(output, settings.assemble_with) if verify else None
         if verify and produced != batch.record_count:
             raise RecordError(
                 name,
@@ -115,6 +120,9 @@ def transform_stream(
         totals["records_out"] += produced or 0
         totals["bytes_out"] += len(output)
         totals["requests"] += 1
+        totals["bytes_done"] += batch.input_bytes
+        if on_bytes is not None:
+            on_bytes(totals["bytes_done"])
 
     width = max(1, concurrency or effective.max_concurrent_transforms)
     window: deque[tuple[Batch, Future[bytes]]] = deque()
@@ -132,7 +140,7 @@ def transform_stream(
             raise
     return FileStats(
         records_in=totals["records_in"],
-        records_out=totals["records_out"] if settings.assemble_with == "Line" else None,
+        records_out=totals["records_out"] if verify else None,
         bytes_in=counted.count,
         bytes_out=totals["bytes_out"],
         requests=totals["requests"],
@@ -150,11 +158,13 @@ def transform_file(
     name: str | None = None,
     concurrency: int | None = None,
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
+    on_bytes: OnBytes | None = None,
 ) -> FileStats:
     """Transform ``src`` into ``dst`` (R19): the output is written to a temporary file beside
     ``dst`` and renamed only on success, so a failed file leaves neither. Gzip input is
     decompressed first (R11); the output is uncompressed. ``name`` (default: ``src``) is how
-    errors name the file."""
+    errors name the file. ``on_bytes`` hears the bytes of ``src`` done after each request
+    (of a gzip file, estimated from how far the decompression has read into it)."""
     name = name or str(src)
     dst.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -162,8 +172,11 @@ def transform_file(
     except OSError as exc:
         raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     with raw:
-        source: BinaryIO = _GzipSource(raw, name) if settings.compression_type == "Gzip" else raw
-        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+        source: BinaryIO = raw
+        if settings.compression_type == "Gzip":
+            source = gzipped = _GzipSource(raw, name)
+            on_bytes = gzipped.in_file_bytes(on_bytes)
+        fd, tmp = _create_beside(dst)
         try:
             with os.fdopen(fd, "wb") as sink:
                 stats = transform_stream(
@@ -175,12 +188,24 @@ def transform_file(
                     name=name,
                     concurrency=concurrency,
                     retry_backoff_seconds=retry_backoff_seconds,
+                    on_bytes=on_bytes,
                 )
             os.replace(tmp, dst)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
     return stats
+
+
+def _create_beside(dst: Path) -> tuple[int, Path]:
+    """A new temporary file beside ``dst``, created with mode 0666 less the umask, as the
+    output itself would be (``mkstemp`` would make it 0600 whatever the umask)."""
+    while True:
+        tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 def _invoke_with_retries(invoke: Invoke, body: bytes, retries: int, backoff: float) -> bytes:
@@ -223,8 +248,22 @@ class _GzipSource:
     """A gzip stream whose corruption errors name the file (R11)."""
 
     def __init__(self, raw: BinaryIO, name: str):
+        self._raw = raw
         self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
         self._name = name
+
+    def in_file_bytes(self, on_bytes: OnBytes | None) -> OnBytes | None:
+        """``on_bytes`` told compressed bytes instead of the decompressed ones done,
+        estimated from the ratio read so far."""
+        if on_bytes is None:
+            return None
+        report = on_bytes
+
+        def compressed(done: int) -> None:
+            produced = self._gzip.tell()
+            report(self._raw.tell() * done // produced if produced else 0)
+
+        return compressed
 
     def read(self, size: int = -1) -> bytes:
         try:

@@ -34,6 +34,8 @@ class Batch:
     record_count: int
     # The original records, kept only when a join needs them (R17, R18).
     records: tuple[bytes, ...] | None = None
+    # Bytes of the source its records took, before any InputFilter (progress is counted in it).
+    input_bytes: int = 0
 
     @property
     def last_record(self) -> int:
@@ -114,7 +116,7 @@ def _whole_object(
     body = record_filter(data, 1) if record_filter else data
     if limit is not None and len(body) > limit:
         raise oversize_error(name, 1, limit, len(body), whole=True)
-    yield Batch(body, 1, 1, (data,) if keep_records else None)
+    yield Batch(body, 1, 1, (data,) if keep_records else None, len(data))
 
 
 def _multi_records(source: BinaryIO, name: str, limit: int, read_size: int) -> Iterator[Batch]:
@@ -140,14 +142,14 @@ def _multi_records(source: BinaryIO, name: str, limit: int, read_size: int) -> I
             return
         if eof and end - start <= limit:
             body = bytes(view[start:end])
-            yield Batch(body, done + 1, count_records(body))
+            yield Batch(body, done + 1, count_records(body), input_bytes=len(body))
             return
         cut = buf.rfind(b"\n", start, start + limit)
         if cut < 0:
             raise oversize_error(name, done + 1, limit)
         body = bytes(view[start : cut + 1])
         count = body.count(b"\n")
-        yield Batch(body, done + 1, count)
+        yield Batch(body, done + 1, count, input_bytes=len(body))
         done += count
         start = cut + 1
 
@@ -191,7 +193,7 @@ def _single_records(
     source: BinaryIO, name: str, limit: int | None, read_size: int
 ) -> Iterator[Batch]:
     for number, record in enumerate(_iter_records(source, name, limit, read_size), 1):
-        yield Batch(record, number, 1)
+        yield Batch(record, number, 1, input_bytes=len(record))
 
 
 def _pack(
@@ -205,19 +207,23 @@ def _pack(
     """Batches of filtered records, each body within ``limit`` bytes."""
     parts: list[bytes] = []
     originals: list[bytes] = []
-    size, first = 0, 1
+    size, consumed, first = 0, 0, 1
+
+    def batch() -> Batch:
+        kept = tuple(originals) if keep_records else None
+        return Batch(b"".join(parts), first, len(parts), kept, consumed)
+
     for number, record in enumerate(records, 1):
         part = record_filter(record, number) if record_filter else record
         if limit is not None and len(part) > limit:
             raise oversize_error(name, number, limit, len(part))
         if parts and (single or (limit is not None and size + len(part) > limit)):
-            yield Batch(
-                b"".join(parts), first, len(parts), tuple(originals) if keep_records else None
-            )
-            parts, originals, size, first = [], [], 0, number
+            yield batch()
+            parts, originals, size, consumed, first = [], [], 0, 0, number
         parts.append(part)
         size += len(part)
+        consumed += len(record)
         if keep_records:
             originals.append(record)
     if parts:
-        yield Batch(b"".join(parts), first, len(parts), tuple(originals) if keep_records else None)
+        yield batch()
