@@ -9,17 +9,16 @@ assembled by :func:`batchinfer.transform.file_transform.transform_file`, which w
 """
 
 import os
-import queue
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from batchinfer.engine.file_queue import take_files
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import start_server
 from batchinfer.serving.server import native_thread_limits
-from batchinfer.transform.settings import EffectiveSettings, TransformSettings
+from batchinfer.transform.settings import TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
 
@@ -62,62 +61,20 @@ def run_transform(
             for server in servers
         ]
         effective = settings.resolve(clients[0].execution_parameters())
-        outcomes = _process_files(files, output_dir, clients, settings, effective, progress)
+
+        def work(instance: int, file: InputFile) -> FileOutcome:
+            return transform_input(
+                file,
+                output_dir,
+                instance=instance,
+                invoke=clients[instance].invoke,
+                settings=settings,
+                effective=effective,
+                concurrency=effective.max_concurrent_transforms,
+            )
+
+        outcomes = take_files(files, len(clients), work, progress)
         return EngineReport(effective, outcomes)
     finally:
         with ThreadPoolExecutor(max(1, len(servers))) as stopping:  # stop all at once (C10)
             list(stopping.map(lambda server: server.stop(), servers))
-
-
-def _process_files(
-    files: list[InputFile],
-    output_dir: Path,
-    clients: list[ModelServerClient],
-    settings: TransformSettings,
-    effective: EffectiveSettings,
-    progress: Progress,
-) -> list[FileOutcome]:
-    """Each instance thread takes the next whole file until none is left (R3)."""
-    pending: queue.SimpleQueue[InputFile] = queue.SimpleQueue()
-    for file in files:
-        pending.put(file)
-    outcomes: dict[str, FileOutcome] = {}
-    lock = threading.Lock()
-
-    crashed: list[BaseException] = []  # not a file's failure: a fault of the engine itself
-
-    def instance_loop(instance: int, client: ModelServerClient) -> None:
-        try:
-            while not crashed:
-                try:
-                    file = pending.get_nowait()
-                except queue.Empty:
-                    return
-                progress.file_started(instance, file)
-                outcome = transform_input(
-                    file,
-                    output_dir,
-                    instance=instance,
-                    invoke=client.invoke,
-                    settings=settings,
-                    effective=effective,
-                    concurrency=effective.max_concurrent_transforms,
-                )
-                with lock:
-                    outcomes[file.name] = outcome
-                progress.file_finished(outcome)
-        except BaseException as exc:
-            crashed.append(exc)
-
-    threads = [
-        threading.Thread(target=instance_loop, args=(i, c), name=f"instance-{i + 1}", daemon=True)
-        for i, c in enumerate(clients)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.2)  # short joins keep Ctrl-C responsive
-    if crashed:
-        raise crashed[0]
-    return [outcomes[file.name] for file in files]

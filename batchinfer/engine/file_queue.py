@@ -1,0 +1,55 @@
+"""Instances taking whole files from one queue until none is left (R3: one file, one
+instance), as Batch Transform's instances do; the transform and endpoint engines use it."""
+
+import queue
+import threading
+from collections.abc import Callable
+
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.outcomes import FileOutcome, Progress
+
+# Runs one whole file on one instance; a failure of the file is an outcome, not an error.
+Work = Callable[[int, InputFile], FileOutcome]
+
+
+def take_files(
+    files: list[InputFile], instances: int, work: Work, progress: Progress
+) -> list[FileOutcome]:
+    """``work(instance, file)`` for every file, ``instances`` threads taking the next whole
+    file until none is left; the outcomes in the order of ``files``. An exception from
+    ``work`` is a fault of the engine itself: the other instances stop taking files and it
+    is raised."""
+    pending: queue.SimpleQueue[InputFile] = queue.SimpleQueue()
+    for file in files:
+        pending.put(file)
+    outcomes: dict[str, FileOutcome] = {}
+    lock = threading.Lock()
+    crashed: list[BaseException] = []
+
+    def instance_loop(instance: int) -> None:
+        try:
+            while not crashed:
+                try:
+                    file = pending.get_nowait()
+                except queue.Empty:
+                    return
+                progress.file_started(instance, file)
+                outcome = work(instance, file)
+                with lock:
+                    outcomes[file.name] = outcome
+                progress.file_finished(outcome)
+        except BaseException as exc:
+            crashed.append(exc)
+
+    threads = [
+        threading.Thread(target=instance_loop, args=(i,), name=f"instance-{i + 1}", daemon=True)
+        for i in range(instances)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.2)  # short joins keep Ctrl-C responsive
+    if crashed:
+        raise crashed[0]
+    return [outcomes[file.name] for file in files]
