@@ -4,6 +4,7 @@ and processing engines write (R5-R19), retries throttling (R20) and fails a refu
 alone (R19)."""
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.local_job import LocalJob, run_job
+from batchinfer.errors import ValidationError
 from batchinfer.serving.launcher import start_server
 from batchinfer.transform.settings import TransformSettings
 from tests.support.cli import run_cli
@@ -272,3 +275,32 @@ def test_plan_does_not_take_the_endpoint_engine(tmp_path, capsys):
     data = write(tmp_path / "in" / "d.csv", b"1,2\n")
     code, said = run_cli(capsys, "plan", str(data), "--engine", "endpoint")
     assert code == 2 and "--engine must be transform or processing" in said
+
+
+@pytest.mark.parametrize(
+    ("url", "reached"),
+    [
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ("http://models.internal/v1/score/", "http://models.internal:80/v1/score"),
+        ("https://models.internal:8443/x", "https://models.internal:8443/x"),
+    ],
+)
+def test_an_endpoint_url_may_carry_a_path_prefix_and_https(url, reached):
+    client = ModelServerClient.from_url(url, content_type=None, accept=None, timeout=1.0)
+    assert client.url == reached
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("127.0.0.1:8080", "must start with http:// or https://"),
+        ("http://", "names no host"),
+        ("http://h:99999", "port is not valid"),
+        ("http://h:8080/?a=1", "query or fragment"),
+    ],
+)
+def test_a_malformed_endpoint_url_is_named(url, problem):
+    with pytest.raises(
+        ValidationError, match=rf"--endpoint-url: {re.escape(repr(url))} .*{problem}"
+    ):
+        ModelServerClient.from_url(url, content_type=None, accept=None, timeout=1.0)
