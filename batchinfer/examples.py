@@ -6,8 +6,14 @@ the target, disease progression, binarised at its median). Nothing is downloaded
 (``GradientBoostingClassifier`` predicts several times faster than
 ``HistGradientBoostingClassifier`` on batches of this size, so it is the one served.)
 
+With a framework (``train_framework_model``), the same data trains a scikit-learn, XGBoost
+or LightGBM classifier, saved in that framework's own format beside a ``code/inference.py``
+of SageMaker's handler protocol (:mod:`batchinfer.example_handlers`) that answers the
+probability of the positive class.
+
 Example rows are data set rows drawn at random, with Gaussian noise of 5 % of each
 feature's spread, written with each feature's original precision: ~45 bytes per CSV row.
+JSON Lines records are objects, ``{"id": <row number>, "features": [...]}``.
 Large files repeat rows of a pool of 200,000 distinct ones, so a gigabyte takes seconds.
 """
 
@@ -45,6 +51,33 @@ def train_example_model(model_dir: Path) -> Path:
     return path
 
 
+def train_framework_model(model_dir: Path, framework: str) -> Path:
+    """Train the example classifier with ``framework`` (sklearn, xgboost or lightgbm), save
+    it in that framework's format with its ``code/inference.py``; return the handler's path."""
+    from batchinfer.example_handlers import FRAMEWORKS, write_handler
+
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, not {framework!r}")
+    model_dir.mkdir(parents=True, exist_ok=True)
+    if framework == "sklearn":
+        train_example_model(model_dir)
+    else:
+        features, labels = _dataset()
+        if framework == "xgboost":
+            import xgboost as xgb
+
+            params = {"objective": "binary:logistic", "max_depth": 3, "seed": 0, "nthread": 1}
+            booster = xgb.train(params, xgb.DMatrix(features, labels), num_boost_round=100)
+            booster.save_model(str(model_dir / "model.json"))
+        else:
+            import lightgbm as lgb
+
+            params = {"objective": "binary", "verbose": -1, "seed": 0, "num_threads": 1}
+            booster = lgb.train(params, lgb.Dataset(features, labels), num_boost_round=100)
+            booster.save_model(str(model_dir / "model.txt"))
+    return write_handler(framework, model_dir / "code")
+
+
 def _decimals(column: np.ndarray) -> int:
     """The fewest decimals that represent every value of ``column`` exactly."""
     return next(d for d in range(8) if np.array_equal(np.round(column, d), column))
@@ -63,18 +96,28 @@ def _noisy_rows(count: int, rng: np.random.Generator) -> np.ndarray:
     return rows
 
 
-def _write_lines(path: Path, rows: int, seed: int, encode: Callable[[np.ndarray], bytes]) -> None:
+def _write_lines(
+    path: Path,
+    rows: int,
+    seed: int,
+    encode: Callable[[np.ndarray], bytes],
+    label: Callable[[int, bytes], bytes] | None = None,
+) -> None:
     """Write ``rows`` encoded example records: a pool of up to ``_POOL_ROWS`` distinct noisy
-    rows is encoded once, then lines are drawn from it at random (fast for gigabytes)."""
+    rows is encoded once, then lines are drawn from it at random (fast for gigabytes).
+    ``label`` rewrites each line given its row number (from 0)."""
     rng = np.random.default_rng(seed)
     pool = encode(_noisy_rows(min(rows, _POOL_ROWS), rng)).split(b"\n")[:-1]
     with open(path, "wb") as out:
-        if rows <= _POOL_ROWS:
-            out.write(b"".join(line + b"\n" for line in pool))
-            return
         for start in range(0, rows, _CHUNK_ROWS):
-            picks = rng.integers(0, len(pool), min(_CHUNK_ROWS, rows - start))
-            out.write(b"\n".join([pool[i] for i in picks.tolist()]) + b"\n")
+            count = min(_CHUNK_ROWS, rows - start)
+            if rows <= _POOL_ROWS:
+                lines = pool
+            else:
+                lines = [pool[i] for i in rng.integers(0, len(pool), count).tolist()]
+            if label is not None:
+                lines = [label(start + n, line) for n, line in enumerate(lines)]
+            out.write(b"".join(line + b"\n" for line in lines))
 
 
 def write_example_csv(path: Path, rows: int, seed: int = 0) -> None:
@@ -83,5 +126,9 @@ def write_example_csv(path: Path, rows: int, seed: int = 0) -> None:
 
 
 def write_example_jsonl(path: Path, rows: int, seed: int = 0) -> None:
-    """Write ``rows`` example records as JSON Lines, each a list of the 10 feature values."""
-    _write_lines(path, rows, seed, encode_jsonlines)
+    """Write ``rows`` example records as JSON Lines: ``{"id": n, "features": [10 values]}``."""
+    _write_lines(path, rows, seed, encode_jsonlines, _labelled)
+
+
+def _labelled(number: int, features: bytes) -> bytes:
+    return b'{"id":%d,"features":%s}' % (number, features)

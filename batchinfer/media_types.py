@@ -12,3 +12,19 @@ def media_type(header: str | None) -> str | None:
     if header is None:
         return None
     return header.split(";", 1)[0].strip().lower() or None
+
+
+# Other spellings of JSON Lines and NumPy's type, read as the names above.
+ALIASES = {
+    "application/jsonl": JSONLINES,
+    "application/x-jsonlines": JSONLINES,
+    "application/json-lines": JSONLINES,
+    "application/npy": NPY,
+}
+
+
+def codec_type(header: str | None) -> str | None:
+    """The codec a Content-Type/Accept value selects: its media type, with the common
+    aliases of JSON Lines and NumPy's type read as the canonical names."""
+    kind = media_type(header)
+    return ALIASES.get(kind, kind) if kind else None

@@ -13,22 +13,48 @@ from aws_cdk import aws_iam as iam
 from batchinfer.pipeline.data_places import DataPlace
 from stacks.nag import resource_finding
 
-READ_ACTIONS = ["s3:GetObject", "s3:GetObjectVersion"]
 WRITE_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload"]
 # SSE-KMS: reading decrypts; writing asks for a data key (and a multipart upload decrypts
-# it again to complete); SageMaker encrypts a job's output with the key it is given.
+# it again to complete); SageMaker asks the job's role for kms:Encrypt on a job's KmsKeyId.
 READ_KEY_ACTIONS = ["kms:Decrypt"]
-WRITE_KEY_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"]
+WRITE_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey"]
+JOB_OUTPUT_KEY_ACTIONS = [*WRITE_KEY_ACTIONS, "kms:Encrypt"]
 
 
-def grant_read(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> list[str]:
-    """Let ``role`` list and read ``places``; the cdk-nag findings that leaves."""
-    return _grant(role, tuple(places), sid, READ_ACTIONS, READ_KEY_ACTIONS, listing=True)
+def grant_list(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> list[str]:
+    """Let ``role`` list the keys under ``places``."""
+    partition = Stack.of(role).partition
+    for number, place in enumerate(places):
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid=f"{sid}{number}",
+                actions=["s3:ListBucket"],
+                resources=[f"arn:{partition}:s3:::{place.bucket}"],
+                conditions={"StringLike": {"s3:prefix": [f"{place.prefix}*"]}}
+                if place.prefix
+                else None,
+            )
+        )
+    return []
 
 
-def grant_write(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> list[str]:
+def grant_read(
+    role: iam.IRole, places: Iterable[DataPlace], sid: str, *, versions: bool = False
+) -> list[str]:
+    """Let ``role`` read objects under ``places`` (also by version); the cdk-nag findings."""
+    actions = ["s3:GetObject", *(["s3:GetObjectVersion"] if versions else [])]
+    return _grant(role, tuple(places), sid, actions, READ_KEY_ACTIONS)
+
+
+def grant_write(
+    role: iam.IRole,
+    places: Iterable[DataPlace],
+    sid: str,
+    *,
+    key_actions: list[str] = WRITE_KEY_ACTIONS,
+) -> list[str]:
     """Let ``role`` write objects under ``places``; the cdk-nag findings that leaves."""
-    return _grant(role, tuple(places), sid, WRITE_ACTIONS, WRITE_KEY_ACTIONS, listing=False)
+    return _grant(role, tuple(places), sid, WRITE_ACTIONS, key_actions)
 
 
 def _grant(
@@ -37,8 +63,6 @@ def _grant(
     sid: str,
     actions: list[str],
     key_actions: list[str],
-    *,
-    listing: bool,
 ) -> list[str]:
     if not places:
         return []
@@ -47,18 +71,6 @@ def _grant(
     role.add_to_principal_policy(
         iam.PolicyStatement(sid=sid, actions=actions, resources=sorted(set(objects)))
     )
-    if listing:
-        for number, place in enumerate(places):
-            role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    sid=f"{sid}List{number}",
-                    actions=["s3:ListBucket"],
-                    resources=[f"arn:{partition}:s3:::{place.bucket}"],
-                    conditions={"StringLike": {"s3:prefix": [f"{place.prefix}*"]}}
-                    if place.prefix
-                    else None,
-                )
-            )
     keys = sorted({p.kms_key_arn for p in places if p.kms_key_arn})
     if keys:
         role.add_to_principal_policy(

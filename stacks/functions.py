@@ -16,7 +16,7 @@ from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.steps import STEPS, Step
 from stacks.config import LOG_RETENTION_DAYS, PipelineConfig
-from stacks.data_access import grant_read, grant_write
+from stacks.data_access import grant_list, grant_read, grant_write
 from stacks.model_access import grant_create_run_models, grant_delete_run_models
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import place_function
@@ -139,61 +139,93 @@ def _grant(
     notifications: Notifications,
 ) -> None:
     """Least privilege for ``step`` as the registry declares it: its S3 prefixes, the
-    table, the key, the announcers' topic and bus."""
+    table actions it calls, the key uses those imply, the announcers' topic and bus."""
     findings = []
     if step.reads:
+        # A split copies the version of an object it measured (the bucket is versioned).
+        versions = ["s3:GetObjectVersion"] if step.pins_versions else []
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ReadData",
-                # The bucket is versioned and a split copies the version it measured.
-                actions=["s3:GetObject", "s3:GetObjectVersion"],
+                actions=["s3:GetObject", *versions],
                 resources=[storage.data_arn(p) for p in step.reads],
             )
         )
+        findings += [resource_finding(role, storage.data_arn(p)) for p in step.reads]
+    if step.lists:
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="ListData",
                 actions=["s3:ListBucket"],
                 resources=[storage.data_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{p}*" for p in step.lists]}},
             )
         )
-        findings += [resource_finding(role, storage.data_arn(p)) for p in step.reads]
     if step.writes:
+        aborts = ["s3:AbortMultipartUpload"] if step.multipart else []
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="WriteData",
-                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                actions=["s3:PutObject", *aborts],
                 resources=[storage.data_arn(p) for p in step.writes],
             )
         )
         findings += [resource_finding(role, storage.data_arn(p)) for p in step.writes]
-    if step.reads or step.writes:
-        storage.key.grant_encrypt_decrypt(role)
-        findings += ["Action::kms:GenerateDataKey*", "Action::kms:ReEncrypt*"]
     if step.table:
-        status.table.grant_read_write_data(role)
-        findings.append(resource_finding(role, f"{status.table.table_arn}/index/*"))
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="StatusTable",
+                actions=[f"dynamodb:{action}" for action in step.table],
+                resources=[status.table.table_arn],
+            )
+        )
+    key_actions = _key_actions(step)
+    if key_actions:
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="UseDataKey", actions=key_actions, resources=[storage.key.key_arn]
+            )
+        )
     if step.announces:
-        notifications.topic.grant_publish(role)
+        # The topic's key is the stack's: UseDataKey covers publishing to it.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Announce", actions=["sns:Publish"], resources=[notifications.topic.topic_arn]
+            )
+        )
         notifications.bus.grant_put_events_to(role)
     if findings:
         acknowledge(
             role,
             "AwsSolutions-IAM5",
             f"The {step.name} Lambda works on objects of per-run folders under fixed "
-            "prefixes of the data bucket (run ids are chosen at run time), queries "
-            "the status table's by-status index, and uses the stack's key through "
-            "the S3 and DynamoDB integrations.",
+            "prefixes of the data bucket (run ids are chosen at run time).",
             findings=sorted(set(findings)),
         )
+
+
+TABLE_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"})
+
+
+def _key_actions(step: Step) -> list[str]:
+    """The stack key's uses behind the step's S3 objects (SSE-KMS), table items and topic
+    messages: reading decrypts, writing asks for a data key (a multipart upload and a
+    publish decrypt it again)."""
+    decrypt = bool(step.reads or step.table or step.multipart or step.announces)
+    data_key = bool(step.writes or set(step.table) & TABLE_WRITES or step.announces)
+    return [a for a, used in (("kms:Decrypt", decrypt), ("kms:GenerateDataKey", data_key)) if used]
 
 
 def _grant_existing_buckets(step: Step, role: iam.Role, config: PipelineConfig) -> None:
     """A step that reads inputs reads the data sources too; one that reads or writes
     outputs does the same on the output destinations."""
     findings = []
+    if INPUT_PREFIX in step.lists:
+        findings += grant_list(role, config.data_sources, "ListSources")
     if INPUT_PREFIX in step.reads:
-        findings += grant_read(role, config.data_sources, "ReadSources")
+        findings += grant_read(
+            role, config.data_sources, "ReadSources", versions=step.pins_versions
+        )
     if OUTPUT_PREFIX in step.reads:
         findings += grant_read(role, config.output_destinations, "ReadDestinations")
     if OUTPUT_PREFIX in step.writes:

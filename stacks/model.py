@@ -12,7 +12,7 @@ from constructs import Construct
 from batchinfer.pipeline.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
 from stacks.config import ECR_IMAGE, PipelineConfig
-from stacks.data_access import grant_write
+from stacks.data_access import JOB_OUTPUT_KEY_ACTIONS, grant_write
 from stacks.framework_images import framework_image_uri
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import SAGEMAKER_NETWORK_ACTIONS, allow_network_interfaces
@@ -63,19 +63,12 @@ class Model(Construct):
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description="SageMaker transform and processing jobs of batchinfer",
         )
-        bucket = storage.data_bucket
+        # Jobs read the run's shards (every input is split or copied there) and manifests.
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="ReadInputsAndShards",
+                sid="ReadShardsAndManifests",
                 actions=["s3:GetObject"],
-                resources=[storage.data_arn("input/"), storage.data_arn(SHARDS_PREFIX)],
-            )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadManifests",
-                actions=["s3:GetObject"],
-                resources=[storage.data_arn(RUNS_PREFIX)],
+                resources=[storage.data_arn(SHARDS_PREFIX), storage.data_arn(RUNS_PREFIX)],
             )
         )
         self.role.add_to_policy(
@@ -87,21 +80,20 @@ class Model(Construct):
         )
         self.role.add_to_policy(
             iam.PolicyStatement(
-                sid="ListDataBucket", actions=["s3:ListBucket"], resources=[bucket.bucket_arn]
+                sid="UseDataKey",
+                actions=JOB_OUTPUT_KEY_ACTIONS,
+                resources=[storage.key.key_arn],
             )
         )
-        storage.key.grant_encrypt_decrypt(self.role)
         # Jobs read only the run's shards (Collect copies every input there); they write
         # the outputs of runs whose outputs are not merged straight to a destination.
-        destinations = grant_write(self.role, config.output_destinations, "WriteDestinations")
-        self.image_uri = self._image(config, repo_root)
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="PullImageAuthorization",
-                actions=["ecr:GetAuthorizationToken"],
-                resources=["*"],
-            )
+        destinations = grant_write(
+            self.role,
+            config.output_destinations,
+            "WriteDestinations",
+            key_actions=JOB_OUTPUT_KEY_ACTIONS,
         )
+        self.image_uri = self._image(config, repo_root)
         stack = Stack.of(self)
         log_group_arn = stack.format_arn(
             service="logs",
@@ -162,7 +154,7 @@ class Model(Construct):
             self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
             self.model_name = self.model.attr_model_name
         wildcard_resources = [
-            *(storage.data_arn(p) for p in ("input/", SHARDS_PREFIX, RUNS_PREFIX, "output/")),
+            *(storage.data_arn(p) for p in (SHARDS_PREFIX, RUNS_PREFIX, "output/")),
             log_group_arn,
             f"{log_group_arn}:log-stream:*",
             "*",
@@ -179,15 +171,13 @@ class Model(Construct):
         acknowledge(
             self.role,
             "AwsSolutions-IAM5",
-            "Jobs read and write the objects of their own data prefixes (input/, shards/, "
-            "runs/, output/) and a model asset, write logs to the /aws/sagemaker/* log "
+            "Jobs read and write the objects of their own data prefixes (shards/, runs/, "
+            "output/) and a model asset, write logs to the /aws/sagemaker/* log "
             "groups SageMaker creates per job, use the stack key through S3 and EBS, and "
             "ecr:GetAuthorizationToken and cloudwatch:PutMetricData (namespace-conditioned) "
             "have no resource-level permissions.",
             findings=[
                 *(resource_finding(self, r) for r in wildcard_resources),
-                "Action::kms:GenerateDataKey*",
-                "Action::kms:ReEncrypt*",
                 *(
                     ["Action::s3:GetBucket*", "Action::s3:GetObject*", "Action::s3:List*"]
                     if config.is_local_model
@@ -234,6 +224,14 @@ class Model(Construct):
                 sid="PullImage",
                 actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
                 resources=[repository],
+            )
+        )
+        # (grant_pull of a built image includes the token)
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PullImageAuthorization",
+                actions=["ecr:GetAuthorizationToken"],
+                resources=["*"],
             )
         )
         return image_uri

@@ -21,16 +21,17 @@ def acknowledge(
 def resource_finding(scope: IConstruct, value: str) -> str:
     """``Resource::<text>``: how cdk-nag names a policy resource, ``value`` a string that may
     hold tokens (references become ``<LogicalId>``/``<LogicalId.Attr>``)."""
-    return f"Resource::{_flatten(Stack.of(scope).resolve(value))}"
+    return f"Resource::{flatten(Stack.of(scope).resolve(value))}"
 
 
-def _flatten(value: Any) -> str:
+def flatten(value: Any) -> str:
+    """A template value as one string, references as ``<LogicalId>``/``<LogicalId.Attr>``."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and len(value) == 1:
         ((function, argument),) = value.items()
         if function == "Fn::Join" and argument[0] == "":
-            return "".join(_flatten(part) for part in argument[1])
+            return "".join(flatten(part) for part in argument[1])
         if function == "Ref":
             return f"<{argument}>"
         if function == "Fn::GetAtt":

@@ -8,6 +8,7 @@ from constructs import Construct
 
 from batchinfer.pipeline import data_places, stack_outputs
 from batchinfer.pipeline.environment import PipelineEnvironment
+from stacks.cli_access import CliAccess
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
 from stacks.model import Model
@@ -109,6 +110,13 @@ class PipelineStack(Stack):
             functions=self.functions.functions,
             topic=self.notifications.topic,
         )
+        self.cli = CliAccess(
+            self,
+            "CliAccess",
+            state_machine_arn=self.workflow.state_machine.state_machine_arn,
+            storage=self.storage,
+            status=self.status,
+        )
         self._acknowledge_bucket_notifications()
         self.outputs = Outputs(
             self,
@@ -125,6 +133,7 @@ class PipelineStack(Stack):
                 stack_outputs.IMAGE_URI: self.model.image_uri,
                 stack_outputs.MODEL_NAME: self.model.model_name or config.model_package_arn,
                 stack_outputs.KMS_KEY_ARN: self.storage.key.key_arn,
+                stack_outputs.CLI_POLICY_ARN: self.cli.policy.managed_policy_arn,
             },
         )
 

@@ -28,6 +28,7 @@ from batchinfer.pipeline.prepare_job import JOB_TASKS, JobTask
 from batchinfer.pipeline.steps import Step
 from stacks.config import PipelineConfig
 from stacks.functions import Functions, retention
+from stacks.map_io import RunItemReader, RunResultWriter
 from stacks.model import Model
 from stacks.storage import Storage
 from stacks.workflow_access import acknowledge_workflow_access, grant_workflow_access
@@ -165,10 +166,10 @@ class Workflow(Construct):
         split_inputs = sfn.DistributedMap(
             self,
             "SplitInputs",
-            item_reader=sfn.S3JsonItemReader(
+            item_reader=RunItemReader(
                 bucket=storage.data_bucket, key=sfn.JsonPath.string_at("$.plan.inputs_key")
             ),
-            result_writer_v2=sfn.ResultWriterV2(
+            result_writer_v2=RunResultWriter(
                 bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
             ),
             max_concurrency=config.split_concurrency,

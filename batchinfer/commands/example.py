@@ -11,22 +11,42 @@ def example(
     directory: Annotated[Path, typer.Argument(help="Where to write model/ and input/.")],
     rows: Annotated[int, typer.Option(help="Rows of example input to generate.")] = 500_000,
     fmt: Annotated[str, typer.Option("--format", help="csv or jsonl.")] = "csv",
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            help="sklearn, xgboost or lightgbm: a model in that framework's format with a "
+            "code/inference.py of SageMaker's handler protocol (default: a scikit-learn "
+            "model.joblib served by the default handler)."
+        ),
+    ] = None,
 ) -> None:
     """Train the example classifier (a dataset shipped with scikit-learn) and write input."""
     from batchinfer.errors import ValidationError
-    from batchinfer.examples import train_example_model, write_example_csv, write_example_jsonl
+    from batchinfer.example_handlers import FRAMEWORKS
+    from batchinfer.examples import (
+        train_example_model,
+        train_framework_model,
+        write_example_csv,
+        write_example_jsonl,
+    )
 
     writers = {"csv": write_example_csv, "jsonl": write_example_jsonl}
     if fmt not in writers:
         raise ValidationError(f"--format must be csv or jsonl, not {fmt!r}")
+    if framework is not None and framework not in FRAMEWORKS:
+        raise ValidationError(f"--framework must be {', '.join(FRAMEWORKS)}, not {framework!r}")
     console = Console(stderr=True)
     model_dir = directory / "model"
-    with console.status("training the example model"):
-        train_example_model(model_dir)
+    with console.status(f"training the example {framework or 'scikit-learn'} model"):
+        if framework is None:
+            train_example_model(model_dir)
+        else:
+            handler = train_framework_model(model_dir, framework)
     data = directory / "input" / f"data.{fmt}"
     data.parent.mkdir(parents=True, exist_ok=True)
     with console.status(f"writing {rows:,} rows"):
         writers[fmt](data, rows)
-    console.print(
-        f"model: {model_dir}\ninput: {data} ({data.stat().st_size / 1e6:,.1f} MB)", markup=False
-    )
+    said = f"model: {model_dir}"
+    if framework is not None:
+        said += f" ({framework}, handler {handler.relative_to(model_dir)})"
+    console.print(f"{said}\ninput: {data} ({data.stat().st_size / 1e6:,.1f} MB)", markup=False)

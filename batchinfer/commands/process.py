@@ -1,6 +1,7 @@
 """``batchinfer process``: the image's Processing-job mode (spec P1-P8)."""
 
 import json
+import signal
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -34,9 +35,11 @@ def process(
     message_file: Annotated[Path, typer.Option(help="Failure reason for SageMaker (P8).")] = Path(
         "/opt/ml/output/message"
     ),
+    progress: Annotated[bool, typer.Option(help="Print progress as JSON lines on stdout.")] = False,
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
     from batchinfer.engine.processing_job import (  # the model libraries load only when processing
+        JsonLinesProgress,
         current_host,
         default_workers,
         failure_message,
@@ -44,6 +47,7 @@ def process(
         write_message,
     )
 
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         try:
             request = json.loads(settings_json)
@@ -57,6 +61,7 @@ def process(
                 model_dir=prepare_model_dir(model_dir, Path(scratch)),
                 settings=settings,
                 workers=workers or default_workers(),
+                progress=JsonLinesProgress() if progress else None,
             )
     except BatchInferError as exc:
         write_message(message_file, str(exc))  # P8: the reason reaches DescribeProcessingJob
@@ -69,3 +74,9 @@ def process(
         write_message(message_file, failure)
         typer.echo(failure, err=True)
         raise typer.Exit(1)
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    """SageMaker stops a job with SIGTERM (as Ctrl-C stops a local run): exit through the
+    cleanup that removes the temporary output of a file in work, so none is left behind."""
+    raise SystemExit(128 + signum)

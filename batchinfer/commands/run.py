@@ -10,13 +10,16 @@ from rich.console import Console
 from rich.markup import escape
 
 from batchinfer.commands import transform_options as opt
-from batchinfer.commands.run_display import LiveProgress, summary_table
-from batchinfer.engine.local_job import JobResult, LocalJob, run_job
+from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
+from batchinfer.engine.local_job import JobInterrupted, JobResult, LocalJob, run_job
 from batchinfer.engines import ENGINES, LOCAL_ENGINES, Engine, LocalEngine
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline.layout import RESULT_MANIFEST
 from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_LINES = 3
+# The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED_EXIT = 130
 
 
 @opt.transform_options
@@ -64,8 +67,12 @@ def run(
         endpoint_url=endpoint_url,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
-    with LiveProgress(console, settings.instance_count) as progress:
-        result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
+    try:
+        with LiveProgress(console, settings.instance_count) as progress:
+            result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
+    except KeyboardInterrupt as exc:
+        _interrupted(output, exc.result if isinstance(exc, JobInterrupted) else None)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     elif not quiet:
@@ -87,8 +94,22 @@ HANDLER_PROTOCOL = (
 )
 
 
+def _interrupted(output: Path, result: JobResult | None) -> None:
+    """Say what Ctrl-C left: the instances (model servers) are stopped, there is no _SUCCESS."""
+    said = "interrupted: every instance is stopped; no _SUCCESS"
+    if result is not None:
+        done = sum(f.status == "SUCCEEDED" for f in result.files)
+        said += (
+            f"; {done} of {plural(len(result.files), 'input')} done, as "
+            f"{output / RESULT_MANIFEST} records (the others left no output)"
+        )
+    Console(stderr=True, soft_wrap=True).print(f"[red]{escape(said)}[/]", highlight=False)
+
+
 def _report(console: Console, result: JobResult) -> None:
     console.print(summary_table(result))
+    for line in summary_notes(result):
+        console.print(f"[dim]{escape(line)}[/]", highlight=False)
     if result.user_module:
         console.print(
             f"model: {escape(result.user_module)} follows {HANDLER_PROTOCOL}", highlight=False

@@ -20,9 +20,22 @@ from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.local_job import JobResult
 from batchinfer.engine.outcomes import FileOutcome, Progress
 
+LEGEND = (
+    "legend: shards = pieces the input was cut into; inst = the instances that ran it "
+    "(numbered from 1, as in _manifest.json); rec in/out = records (- where not counted); "
+    "MB = input megabytes; s = seconds (of its slowest shard); rows/s = rec in per second"
+)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
 
 class LiveProgress(Progress):
-    """An overall bar (bytes of finished files) and one line per instance."""
+    """An overall bar and one bar per instance, in bytes, advanced after every request. An
+    instance's total is the bytes of the files it has taken so far; its line names the
+    file in work and how much of it is done."""
 
     def __init__(self, console: Console, instances: int) -> None:
         self._bars = RichProgress(
@@ -36,35 +49,71 @@ class LiveProgress(Progress):
         )
         self._overall = self._bars.add_task("[bold]all files", total=None)
         self._instances: list[TaskID] = [
-            self._bars.add_task(f"instance {i + 1}: starting", total=None) for i in range(instances)
+            self._bars.add_task(f"instance {i + 1}: starting", total=0) for i in range(instances)
         ]
+        self._taken = [0] * instances  # bytes of the files each instance has taken
+        self._done: dict[str, int] = {}  # bytes of each file done so far
+        self._files = 0
+        self._finished = 0
         self._lock = threading.Lock()
 
     def __enter__(self) -> "LiveProgress":
         self._bars.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self._bars.update(self._overall, description="[bold red]interrupted")
+            for number, task in enumerate(self._instances, 1):
+                self._bars.update(task, description=f"instance {number}: stopped")
         self._bars.stop()
 
     def job_started(self, total_bytes: int) -> None:
         self._bars.update(self._overall, total=total_bytes)
 
     def instances_ready(self, count: int) -> None:
-        for task in self._instances:
-            self._bars.update(task, description=f"{self._name(task)}: ready")
+        for number, task in enumerate(self._instances, 1):
+            self._bars.update(task, description=f"instance {number}: ready")
 
     def file_started(self, instance: int, file: InputFile) -> None:
-        task = self._instances[instance]
-        self._bars.update(task, description=f"{self._name(task)}: {file.name}")
+        with self._lock:
+            self._files += 1
+            self._taken[instance] += file.size
+            self._done[file.name] = 0
+            self._bars.update(
+                self._instances[instance],
+                total=self._taken[instance],
+                description=f"instance {instance + 1}: {file.name} 0%",
+            )
+            self._describe_overall()
+
+    def file_progress(self, instance: int, file: InputFile, done: int) -> None:
+        with self._lock:
+            self._advance(instance, file, min(done, file.size))
+            share = done * 100 // file.size if file.size else 100
+            self._bars.update(
+                self._instances[instance],
+                description=f"instance {instance + 1}: {file.name} {min(share, 100)}%",
+            )
 
     def file_finished(self, outcome: FileOutcome) -> None:
         with self._lock:
-            self._bars.advance(self._overall, outcome.file.size)
-            self._bars.advance(self._instances[outcome.instance], outcome.file.size)
+            self._advance(outcome.instance, outcome.file, outcome.file.size)
+            self._finished += 1
+            self._describe_overall()
 
-    def _name(self, task: TaskID) -> str:
-        return f"instance {self._instances.index(task) + 1}"
+    def _advance(self, instance: int, file: InputFile, done: int) -> None:
+        step = done - self._done.get(file.name, 0)
+        if step > 0:
+            self._done[file.name] = done
+            self._bars.advance(self._overall, step)
+            self._bars.advance(self._instances[instance], step)
+
+    def _describe_overall(self) -> None:
+        self._bars.update(
+            self._overall,
+            description=f"[bold]all files[/] {self._finished:,} of {self._files:,} done",
+        )
 
 
 def summary_table(result: JobResult) -> Table:
@@ -80,28 +129,52 @@ def summary_table(result: JobResult) -> Table:
         table.add_row(
             Text(file.name),
             str(file.shards or 1),
-            ",".join(str(i + 1) for i in file.instances),
+            ",".join(map(str, file.instances)),
             _count(file.records_in),
             _count(file.records_out),
             f"{file.bytes_in / 1e6:,.1f}",
             f"{file.seconds:,.2f}",
             _count(file.rows_per_second),
-            "[green]ok[/]" if file.status == "SUCCEEDED" else "[red]FAILED[/]",
+            _status(file.status),
         )
     totals = result.to_json()["totals"]
     table.add_section()
     table.add_row(
-        f"{totals['files']} files",
+        plural(totals["files"], "file"),
         "",
         "",
         _count(totals["records_in"]),
         _count(totals["records_out"]),
         f"{totals['bytes_in'] / 1e6:,.1f}",
-        f"{result.seconds:,.2f}",
+        f"{result.transform_seconds:,.2f}",
         _count(totals["rows_per_second"]),
-        "[green]ok[/]" if result.succeeded else f"[red]{totals['failed']} failed[/]",
+        "[green]ok[/]" if result.succeeded else f"[red]{totals['failed']} not done[/]",
     )
     return table
+
+
+def summary_notes(result: JobResult) -> list[str]:
+    """The lines under the table: where the time went, uncounted records, the legend."""
+    rest = result.seconds - result.transform_seconds - (result.startup_seconds or 0.0)
+    if result.startup_seconds is None:
+        startup = "no model servers (each processing instance loads the model in its transform)"
+    elif result.endpoint_url is not None:
+        startup = f"{result.startup_seconds:,.2f} s until the running server answered /ping"
+    else:
+        startup = f"{result.startup_seconds:,.2f} s model server start-up"
+    lines = [
+        f"time: {result.seconds:,.2f} s in all = {startup}, {result.transform_seconds:,.2f} s "
+        f"transform (the total row), {max(rest, 0.0):,.2f} s splitting, merging and recording"
+    ]
+    reasons = sorted({f.records_not_counted for f in result.files if f.records_not_counted})
+    lines += [f"rec out not counted: {reason}" for reason in reasons]
+    return [*lines, LEGEND]
+
+
+def _status(status: str) -> str:
+    if status == "SUCCEEDED":
+        return "[green]ok[/]"
+    return "[yellow]interrupted[/]" if status == "INTERRUPTED" else "[red]FAILED[/]"
 
 
 def _count(value: float | None) -> str:

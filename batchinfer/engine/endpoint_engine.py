@@ -7,6 +7,7 @@ scored by :func:`batchinfer.engine.endpoint_scoring.score_file` with up to
 MaxConcurrentTransforms requests in flight, so its ``.out`` is what a transform job writes.
 """
 
+import threading
 import time
 from pathlib import Path
 
@@ -14,13 +15,20 @@ from batchinfer.engine.endpoint_scoring import (
     REALTIME_TIMEOUT_SECONDS,
     endpoint_retry,
     endpoint_settings,
+    partial_output,
     score_file,
 )
 from batchinfer.engine.file_queue import take_files
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile
-from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, file_outcome
-from batchinfer.errors import ValidationError
+from batchinfer.engine.outcomes import (
+    EngineReport,
+    FileOutcome,
+    Progress,
+    file_outcome,
+    file_progress,
+)
+from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.record_errors import InvocationError
 from batchinfer.transform.settings import TransformSettings
@@ -34,29 +42,45 @@ def run_endpoint(
     settings: TransformSettings,
     progress: Progress | None = None,
 ) -> EngineReport:
-    """Score ``files`` through the server at ``url`` into ``output_dir``."""
+    """Score ``files`` through the server at ``url`` into ``output_dir``. Ctrl-C sends no
+    more requests, lets those in flight finish, removes the output of every file not done
+    and raises EngineInterrupted with the files done before it."""
     progress = progress or Progress()
     effective = endpoint_settings(settings)
     client = endpoint_client(url, settings)
+    started = time.perf_counter()
     check_healthy(client)
+    startup = round(time.perf_counter() - started, 3)
     progress.instances_ready(settings.instance_count)
     retry = endpoint_retry(settings)
+    stopping = threading.Event()
 
     def work(instance: int, file: InputFile) -> FileOutcome:
         started = time.perf_counter()
 
         def write(output: Path) -> FileStats:
             position = score_file(
-                file.path, output, send=client.send, settings=settings, name=file.name, retry=retry
+                file.path,
+                output,
+                send=client.send,
+                settings=settings,
+                name=file.name,
+                should_stop=stopping.is_set,
+                retry=retry,
+                on_bytes=file_progress(progress, instance, file),
             )
+            if not position.done:
+                partial_output(output).unlink(missing_ok=True)
+                raise BatchInferError(f"{file.name}: interrupted (Ctrl-C) before it was done")
             return position.stats(
                 seconds=time.perf_counter() - started,
-                records_counted=settings.assemble_with == "Line",
+                records_counted=settings.counts_records,
             )
 
         return file_outcome(file, output_dir, instance, write)
 
-    return EngineReport(effective, take_files(files, settings.instance_count, work, progress))
+    outcomes = take_files(files, settings.instance_count, work, progress, on_interrupt=stopping.set)
+    return EngineReport(effective, outcomes, startup_seconds=startup)
 
 
 def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:

@@ -39,7 +39,7 @@ class Position:
 
     def stats(self, *, seconds: float, records_counted: bool) -> FileStats:
         """The file's totals as a transform engine reports them; ``records_out`` is None
-        unless output records are delimited (AssembleWith Line)."""
+        unless output records are counted (``TransformSettings.counts_records``)."""
         return FileStats(
             records_in=self.records_in,
             records_out=self.records_out if records_counted else None,

@@ -23,7 +23,14 @@ from typing import BinaryIO
 from batchinfer.engine.endpoint_position import START, Position
 from batchinfer.engine.http_client import checked_response
 from batchinfer.errors import InputError, ValidationError
-from batchinfer.transform.file_transform import FileScoring, InOrder, decompressed, open_input
+from batchinfer.transform.file_transform import (
+    FileScoring,
+    InOrder,
+    OnBytes,
+    decompressed,
+    in_file_bytes,
+    open_input,
+)
 from batchinfer.transform.retry import RetryPolicy
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings, label
 
@@ -80,6 +87,7 @@ def score_stream(
     should_stop: Callable[[], bool] = _never,
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
+    on_bytes: OnBytes | None = None,
 ) -> Position:
     """Score ``source`` (the decompressed input, read from ``position.input_bytes`` on) into
     ``sink`` (the output after its first ``position.output_bytes`` bytes) and return the new
@@ -91,7 +99,8 @@ def score_stream(
     ``concurrency`` (default: MaxConcurrentTransforms, else 1) requests are in flight; retries
     follow ``retry`` (default :func:`endpoint_retry`). A record the endpoint refuses raises
     RecordError naming ``name``, the records, the status and the body; ``sink`` may then
-    hold partial output, which must not be presented as the file's.
+    hold partial output, which must not be presented as the file's. ``on_bytes`` hears
+    ``position.input_bytes`` after each request is written.
     """
     if position.done:
         return position
@@ -114,6 +123,8 @@ def score_stream(
             output, produced = scoring.output(batch, response)
             sink.write(output)
             reached = reached.after(batch, output, produced)
+            if on_bytes is not None:
+                on_bytes(reached.input_bytes)
     return reached if window.stopped else replace(reached, done=True)
 
 
@@ -133,13 +144,15 @@ def score_file(
     should_stop: Callable[[], bool] = _never,
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
+    on_bytes: OnBytes | None = None,
 ) -> Position:
     """Score the file ``src`` into ``dst`` with :func:`score_stream`, from ``position``.
 
     The output grows in :func:`partial_output` of ``dst`` across stops and becomes ``dst``
     only when the whole file is scored; a failure removes it, so a failed file leaves no
     output (R19). Gzip input is decompressed (R11). ``name`` (default: ``src``) is how errors
-    name the file.
+    name the file. ``on_bytes`` hears the bytes of ``src`` done after each request (of a
+    gzip file, estimated from how far the decompression has read into it).
     """
     name = name or str(src)
     if position.done:
@@ -161,6 +174,7 @@ def score_file(
                     should_stop=should_stop,
                     retry=retry,
                     concurrency=concurrency,
+                    on_bytes=in_file_bytes(source, on_bytes),
                 )
             except BaseException:
                 partial.unlink(missing_ok=True)

@@ -6,29 +6,39 @@ import threading
 from collections.abc import Callable
 
 from batchinfer.engine.inputs import InputFile
-from batchinfer.engine.outcomes import FileOutcome, Progress
+from batchinfer.engine.outcomes import EngineInterrupted, FileOutcome, Progress
 
 # Runs one whole file on one instance; a failure of the file is an outcome, not an error.
 Work = Callable[[int, InputFile], FileOutcome]
 
 
+def _nothing() -> None:
+    return None
+
+
 def take_files(
-    files: list[InputFile], instances: int, work: Work, progress: Progress
+    files: list[InputFile],
+    instances: int,
+    work: Work,
+    progress: Progress,
+    on_interrupt: Callable[[], None] = _nothing,
 ) -> list[FileOutcome]:
     """``work(instance, file)`` for every file, ``instances`` threads taking the next whole
     file until none is left; the outcomes in the order of ``files``. An exception from
     ``work`` is a fault of the engine itself: the other instances stop taking files and it
-    is raised."""
+    is raised. On Ctrl-C no instance takes another file, ``on_interrupt`` ends the requests
+    in flight, and EngineInterrupted carries the files done before it."""
     pending: queue.SimpleQueue[InputFile] = queue.SimpleQueue()
     for file in files:
         pending.put(file)
     outcomes: dict[str, FileOutcome] = {}
     lock = threading.Lock()
     crashed: list[BaseException] = []
+    interrupted = threading.Event()
 
     def instance_loop(instance: int) -> None:
         try:
-            while not crashed:
+            while not crashed and not interrupted.is_set():
                 try:
                     file = pending.get_nowait()
                 except queue.Empty:
@@ -36,6 +46,8 @@ def take_files(
                 progress.file_started(instance, file)
                 outcome = work(instance, file)
                 with lock:
+                    if interrupted.is_set():  # it may have failed only because of Ctrl-C
+                        return
                     outcomes[file.name] = outcome
                 progress.file_finished(outcome)
         except BaseException as exc:
@@ -47,9 +59,18 @@ def take_files(
     ]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            thread.join(0.2)  # short joins keep Ctrl-C responsive
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)  # short joins keep Ctrl-C responsive
+    except KeyboardInterrupt:
+        with lock:
+            interrupted.set()
+            finished = list(outcomes.values())
+        on_interrupt()
+        for thread in threads:
+            thread.join()
+        raise EngineInterrupted(finished) from None
     if crashed:
         raise crashed[0]
     return [outcomes[file.name] for file in files]

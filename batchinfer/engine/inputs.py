@@ -67,7 +67,7 @@ def collect_inputs(paths: list[Path]) -> list[InputFile]:
         else:
             raise InputError(f"{path}: no such file or directory")
     if not files:
-        raise InputError(f"no input files in {', '.join(map(str, paths))}")
+        raise InputError(f"no input files under {', '.join(map(str, paths))}")
     by_name: dict[str, InputFile] = {}
     for file in files:
         if file.name in by_name:
@@ -77,6 +77,15 @@ def collect_inputs(paths: list[Path]) -> list[InputFile]:
             )
         by_name[file.name] = file
     return sorted(files, key=lambda f: f.name)
+
+
+def check_not_all_empty(files: list[InputFile], paths: list[Path]) -> None:
+    """Refuse inputs whose files are all empty, as the pipeline's Plan refuses a prefix whose
+    objects all are (R4): such a job could only write empty outputs. An empty file among
+    others is transformed into an empty output (R6)."""
+    if all(file.size == 0 for file in files):
+        listed = ", ".join(file.name for file in files[:5]) + (", ..." if len(files) > 5 else "")
+        raise InputError(f"every input file under {', '.join(map(str, paths))} is empty ({listed})")
 
 
 def check_compression(

@@ -19,20 +19,26 @@ from typing import Any, Literal
 
 from batchinfer.engine.endpoint_engine import endpoint_client, run_endpoint
 from batchinfer.engine.endpoint_scoring import endpoint_settings
-from batchinfer.engine.inputs import InputFile, check_compression, collect_inputs
-from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress
+from batchinfer.engine.inputs import (
+    InputFile,
+    check_compression,
+    check_not_all_empty,
+    collect_inputs,
+)
+from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.serving.handlers import find_user_module
+from batchinfer.serving.readable import check_readable
 from batchinfer.serving.server_errors import ModelLoadError
 from batchinfer.sharding import split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import kernel_copy
 from batchinfer.transform.assemble import output_name
-from batchinfer.transform.settings import EffectiveSettings, TransformSettings
+from batchinfer.transform.settings import TransformSettings
 
 
 @dataclass(frozen=True)
@@ -61,28 +67,36 @@ class FileResult:
     status: str
     records_in: int | None = None
     records_out: int | None = None
+    # Why records_out is null for a file that succeeded (R17), else None.
+    records_not_counted: str | None = None
     bytes_in: int = 0
     bytes_out: int = 0
     seconds: float = 0.0
     rows_per_second: float | None = None
     shards: int | None = None
+    # The instances that ran it, numbered from 1 as the summary and the progress show them.
     instances: list[int] = field(default_factory=list)
     error: str | None = None
 
 
 @dataclass
 class JobResult:
-    status: str
+    status: str  # SUCCEEDED, FAILED or INTERRUPTED (Ctrl-C)
     output_dir: str
     engine: str
     started_at: str
     seconds: float
     settings: dict[str, Any]
-    effective: dict[str, Any]
+    effective: dict[str, Any] | None  # None when interrupted before the engine resolved them
     files: list[FileResult]
     engine_max_rss_mib: float
     # The model's handler script (``code/inference.py``), relative to the model, or None.
     user_module: str | None = None
+    # Until every model server answered /ping (None for the processing engine), then the
+    # transform itself; ``seconds`` is the whole run (also splitting, merging, recording).
+    # For the endpoint engine, until its server answered /ping.
+    startup_seconds: float | None = None
+    transform_seconds: float = 0.0
     # The server the endpoint engine scored with.
     endpoint_url: str | None = None
 
@@ -94,19 +108,36 @@ class JobResult:
     def failures(self) -> list[FileResult]:
         return [f for f in self.files if f.status != "SUCCEEDED"]
 
+    @property
+    def interrupted(self) -> bool:
+        return self.status == INTERRUPTED
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         done = [f for f in self.files if f.records_in is not None]
+        counted = all(f.records_out is not None for f in done)
         data["totals"] = {
             "files": len(self.files),
             "failed": len(self.failures),
             "records_in": sum(f.records_in or 0 for f in done),
-            "records_out": sum(f.records_out or 0 for f in done),
+            "records_out": sum(f.records_out or 0 for f in done) if counted else None,
             "bytes_in": sum(f.bytes_in for f in self.files),
             "bytes_out": sum(f.bytes_out for f in self.files),
-            "rows_per_second": _rate(sum(f.records_in or 0 for f in done), self.seconds),
+            # over the transform time, as each file's rate is over its own
+            "rows_per_second": _rate(sum(f.records_in or 0 for f in done), self.transform_seconds),
         }
         return data
+
+
+INTERRUPTED = "INTERRUPTED"
+
+
+class JobInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the job's engine; ``result`` is what ``_manifest.json`` records."""
+
+    def __init__(self, result: JobResult) -> None:
+        super().__init__()
+        self.result = result
 
 
 def peak_memory_mib() -> float:
@@ -169,11 +200,16 @@ def run_job(
     progress: Progress | None = None,
     on_stage: Callable[[str], None] = lambda _stage: None,
 ) -> JobResult:
-    """Run ``job`` and write its outputs, ``_manifest.json`` and (on success) ``_SUCCESS``."""
+    """Run ``job`` and write its outputs, ``_manifest.json`` and (on success) ``_SUCCESS``.
+
+    Ctrl-C while the engine runs stops it, removes every output of an input that is not
+    done, records the rest as INTERRUPTED and raises JobInterrupted; earlier, it leaves no
+    manifest at all. Either way there is no ``_SUCCESS``."""
     validate_job(job)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     files = collect_inputs(job.inputs)
+    check_not_all_empty(files, job.inputs)
     check_compression(files, job.settings.compression_type, job.settings.content_type)
     progress = progress or Progress()
     progress.job_started(sum(file.size for file in files))
@@ -183,17 +219,38 @@ def run_job(
     try:
         model_dir = None if job.model is None else prepare_model_dir(job.model, workdir)
         module = None if model_dir is None else _user_module(model_dir, job.settings.environment)
+        if model_dir is not None:
+            check_readable(model_dir, job.settings.environment, job.settings.content_type)
         groups = _split_inputs(files, job, workdir, on_stage)
         units = [unit for group in groups for unit in group.units]
         unit_dir = workdir / "outputs" if job.merge else job.output_dir
         on_stage("infer")
-        effective, outcomes = _run_engine(job, units, unit_dir, model_dir, progress)
+        engine_started = time.perf_counter()
+        try:
+            report: EngineReport | None = run_engine(
+                job.engine,
+                units,
+                unit_dir,
+                model_dir=model_dir,
+                settings=job.settings,
+                workers_per_instance=job.workers_per_instance,
+                progress=progress,
+                endpoint_url=job.endpoint_url,
+            )
+            outcomes = report.outcomes
+        except EngineInterrupted as exc:
+            report, outcomes = None, exc.finished
+        transform_seconds = time.perf_counter() - engine_started
         by_name = {outcome.file.name: outcome for outcome in outcomes}
         on_stage("finalize")
-        results = [group.result(by_name, job) for group in groups]
+        results = [group.result(by_name, job, unit_dir) for group in groups]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    status = "SUCCEEDED" if all(r.status == "SUCCEEDED" for r in results) else "FAILED"
+    if report is None:
+        status = INTERRUPTED
+    else:
+        status = "SUCCEEDED" if all(r.status == "SUCCEEDED" for r in results) else "FAILED"
+    startup = report.startup_seconds if report else None
     result = JobResult(
         status=status,
         output_dir=str(job.output_dir),
@@ -201,13 +258,17 @@ def run_job(
         started_at=started_at,
         seconds=round(time.perf_counter() - started, 3),
         settings=asdict(job.settings),
-        effective=asdict(effective),
+        effective=asdict(report.effective) if report else None,
         files=results,
         engine_max_rss_mib=peak_memory_mib(),
         user_module=module,
+        startup_seconds=startup,
+        transform_seconds=round(transform_seconds - (startup or 0.0), 3),
         endpoint_url=job.endpoint_url,
     )
     (job.output_dir / RESULT_MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    if result.interrupted:
+        raise JobInterrupted(result)
     if result.succeeded:
         (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
@@ -236,26 +297,6 @@ def _clear_previous_run(output_dir: Path) -> None:
     for name in stale:
         (output_dir / name).unlink(missing_ok=True)
     manifest.unlink(missing_ok=True)
-
-
-def _run_engine(
-    job: LocalJob,
-    units: list[InputFile],
-    output_dir: Path,
-    model_dir: Path | None,
-    progress: Progress,
-) -> tuple[EffectiveSettings, list[FileOutcome]]:
-    report = run_engine(
-        job.engine,
-        units,
-        output_dir,
-        model_dir=model_dir,
-        settings=job.settings,
-        workers_per_instance=job.workers_per_instance,
-        progress=progress,
-        endpoint_url=job.endpoint_url,
-    )
-    return report.effective, report.outcomes
 
 
 def run_engine(
@@ -308,12 +349,16 @@ class _InputGroup:
     shards: int | None = None  # how many shards it was split into, None when not split
     error: str | None = None  # why it could not be split
 
-    def result(self, outcomes: dict[str, FileOutcome], job: LocalJob) -> FileResult:
-        parts = [outcomes[unit.name] for unit in self.units]
+    def result(self, outcomes: dict[str, FileOutcome], job: LocalJob, unit_dir: Path) -> FileResult:
+        """What became of the input; a unit without an outcome was interrupted."""
+        parts = [outcomes[unit.name] for unit in self.units if unit.name in outcomes]
+        interrupted = not self.error and len(parts) < len(self.units)
         errors = [self.error] if self.error else [p.error for p in parts if p.error]
+        if interrupted:
+            errors = ["interrupted (Ctrl-C) before it was done"]
         if errors:
-            for part in parts:  # R19: nothing of a failed input stays, not even good shards
-                part.output.unlink(missing_ok=True)
+            for unit in self.units:  # R19: nothing of a failed input stays, not even good shards
+                (unit_dir / output_name(unit.name)).unlink(missing_ok=True)
         elif self.merged:
             merged = job.output_dir / output_name(self.source.name)
             _concatenate([p.output for p in parts], merged)
@@ -326,19 +371,23 @@ class _InputGroup:
             outputs = [output_name(self.source.name)]
         else:
             outputs = [p.output.relative_to(job.output_dir).as_posix() for p in parts]
+        records_out = None if errors else _sum_or_none([s.records_out for s in stats])
         return FileResult(
             name=self.source.name,
             input=str(self.source.path),
             outputs=outputs,
-            status="FAILED" if errors else "SUCCEEDED",
+            status=INTERRUPTED if interrupted else "FAILED" if errors else "SUCCEEDED",
             records_in=records_in,
-            records_out=None if errors else _sum_or_none([s.records_out for s in stats]),
+            records_out=records_out,
+            records_not_counted=(
+                job.settings.records_not_counted if records_in is not None else None
+            ),
             bytes_in=sum(s.bytes_in for s in stats),
             bytes_out=sum(s.bytes_out for s in stats),
             seconds=round(seconds, 3),
             rows_per_second=_rate(records_in, seconds),
             shards=self.shards,
-            instances=sorted({p.instance for p in parts}),
+            instances=sorted({p.instance + 1 for p in parts}),
             error="; ".join(str(e) for e in errors) or None,
         )
 

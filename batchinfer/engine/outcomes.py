@@ -3,12 +3,13 @@ every engine shares: one input to its `.out`, a failure recorded as an outcome (
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.errors import BatchInferError
 from batchinfer.transform.assemble import output_name
-from batchinfer.transform.file_transform import FileStats, Invoke, transform_file
+from batchinfer.transform.file_transform import FileStats, Invoke, OnBytes, transform_file
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 
@@ -31,10 +32,22 @@ class FileOutcome:
 class EngineReport:
     effective: EffectiveSettings
     outcomes: list[FileOutcome]
+    # Seconds until every model server answered /ping (C4); None where there are none.
+    startup_seconds: float | None = None
+
+
+class EngineInterrupted(KeyboardInterrupt):
+    """Ctrl-C reached the engine: its instances are stopped; ``finished`` holds the files
+    that were done before it (an interrupted file is in neither list nor on disk)."""
+
+    def __init__(self, finished: list[FileOutcome]) -> None:
+        super().__init__()
+        self.finished = finished
 
 
 class Progress:
-    """Callbacks the engine makes as it works; the CLI draws them, tests may record them."""
+    """Callbacks the engine makes as it works; the CLI draws them, tests may record them.
+    Instances are numbered from 0 here; people see them from 1."""
 
     def job_started(self, total_bytes: int) -> None:
         """The inputs are known: ``total_bytes`` in all."""
@@ -44,6 +57,9 @@ class Progress:
 
     def file_started(self, instance: int, file: InputFile) -> None:
         """An instance took a file."""
+
+    def file_progress(self, instance: int, file: InputFile, done: int) -> None:
+        """A request of ``file`` is written: ``done`` of its bytes are done so far."""
 
     def file_finished(self, outcome: FileOutcome) -> None:
         """A file succeeded or failed."""
@@ -58,8 +74,10 @@ def transform_input(
     settings: TransformSettings,
     effective: EffectiveSettings,
     concurrency: int,
+    progress: Progress | None = None,
 ) -> FileOutcome:
-    """Transform one input into ``<output_dir>/<name>.out``; a failure is an outcome (R19)."""
+    """Transform one input into ``<output_dir>/<name>.out``; a failure is an outcome (R19).
+    ``progress`` hears of the file's bytes after each request."""
     return file_outcome(
         file,
         output_dir,
@@ -72,8 +90,14 @@ def transform_input(
             invoke=invoke,
             name=file.name,
             concurrency=concurrency,
+            on_bytes=file_progress(progress, instance, file),
         ),
     )
+
+
+def file_progress(progress: Progress | None, instance: int, file: InputFile) -> OnBytes | None:
+    """What tells ``progress`` how many bytes of ``file`` are done, or None without one."""
+    return None if progress is None else partial(progress.file_progress, instance, file)
 
 
 def file_outcome(

@@ -11,12 +11,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import IO, Protocol, TypeVar
 
 from batchinfer.engine.inputs import InputFile
-from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress
+from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
 from batchinfer.engine.transform_engine import default_workers_per_instance
 from batchinfer.errors import BatchInferError
 from batchinfer.serving.wsgi_app import execution_parameters
@@ -46,7 +47,9 @@ def run_processing(
     settings: TransformSettings,
     progress: Progress | None = None,
 ) -> EngineReport:
-    """Run every file through ``settings.instance_count`` processing instances."""
+    """Run every file through ``settings.instance_count`` processing instances, each telling
+    its progress as JSON lines on its stdout. Ctrl-C stops them all and raises
+    EngineInterrupted (their reports come only at the end, so no file counts as done)."""
     progress = progress or Progress()
     workers = default_workers_per_instance(settings.instance_count)
     env = {**os.environ, **settings.container_environment({})}
@@ -69,27 +72,53 @@ def run_processing(
                 f"--workers={workers}",
                 f"--report={host / 'report.json'}",
                 f"--message-file={host / 'message'}",
+                "--progress",
             ]
             log = (host / "log").open("wb")
-            running.append(
-                (
-                    instance,
-                    assigned,
-                    host,
-                    subprocess.Popen(command, env=env, stdout=log, stderr=log),
-                )
+            proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log)
+            assert proc.stdout is not None
+            reader = threading.Thread(
+                target=_relay_progress,
+                args=(proc.stdout, instance, assigned, progress),
+                name=f"algo-{instance + 1}-progress",
+                daemon=True,
             )
-            for file in assigned:
-                progress.file_started(instance, file)
+            reader.start()
+            running.append((instance, assigned, host, proc, reader))
         progress.instances_ready(len(running))
         outcomes: dict[str, FileOutcome] = {}
-        for instance, assigned, host, proc in running:
-            proc.wait()
-            for outcome in _read_report(instance, assigned, host, output_dir, proc.returncode):
-                outcomes[outcome.file.name] = outcome
-                progress.file_finished(outcome)
+        try:
+            for instance, assigned, host, proc, reader in running:
+                proc.wait()
+                reader.join()
+                for outcome in _read_report(instance, assigned, host, output_dir, proc.returncode):
+                    outcomes[outcome.file.name] = outcome
+                    progress.file_finished(outcome)
+        except KeyboardInterrupt:
+            for *_, proc, _reader in running:
+                proc.terminate()  # SIGTERM, as SageMaker stops a job: files in work are removed
+            for *_, proc, _reader in running:
+                proc.wait()
+            raise EngineInterrupted([]) from None
     effective = settings.resolve(execution_parameters(workers))
     return EngineReport(effective, [outcomes[f.name] for f in files])
+
+
+def _relay_progress(
+    stream: IO[bytes], instance: int, files: list[InputFile], progress: Progress
+) -> None:
+    """Pass an instance's progress lines (``batchinfer process --progress``) to ``progress``."""
+    by_name = {file.name: file for file in files}
+    for line in stream:
+        try:
+            event = json.loads(line)
+            file = by_name[event["file"]]
+        except (ValueError, KeyError, TypeError):
+            continue  # not a progress line: the log has whatever else the instance said
+        if "done" in event:
+            progress.file_progress(instance, file, int(event["done"]))
+        else:
+            progress.file_started(instance, file)
 
 
 def _stage_inputs(files: list[InputFile], input_dir: Path) -> None:

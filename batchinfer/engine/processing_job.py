@@ -18,8 +18,8 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from batchinfer.engine.http_client import checked_response
-from batchinfer.engine.inputs import collect_inputs
-from batchinfer.engine.outcomes import transform_input
+from batchinfer.engine.inputs import InputFile, collect_inputs
+from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.serving.handlers import InferenceHandler, load_handler
 from batchinfer.serving.server_errors import error_answer
@@ -61,8 +61,11 @@ def run_processing_job(
     model_dir: Path,
     settings: TransformSettings,
     workers: int,
+    progress: Progress | None = None,
 ) -> list[dict[str, object]]:
-    """Transform every file under ``input_dir`` into ``output_dir``; one record per file."""
+    """Transform every file under ``input_dir`` into ``output_dir``; one record per file.
+    ``progress`` hears of each file as it starts and after each of its requests."""
+    progress = progress or Progress()
     files = collect_inputs([input_dir])
     _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
@@ -75,8 +78,10 @@ def run_processing_job(
             request = pool.submit(_invoke, body, settings.content_type, settings.accept)
             return checked_response(*request.result())
 
-        outcomes = [
-            transform_input(
+        outcomes = []
+        for file in files:
+            progress.file_started(0, file)
+            outcome = transform_input(
                 file,
                 output_dir,
                 instance=0,
@@ -84,9 +89,9 @@ def run_processing_job(
                 settings=settings,
                 effective=effective,
                 concurrency=workers,
+                progress=progress,
             )
-            for file in files
-        ]
+            outcomes.append(outcome)
     return [
         {"name": o.file.name, "stats": o.stats and asdict(o.stats), "error": o.error}
         for o in outcomes
@@ -120,6 +125,17 @@ def write_message(message_file: Path, message: str) -> None:
         message_file.write_bytes(message.encode()[:MESSAGE_LIMIT])
     except OSError as exc:
         print(f"cannot write {message_file}: {exc}", file=sys.stderr)
+
+
+class JsonLinesProgress(Progress):
+    """Progress as JSON lines on stdout, for the local processing engine to relay:
+    ``{"file": name}`` when a file starts, ``{"file": name, "done": bytes}`` after a request."""
+
+    def file_started(self, instance: int, file: InputFile) -> None:
+        print(json.dumps({"file": file.name}), flush=True)
+
+    def file_progress(self, instance: int, file: InputFile, done: int) -> None:
+        print(json.dumps({"file": file.name, "done": done}), flush=True)
 
 
 def default_workers() -> int:

@@ -9,6 +9,7 @@ assembled by :func:`batchinfer.transform.file_transform.transform_file`, which w
 """
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from batchinfer.engine.file_queue import take_files
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
-from batchinfer.serving.launcher import start_server
+from batchinfer.serving.launcher import ServerProcess, start_server
 from batchinfer.serving.server import native_thread_limits
 from batchinfer.transform.settings import TransformSettings
 
@@ -37,19 +38,22 @@ def run_transform(
     workers_per_instance: int | None = None,
     progress: Progress | None = None,
 ) -> EngineReport:
-    """Run ``files`` through ``settings.instance_count`` local model servers."""
+    """Run ``files`` through ``settings.instance_count`` local model servers. Ctrl-C stops
+    them all and raises EngineInterrupted with the files done before it."""
     progress = progress or Progress()
     workers = workers_per_instance or default_workers_per_instance(settings.instance_count)
     env = {
         **native_thread_limits(settings.instance_count * workers, os.environ),
         **settings.container_environment({}),
     }
-    servers = []
+    servers: list[ServerProcess] = []
+    started = time.perf_counter()
     try:
         for _ in range(settings.instance_count):
             servers.append(start_server(model_dir, workers=workers, env=env))
         for server in servers:
             server.wait_healthy(SERVER_START_TIMEOUT)  # C4: nothing is sent before /ping is 200
+        startup = round(time.perf_counter() - started, 3)
         progress.instances_ready(len(servers))
         clients = [
             ModelServerClient(
@@ -71,10 +75,18 @@ def run_transform(
                 settings=settings,
                 effective=effective,
                 concurrency=effective.max_concurrent_transforms,
+                progress=progress,
             )
 
-        outcomes = take_files(files, len(clients), work, progress)
-        return EngineReport(effective, outcomes)
+        outcomes = take_files(
+            files, len(clients), work, progress, on_interrupt=lambda: _stop_all(servers)
+        )
+        return EngineReport(effective, outcomes, startup_seconds=startup)
     finally:
-        with ThreadPoolExecutor(max(1, len(servers))) as stopping:  # stop all at once (C10)
-            list(stopping.map(lambda server: server.stop(), servers))
+        _stop_all(servers)
+
+
+def _stop_all(servers: list[ServerProcess]) -> None:
+    """Stop every server at once (C10); a stopped one is left as it is."""
+    with ThreadPoolExecutor(max(1, len(servers))) as stopping:
+        list(stopping.map(lambda server: server.stop(), servers))

@@ -56,6 +56,7 @@ def finalize(
                 "status": SUCCEEDED,
                 "records_in": _total(counts, "records_in"),
                 "records_out": _total(counts, "records_out"),
+                "records_not_counted": plan.settings.records_not_counted,
                 "shards": len(group),
             }
         )

@@ -12,6 +12,7 @@ EVENT_SOURCE = "EventSource"
 IMAGE_URI = "ImageUri"
 MODEL_NAME = "ModelName"
 KMS_KEY_ARN = "KmsKeyArn"
+CLI_POLICY_ARN = "CliPolicyArn"  # the managed policy CLI users need
 
 ALL = (
     DATA_BUCKET,
@@ -24,6 +25,7 @@ ALL = (
     IMAGE_URI,
     MODEL_NAME,
     KMS_KEY_ARN,
+    CLI_POLICY_ARN,
 )
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from batchinfer.pipeline.layout import (
     INPUT_PREFIX,
-    MAP_RESULTS_PREFIX,
     OUTPUT_PREFIX,
     RUNS_PREFIX,
     SHARDS_PREFIX,
@@ -37,7 +36,10 @@ class Step:
     result_selector: dict[str, str] | None = None  # reshapes the answer before that
     reads: tuple[str, ...] = ()  # data-bucket prefixes it reads
     writes: tuple[str, ...] = ()  # data-bucket prefixes it writes
-    table: bool = False  # reads and writes the status table
+    lists: tuple[str, ...] = ()  # data-bucket prefixes it lists
+    pins_versions: bool = False  # reads (copies) objects by the version it measured
+    multipart: bool = False  # writes by multipart upload (which it aborts on failure)
+    table: tuple[str, ...] = ()  # the status-table actions it calls (GetItem, Query, ...)
     announces: bool = False  # publishes the run-finished event and SNS message
     creates_run_models: bool = False  # checks model packages, creates a run's own model
     deletes_run_models: bool = False  # deletes a run's own model
@@ -66,9 +68,9 @@ PLAN = Step(
     # The state becomes {"plan": ...}: the request, which may be large, is not carried on.
     result_selector={"plan.$": "$"},
     result_path="$",
-    reads=(INPUT_PREFIX,),
+    lists=(INPUT_PREFIX,),
     writes=(RUNS_PREFIX,),
-    table=True,
+    table=("PutItem", "GetItem"),
     creates_run_models=True,
 )
 SPLIT_OBJECT = Step(
@@ -79,8 +81,10 @@ SPLIT_OBJECT = Step(
     timeout_seconds=900,
     payload=None,
     result_path=None,
-    reads=(INPUT_PREFIX, SHARDS_PREFIX),
+    reads=(INPUT_PREFIX,),
     writes=(SHARDS_PREFIX,),
+    pins_versions=True,
+    multipart=True,
 )
 COLLECT = Step(
     name="collect",
@@ -92,7 +96,7 @@ COLLECT = Step(
     result_path="$.round",
     reads=(INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX),
     writes=(SHARDS_PREFIX, RUNS_PREFIX),
-    table=True,
+    table=("PutItem", "UpdateItem"),
 )
 PREPARE_JOB = Step(
     name="prepare_job",
@@ -114,7 +118,7 @@ VERIFY = Step(
     result_path="$.round",
     reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
     writes=(RUNS_PREFIX,),
-    table=True,
+    table=("Query", "PutItem", "UpdateItem"),
 )
 FINALIZE = Step(
     name="finalize",
@@ -124,9 +128,10 @@ FINALIZE = Step(
     timeout_seconds=900,
     payload={"plan": "$.plan", **EXECUTION},
     result_path="$.result",
-    reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
+    reads=(RUNS_PREFIX,),
     writes=(OUTPUT_PREFIX,),
-    table=True,
+    multipart=True,
+    table=("Query", "UpdateItem"),
     announces=True,
     deletes_run_models=True,
 )
@@ -138,8 +143,7 @@ RECORD_FAILURE = Step(
     timeout_seconds=120,
     payload={"state": "$", **EXECUTION, **EXECUTION_NAME},
     result_path="$.failure",
-    reads=(RUNS_PREFIX, MAP_RESULTS_PREFIX),
-    table=True,
+    table=("Query", "GetItem", "UpdateItem"),
     announces=True,
     deletes_run_models=True,
 )

@@ -44,15 +44,9 @@ import numpy.lib.format as npy_format
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from batchinfer.media_types import CSV, JSON, JSONLINES, NPY, media_type
+from batchinfer.media_types import CSV, JSON, JSONLINES, NPY, codec_type
 from batchinfer.serving.server_errors import RequestError
 
-_ALIASES = {
-    "application/jsonl": JSONLINES,
-    "application/x-jsonlines": JSONLINES,
-    "application/json-lines": JSONLINES,
-    "application/npy": NPY,
-}
 # Text types whose body a user's ``input_fn`` receives as ``str``, as SageMaker's
 # scikit-learn and XGBoost containers pass it; every other type arrives as ``bytes``.
 TEXT_TYPES = frozenset({CSV, JSON, JSONLINES})
@@ -73,13 +67,6 @@ _NPY_HEADER_READERS = {
     (2, 0): npy_format.read_array_header_2_0,
 }
 _NOT_NUMBERS_HINT = "records must hold numbers only; for other data define input_fn in inference.py"
-
-
-def codec_type(header: str | None) -> str | None:
-    """The codec a Content-Type/Accept value selects: its media type, with the common
-    aliases of JSON Lines and NumPy's type read as the canonical names."""
-    kind = media_type(header)
-    return _ALIASES.get(kind, kind) if kind else None
 
 
 # --- decoders --------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ shares, the endpoint engine included.
 
 import gzip
 import os
-import tempfile
+import secrets
 import time
 import zlib
 from collections import deque
@@ -31,13 +31,17 @@ from batchinfer.transform.records import Batch, frame, read_into
 from batchinfer.transform.retry import Invoke, RetryPolicy
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
+# Told, after each request's output is written, how many bytes of the file are done so far.
+OnBytes = Callable[[int], None]
+
 RETRY_BACKOFF_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
 class FileStats:
     """What one file's transform did. ``bytes_in`` counts decompressed input bytes;
-    ``records_out`` is None when AssembleWith is None (output records are not delimited)."""
+    ``records_out`` is None where output records cannot be counted (R17: see
+    ``TransformSettings.records_not_counted``)."""
 
     records_in: int
     records_out: int | None
@@ -71,15 +75,17 @@ class FileScoring:
         )
 
     def output(self, batch: Batch, response: bytes) -> tuple[bytes, int | None]:
-        """The output bytes of ``batch`` and how many records they hold (None when
-        AssembleWith is None). With SplitType and AssembleWith Line a response must hold
-        as many lines as its request held records; else RecordError names the records."""
+        """The output bytes of ``batch`` and how many records they hold (None where output
+        records cannot be counted: ``settings.counts_records``). Where they can, a response
+        must hold as many lines as its request held records; else RecordError names the
+        records."""
         if self._processing.transforms_output:
             response = self._processing.process_response(batch, response)
         assemble_with = self.settings.assemble_with
         output = assemble(response, assemble_with)
-        produced = output_records(output, assemble_with)
-        if self.settings.counts_records and produced != batch.record_count:
+        verify = self.settings.counts_records
+        produced = output_records(output, assemble_with) if verify else None
+        if verify and produced != batch.record_count:
             raise RecordError(
                 self.name,
                 batch.first_record,
@@ -164,21 +170,24 @@ def transform_stream(
     name: str,
     concurrency: int | None = None,
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
+    on_bytes: OnBytes | None = None,
 ) -> FileStats:
     """Transform the (already decompressed) ``source`` into ``sink``.
 
     ``concurrency`` defaults to the effective MaxConcurrentTransforms. Retryable failures
-    are retried up to InvocationsMaxRetries times with doubling backoff (R20). With
-    SplitType Line and AssembleWith Line each response must hold as many lines as its
-    request held records; a mismatch raises RecordError naming the records and both counts.
-    Any failure raises (RecordError for a record or request); ``sink`` may then hold partial
-    output.
+    are retried up to InvocationsMaxRetries times with doubling backoff (R20). Where the
+    answer is one line per record (``settings.counts_records``) each response must hold as
+    many lines as its request held records; a mismatch raises RecordError naming the
+    records and both counts. Any failure raises (RecordError for a record or request);
+    ``sink`` may then hold partial output. ``on_bytes`` hears the source bytes done after
+    each request.
     """
     started = time.perf_counter()
     counted = _CountingReader(source)
     scoring = FileScoring(settings, effective, name)
     retry = RetryPolicy(settings.invocations_max_retries + 1, retry_backoff_seconds)
-    totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0}
+    verify = settings.counts_records
+    totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0, "bytes_done": 0}
 
     def call(body: bytes) -> bytes:
         return retry.call(invoke, body)
@@ -192,9 +201,12 @@ def transform_stream(
             totals["records_out"] += produced or 0
             totals["bytes_out"] += len(output)
             totals["requests"] += 1
+            totals["bytes_done"] += batch.input_bytes
+            if on_bytes is not None:
+                on_bytes(totals["bytes_done"])
     return FileStats(
         records_in=totals["records_in"],
-        records_out=totals["records_out"] if settings.assemble_with == "Line" else None,
+        records_out=totals["records_out"] if verify else None,
         bytes_in=counted.count,
         bytes_out=totals["bytes_out"],
         requests=totals["requests"],
@@ -215,6 +227,15 @@ def decompressed(raw: BinaryIO, settings: TransformSettings, name: str) -> Binar
     return _GzipSource(raw, name) if settings.compression_type == "Gzip" else raw
 
 
+def in_file_bytes(source: BinaryIO, on_bytes: OnBytes | None) -> OnBytes | None:
+    """``on_bytes`` told bytes of the file for bytes of ``source`` done: the same for a
+    plain file; for a gzip file (:func:`decompressed`), estimated from how far the
+    decompression has read into it."""
+    if isinstance(source, _GzipSource):
+        return source.in_file_bytes(on_bytes)
+    return on_bytes
+
+
 def transform_file(
     src: Path,
     dst: Path,
@@ -225,16 +246,19 @@ def transform_file(
     name: str | None = None,
     concurrency: int | None = None,
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
+    on_bytes: OnBytes | None = None,
 ) -> FileStats:
     """Transform ``src`` into ``dst`` (R19): the output is written to a temporary file beside
     ``dst`` and renamed only on success, so a failed file leaves neither. Gzip input is
     decompressed first (R11); the output is uncompressed. ``name`` (default: ``src``) is how
-    errors name the file."""
+    errors name the file. ``on_bytes`` hears the bytes of ``src`` done after each request
+    (of a gzip file, estimated from how far the decompression has read into it)."""
     name = name or str(src)
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open_input(src, name) as raw:
         source = decompressed(raw, settings, name)
-        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+        on_bytes = in_file_bytes(source, on_bytes)
+        fd, tmp = _create_beside(dst)
         try:
             with os.fdopen(fd, "wb") as sink:
                 stats = transform_stream(
@@ -246,12 +270,24 @@ def transform_file(
                     name=name,
                     concurrency=concurrency,
                     retry_backoff_seconds=retry_backoff_seconds,
+                    on_bytes=on_bytes,
                 )
             os.replace(tmp, dst)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
     return stats
+
+
+def _create_beside(dst: Path) -> tuple[int, Path]:
+    """A new temporary file beside ``dst``, created with mode 0666 less the umask, as the
+    output itself would be (``mkstemp`` would make it 0600 whatever the umask)."""
+    while True:
+        tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 class _CountingReader:
@@ -276,8 +312,22 @@ class _GzipSource:
     """A gzip stream whose corruption errors name the file (R11)."""
 
     def __init__(self, raw: BinaryIO, name: str):
+        self._raw = raw
         self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
         self._name = name
+
+    def in_file_bytes(self, on_bytes: OnBytes | None) -> OnBytes | None:
+        """``on_bytes`` told compressed bytes instead of the decompressed ones done,
+        estimated from the ratio read so far."""
+        if on_bytes is None:
+            return None
+        report = on_bytes
+
+        def compressed(done: int) -> None:
+            produced = self._gzip.tell()
+            report(self._raw.tell() * done // produced if produced else 0)
+
+        return compressed
 
     def read(self, size: int = -1) -> bytes:
         try:

@@ -34,8 +34,8 @@ class Batch:
     record_count: int
     # The original records, kept only when a join needs them (R17, R18).
     records: tuple[bytes, ...] | None = None
-    # Bytes of the input the batch covers (before any InputFilter): where the next batch
-    # starts, for a run that stops and resumes.
+    # Bytes of the source its records took, before any InputFilter: progress is counted in
+    # it, and it is where the next batch starts, for a run that stops and resumes.
     input_bytes: int = 0
 
     @property
@@ -217,20 +217,23 @@ def _pack(
     """Batches of filtered records, each body within ``limit`` bytes."""
     parts: list[bytes] = []
     originals: list[bytes] = []
-    size, raw, first = 0, 0, skip + 1
+    size, consumed, first = 0, 0, skip + 1
+
+    def batch() -> Batch:
+        kept = tuple(originals) if keep_records else None
+        return Batch(b"".join(parts), first, len(parts), kept, consumed)
+
     for number, record in enumerate(records, skip + 1):
         part = record_filter(record, number) if record_filter else record
         if limit is not None and len(part) > limit:
             raise oversize_error(name, number, limit, len(part))
         if parts and (single or (limit is not None and size + len(part) > limit)):
-            kept = tuple(originals) if keep_records else None
-            yield Batch(b"".join(parts), first, len(parts), kept, raw)
-            parts, originals, size, raw, first = [], [], 0, 0, number
+            yield batch()
+            parts, originals, size, consumed, first = [], [], 0, 0, number
         parts.append(part)
         size += len(part)
-        raw += len(record)
+        consumed += len(record)
         if keep_records:
             originals.append(record)
     if parts:
-        kept = tuple(originals) if keep_records else None
-        yield Batch(b"".join(parts), first, len(parts), kept, raw)
+        yield batch()

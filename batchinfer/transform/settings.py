@@ -13,10 +13,12 @@ from functools import cached_property
 from typing import Any
 
 from batchinfer.errors import ValidationError
-from batchinfer.media_types import CSV, JSON, JSONLINES, media_type
+from batchinfer.media_types import CSV, JSON, JSONLINES, codec_type, media_type
 from batchinfer.transform import jsonpath
 
 MIB = 1024 * 1024
+# Answer types that hold one line per record, so output records can be counted (R17).
+LINE_ANSWERS = frozenset({CSV, JSONLINES})
 
 # snake_case key -> CreateTransformJob field name.
 PASCAL = {
@@ -198,9 +200,29 @@ class TransformSettings:
 
     @property
     def counts_records(self) -> bool:
-        """True when output records can be counted against input records: SplitType and
-        AssembleWith are both Line, so every record and every response is one line."""
-        return self.split_type == "Line" and self.assemble_with == "Line"
+        """True when output records can be counted against input records (R17, R19): see
+        :attr:`records_not_counted`."""
+        return self.records_not_counted is None
+
+    @property
+    def records_not_counted(self) -> str | None:
+        """Why output records cannot be counted against input records, or None when they
+        can: SplitType and AssembleWith are both Line and the answer is one line per record,
+        which CSV and JSON Lines answers are, and so is a join (R17, R18). Any other answer
+        (one JSON document per request, NumPy) is written as the model gives it (R13). The
+        answer's type is Accept, else the request's ContentType (the default handler
+        answers in it), else CSV."""
+        if self.split_type != "Line" or self.assemble_with != "Line":
+            return "output records are counted only with SplitType Line and AssembleWith Line"
+        if self.join_source == "Input":
+            return None
+        answer = codec_type(self.accept) or codec_type(self.content_type) or CSV
+        if answer in LINE_ANSWERS:
+            return None
+        return (
+            f"with Accept {answer} an answer is not one line per record "
+            "(only CSV, JSON Lines and joined answers are)"
+        )
 
     @property
     def uses_data_processing(self) -> bool:

@@ -22,8 +22,26 @@ def schedule_inputs(stack: OfflineStack) -> dict[str, dict[str, Any]]:
     }
 
 
-def create_bucket(stack: OfflineStack, name: str) -> None:
+LAKE_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def create_bucket(stack: OfflineStack, name: str, key: str | None = None) -> None:
+    """An existing bucket, encrypted by default with ``key`` when given."""
     stack.s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})
+    if key:
+        stack.s3.put_bucket_encryption(
+            Bucket=name,
+            ServerSideEncryptionConfiguration={
+                "Rules": [
+                    {
+                        "ApplyServerSideEncryptionByDefault": {
+                            "SSEAlgorithm": "aws:kms",
+                            "KMSMasterKeyID": key,
+                        }
+                    }
+                ]
+            },
+        )
 
 
 def test_the_nightly_schedule_reads_the_stacks_bucket(prod_stack):
@@ -43,7 +61,7 @@ def test_the_weekly_schedule_reads_a_data_lake_and_writes_another_bucket(prod_st
         "output": "s3://example-reports/batchinfer/weekly/",
         "merge": True,
     }
-    create_bucket(prod_stack, "example-data-lake")
+    create_bucket(prod_stack, "example-data-lake", LAKE_KEY)
     create_bucket(prod_stack, "example-reports")
     rows = {"a.csv": csv_rows(120), "region/b.csv": csv_rows(30, offset=7)}
     for name, data in rows.items():
@@ -69,6 +87,29 @@ def test_the_weekly_schedule_reads_a_data_lake_and_writes_another_bucket(prod_st
     assert run["run_status"] == SUCCEEDED and run["records_out"] == 150
     assert run["input"] == request["input"]
     assert not prod_stack.keys("output/"), "nothing lands in the stack's own output/"
+
+
+def test_shard_outputs_land_in_another_teams_bucket_unmerged(prod_stack):
+    """Without merge the jobs write to the destination themselves and Verify reads there."""
+    create_bucket(prod_stack, "example-data-lake", LAKE_KEY)
+    create_bucket(prod_stack, "example-reports")
+    prod_stack.s3.put_object(
+        Bucket="example-data-lake", Key="scoring/daily/a.csv", Body=csv_rows(40)
+    )
+    request = {
+        "input": "s3://example-data-lake/scoring/daily/",
+        "output": "s3://example-reports/batchinfer/daily/",
+        "shards": 2,
+    }
+    execution = prod_stack.run(request, "daily-1")
+    assert execution.status == "SUCCEEDED", execution.cause
+    listed = prod_stack.s3.list_objects_v2(Bucket="example-reports", Prefix="batchinfer/daily/")
+    assert sorted(item["Key"] for item in listed["Contents"]) == [
+        f"batchinfer/daily/{name}"
+        for name in ("_SUCCESS", "_manifest.json", "a.part-00000.csv.out", "a.part-00001.csv.out")
+    ]
+    run = StatusTable.named(prod_stack.table_name).get_run("daily-1")
+    assert run["records_out"] == 40
 
 
 @pytest.mark.parametrize(

@@ -113,29 +113,38 @@ def test_failed_run_exits_1_and_names_file_record_and_reason_r19(tmp_path, row_s
     assert not (tmp_path / "o" / "bad.csv.out").exists()
 
 
-def _servers_of(model_dir: Path) -> list[int]:
+def _instances_of(model_dir: Path, engine: str) -> list[int]:
+    """Process ids of the model servers (or processing instances) serving ``model_dir``."""
+    word = b"serve" if engine == "transform" else b"process"
     pids = []
     for proc in Path("/proc").iterdir():
         try:
-            cmdline = (proc / "cmdline").read_bytes()
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if proc.name.isdigit() and str(model_dir).encode() in cmdline and b"serve" in cmdline:
+        mentions_model = any(str(model_dir).encode() in arg for arg in cmdline)
+        if proc.name.isdigit() and mentions_model and word in cmdline:
             pids.append(int(proc.name))
     return pids
 
 
-def test_ctrl_c_stops_every_model_server_and_leaves_no_output(tmp_path, row_sum_model):
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_ctrl_c_stops_every_instance_and_leaves_nothing_presented_as_complete_c10_r19(
+    tmp_path, row_sum_model, engine
+):
+    """Ctrl-C: "interrupted", exit 130, every instance stopped, no _SUCCESS, no temporary or
+    partial output; the manifest says INTERRUPTED and lists only the outputs that are whole."""
     slow = tmp_path / "in" / "slow.csv"
     slow.parent.mkdir()
     slow.write_bytes(b"slow,1\n" * 200)
+    (tmp_path / "in" / "fast.csv").write_bytes(b"1,2\n" * 10)
     out = tmp_path / "out"
     command = [
         sys.executable,
         "-m",
         "batchinfer",
         "run",
-        str(slow),
+        str(tmp_path / "in"),
         "--model",
         str(row_sum_model),
         "--output",
@@ -144,19 +153,31 @@ def test_ctrl_c_stops_every_model_server_and_leaves_no_output(tmp_path, row_sum_
         "2",
         "--batch-strategy",
         "SingleRecord",
+        "--engine",
+        engine,
         *CSV,
     ]
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not _servers_of(row_sum_model) and time.monotonic() < deadline:
+    while len(_instances_of(row_sum_model, engine)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _servers_of(row_sum_model), "the run never started its servers"
+    assert _instances_of(row_sum_model, engine), "the run never started its instances"
     time.sleep(3)
     os.kill(proc.pid, signal.SIGINT)
-    proc.wait(timeout=60)
-    assert proc.returncode != 0
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert "2 of 2 done" not in stderr  # the live display does not show the run finished
     deadline = time.monotonic() + 30
-    while _servers_of(row_sum_model) and time.monotonic() < deadline:
+    while _instances_of(row_sum_model, engine) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _servers_of(row_sum_model) == []
-    assert not (out / "slow.csv.out").exists() and not (out / "_SUCCESS").exists()
+    assert _instances_of(row_sum_model, engine) == []
+    assert not (out / "_SUCCESS").exists() and not (out / "slow.csv.out").exists()
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["status"] == "INTERRUPTED"
+    listed = {name for entry in manifest["files"] for name in entry["outputs"]}
+    for entry in manifest["files"]:
+        assert (entry["status"] == "SUCCEEDED") == bool(entry["outputs"])
+    assert {"slow.csv"} <= {e["name"] for e in manifest["files"] if e["status"] == "INTERRUPTED"}
+    on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert on_disk == listed | {"_manifest.json"}  # nothing temporary, nothing unlisted

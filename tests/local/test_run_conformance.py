@@ -203,7 +203,7 @@ def test_files_spread_over_instances_each_file_whole_r3(tmp_path, row_sum_model)
     result = run([tmp_path / "in"], tmp_path / "out", row_sum_model, **settings)
     assert result.succeeded
     assert all(len(f.instances) == 1 for f in result.files)  # R3: one file, one instance
-    assert {i for f in result.files for i in f.instances} == {0, 1}
+    assert {i for f in result.files for i in f.instances} == {1, 2}  # numbered from 1
 
 
 def test_manifest_records_counts_and_success_marker(tmp_path, row_sum_model):

@@ -171,6 +171,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     result_manifest = json.loads(account.get(output + "_manifest.json"))
     assert [f["output"] for f in result_manifest["files"]] == ["a.csv.out", "sub/b.csv.out"]
     assert result_manifest["totals"]["records_in"] == 307
+    assert [f["records_not_counted"] for f in result_manifest["files"]] == [None, None]  # R17
     run = account.table.get_run("exec-1")
     assert run["run_status"] == SUCCEEDED and run["records_out"] == 307
     notifications, events = account.announced()

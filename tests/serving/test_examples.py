@@ -22,7 +22,9 @@ def test_example_csv_and_jsonl_hold_the_same_realistic_rows(tmp_path, example_mo
     rows = np.loadtxt(tmp_path / "a.csv", delimiter=",")
     lines = (tmp_path / "a.jsonl").read_text().splitlines()
     assert rows.shape == (2000, 10)
-    np.testing.assert_array_equal([json.loads(line) for line in lines], rows)
+    records = [json.loads(line) for line in lines]
+    assert [record["id"] for record in records] == list(range(2000))
+    np.testing.assert_array_equal([record["features"] for record in records], rows)
     assert set(np.unique(rows[:, 1])) <= {1.0, 2.0}  # sex stays a category
     assert 0.2 < example_model.predict(rows).mean() < 0.8  # both classes occur
     write_example_csv(tmp_path / "b.csv", 2000, seed=4)

@@ -101,7 +101,7 @@ def test_e3_split_none_is_one_request(tmp_path, model_m, assemble_with, expected
     )
     assert out == expected and calls == [b"1,2\n3,4\n"]
     assert stats.records_in == 1 and stats.requests == 1
-    assert stats.records_out == (2 if assemble_with == "Line" else None)
+    assert stats.records_out is None  # R17: one request for the whole file, lines not records
 
 
 @pytest.mark.parametrize(
@@ -375,3 +375,72 @@ def test_r15_r18_json_document_with_split_none_filter_and_join(tmp_path):
     assert seen == [b"[1,2,3,4]\n"]
     assert out == b'{"id":7,"SageMakerOutput":{"score":10}}'
     assert stats.records_in == 1 and stats.records_out is None
+
+
+@pytest.mark.parametrize("compression", ["None", "Gzip"])
+def test_bytes_done_are_told_after_every_request_up_to_the_file_size(
+    tmp_path, model_m, compression
+):
+    """Progress advances per request (R7 framing), in bytes of the file as stored (R11)."""
+    data = b"".join(b"%d,%d\n" % (i, i + 1) for i in range(200))
+    stored = gzip.compress(data) if compression == "Gzip" else data
+    src, dst = tmp_path / "d.csv", tmp_path / "d.csv.out"
+    src.write_bytes(stored)
+    settings = TransformSettings(
+        **CSV, split_type="Line", batch_strategy="SingleRecord", compression_type=compression
+    )
+    told: list[int] = []
+    stats = transform_file(
+        src,
+        dst,
+        settings=settings,
+        effective=settings.resolve(),
+        invoke=model_m("text/csv"),
+        on_bytes=told.append,
+    )
+    assert len(told) == stats.requests == 200
+    assert told == sorted(told) and told[-1] == len(stored)
+
+
+@pytest.mark.parametrize(
+    ("accept", "join", "counted"),
+    [
+        ("text/csv", "None", True),
+        ("application/jsonlines", "None", True),
+        ("application/jsonl", "None", True),
+        ("application/json", "None", False),
+        ("application/x-npy", "None", False),
+        ("application/json", "Input", True),
+    ],
+)
+def test_r17_records_are_counted_only_where_the_answer_is_one_line_per_record(
+    accept, join, counted
+):
+    settings = TransformSettings(
+        content_type="application/json" if join == "Input" else "text/csv",
+        accept=accept,
+        split_type="Line",
+        assemble_with="Line",
+        join_source=join,
+    )
+    assert settings.counts_records is counted
+    assert (settings.records_not_counted is None) is counted
+    if not counted:
+        assert accept in settings.records_not_counted
+
+
+def test_r17_a_json_array_per_mini_batch_is_written_not_counted(tmp_path):
+    """Accept application/json: one JSON array answers a whole mini-batch; with AssembleWith
+    Line it is written with a newline after it and the file does not fail."""
+    out, stats = run_file(
+        tmp_path,
+        "x.csv",
+        b"1\n2\n3\n",
+        lambda body: b"[0.1, 0.2, 0.3]",
+        content_type="text/csv",
+        accept="application/json",
+        split_type="Line",
+        assemble_with="Line",
+    )
+    assert out == b"[0.1, 0.2, 0.3]\n"
+    assert (stats.records_in, stats.records_out) == (3, None)

@@ -4,12 +4,13 @@ answering as the Lambda service does, with service errors injected on demand."""
 import json
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from tests.support.lambdas import load_handler
-from tests.support.offline.template import REGION, Function
+from tests.support.offline.template import Function
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,16 @@ class LambdaFault:
 class Lambdas:
     """The template's functions, run in-process by their real handlers."""
 
-    def __init__(self, functions: dict[str, Function]) -> None:
+    def __init__(
+        self,
+        functions: dict[str, Function],
+        *,
+        as_role: Callable[[str], AbstractContextManager[Any]] = lambda _arn: nullcontext(),
+        on_invoke: Callable[[str], None] = lambda _arn: None,
+    ) -> None:
         self.functions = functions
+        self.as_role = as_role  # whose calls the handler makes: its function's role
+        self.on_invoke = on_invoke  # a task of the state machine invokes function ARN
         self.modules: dict[str, ModuleType] = {}
         self.invocations: list[tuple[str, Any]] = []  # (handler module, event)
         self.faults: list[LambdaFault] = []
@@ -45,7 +54,12 @@ class Lambdas:
         return merged
 
     def invoke(self, parameters: dict, region: str, state_credentials: Any) -> dict:
-        """What ``lambda_client.invoke(**parameters)`` answers, as moto's parser reads it."""
+        """What ``lambda_client.invoke(**parameters)`` answers, as moto's parser reads it
+        (a task of the state machine invoking the function)."""
+        self.on_invoke(parameters["FunctionName"])
+        return self._invoke(parameters)
+
+    def _invoke(self, parameters: dict) -> dict:
         function = self.functions[parameters["FunctionName"].split(":function:")[-1]]
         module_name, attribute = function.handler.rsplit(".", 1)
         event = json.loads(parameters.get("Payload") or b"{}")
@@ -60,7 +74,8 @@ class Lambdas:
         if fault is not None and fault.when == "before":
             return _service_error(fault.error)
         try:
-            result = handler(event, None)
+            with self.as_role(function.role):
+                result = handler(event, None)
         except Exception as exc:  # Lambda reports every exception of a handler this way
             payload = {"errorMessage": str(exc), "errorType": type(exc).__name__}
             return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}
@@ -73,7 +88,7 @@ class Lambdas:
 
     def invoke_event(self, arn: str, event: dict[str, Any]) -> Any:
         """An asynchronous invocation (an EventBridge target): the handler's result."""
-        response = self.invoke({"FunctionName": arn, "Payload": json.dumps(event)}, REGION, None)
+        response = self._invoke({"FunctionName": arn, "Payload": json.dumps(event)})
         if response.get("FunctionError"):
             raise AssertionError(f"{arn} failed on {event['detail-type']}: {response['Payload']}")
         return response["Payload"]

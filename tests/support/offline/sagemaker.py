@@ -8,6 +8,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,11 @@ class SageMakerJobs:
     s3: Any
     models: dict[str, str]  # the template's model name -> ModelDataUrl
     sagemaker: Any  # moto's, where the pipeline creates runs' own models
+    model_roles: dict[str, str]  # the template's model name -> its execution role ARN
+    # Whose calls a job makes (its role ARN; None: the harness's own lookups), and the
+    # state machine's calls of the API.
+    as_role: Callable[[str | None], AbstractContextManager[Any]] = lambda _arn: nullcontext()
+    on_api_call: Callable[[str, dict[str, Any]], None] = lambda _op, _params: None
     faults: list[ApiError | FailInputs | StopJob | StopExecution] = field(default_factory=list)
     stop_execution: Callable[[], None] = lambda: None  # set by OfflineStack
     # Jobs whose execution is stopped while its .sync task waits for them.
@@ -114,6 +120,7 @@ class SageMakerJobs:
     def create(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Run one Create*Job request to its end; its Describe*Job response."""
         kind = "Transform" if operation == "CreateTransformJob" else "Processing"
+        self.on_api_call(operation, request)
         with self._lock:
             self.requests.append((operation, request))
             fault = self.faults.pop(0) if self.faults else None
@@ -129,9 +136,16 @@ class SageMakerJobs:
         if isinstance(fault, StopJob | StopExecution):
             status, reason = "Stopped", None
         elif kind == "Transform":
-            status, reason = self._transform(request, fail)
+            # The harness finds the model itself: neither the job nor the state machine looks.
+            with self.as_role(None):
+                role = self._model_role(request["ModelName"])
+                model_data_url = self._model_data(request["ModelName"])
+            with self.as_role(role):
+                status, reason = self._transform(request, fail, model_data_url)
         else:
-            status, reason = self._processing(request, fail)
+            with self.as_role(request["RoleArn"]):
+                status, reason = self._processing(request, fail)
+        self.on_api_call(f"Describe{kind}Job", {f"{kind}JobName": name})
         described = {
             **request,
             f"{kind}JobArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:"
@@ -184,9 +198,13 @@ class SageMakerJobs:
         self.s3.download_file(location.bucket, location.key, str(archive))
         return prepare_model_dir(archive, workdir)
 
-    def _upload(self, files: list[InputFile], out_dir: Path, output: str, lost: int) -> list[str]:
-        """Upload each input's ``.out`` (R12); the first ``lost`` inputs lose theirs."""
+    def _upload(
+        self, files: list[InputFile], out_dir: Path, output: str, lost: int, key_id: str | None
+    ) -> list[str]:
+        """Upload each input's ``.out`` (R12), encrypted with the job's output key as
+        SageMaker does; the first ``lost`` inputs lose theirs."""
         target = parse_s3_uri(output)
+        encryption = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": key_id} if key_id else {}
         missing = []
         for number, file in enumerate(files):
             local = out_dir / output_name(file.name)
@@ -194,8 +212,17 @@ class SageMakerJobs:
                 missing.append(file.name)
                 continue
             key = S3Location(target.bucket, target.key.rstrip("/") + "/" + output_name(file.name))
-            self.s3.upload_file(str(local), key.bucket, key.key)
+            self.s3.upload_file(str(local), key.bucket, key.key, ExtraArgs=encryption)
         return missing
+
+    def _model_role(self, name: str) -> str | None:
+        """The role a transform job runs as: its model's execution role (None: no model)."""
+        if name in self.model_roles:
+            return self.model_roles[name]
+        try:
+            return self.sagemaker.describe_model(ModelName=name)["ExecutionRoleArn"]
+        except ClientError:
+            return None
 
     def _model_data(self, name: str) -> str | None:
         """The ModelDataUrl of the template's model or of a model the pipeline created
@@ -213,8 +240,9 @@ class SageMakerJobs:
             return package["InferenceSpecification"]["Containers"][0]["ModelDataUrl"]
         return container["ModelDataUrl"]
 
-    def _transform(self, request: dict[str, Any], lost: int) -> tuple[str, str | None]:
-        model_data_url = self._model_data(request["ModelName"])
+    def _transform(
+        self, request: dict[str, Any], lost: int, model_data_url: str | None
+    ) -> tuple[str, str | None]:
         if model_data_url is None:
             return "Failed", f"ClientError: Could not find model {request['ModelName']}"
         settings = from_api(request)
@@ -230,8 +258,9 @@ class SageMakerJobs:
                 model_dir=self._model_dir(model_data_url, work),
                 settings=settings,
             )
+            job_output = request["TransformOutput"]
             missing = self._upload(
-                files, work / "output", request["TransformOutput"]["S3OutputPath"], lost
+                files, work / "output", job_output["S3OutputPath"], lost, job_output.get("KmsKeyId")
             )
         errors = [o.error for o in report.outcomes if o.error]
         return _ending(missing, errors, "ClientError")
@@ -255,8 +284,9 @@ class SageMakerJobs:
                 model_dir=self._model_dir(inputs["model"]["S3Uri"], work),
                 settings=settings,
             )
-            output = request["ProcessingOutputConfig"]["Outputs"][0]["S3Output"]["S3Uri"]
-            missing = self._upload(files, work / "output", output, lost)
+            config = request["ProcessingOutputConfig"]
+            output = config["Outputs"][0]["S3Output"]["S3Uri"]
+            missing = self._upload(files, work / "output", output, lost, config.get("KmsKeyId"))
         errors = [o.error for o in report.outcomes if o.error]
         return _ending(missing, errors, "AlgorithmError")
 

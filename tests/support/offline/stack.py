@@ -16,6 +16,7 @@ from unittest import mock
 
 import boto3
 import moto
+from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
     lambda_eval_utils,
     state_task_factory,
@@ -27,6 +28,13 @@ from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.moto_fixes import corrected
 from tests.support.offline.sagemaker import SageMakerJobs, SageMakerTask
 from tests.support.offline.template import ACCOUNT, REGION, Function, render
+from tests.support.permissions.audit import Audit
+from tests.support.permissions.needs import Keys
+from tests.support.permissions.recorder import CallRecorder
+
+# (environment, granted and used grants) of every offline stack that closed without error,
+# for the unused-grant report (tests/support/permissions/report.py).
+GRANT_USAGE: list[tuple[str, dict[str, set[str]]]] = []
 
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 
@@ -93,6 +101,9 @@ class OfflineStack:
 
     def __enter__(self) -> "OfflineStack":
         self._exit = ExitStack()
+        # Every client made from here on reports its calls (the audit decides on them).
+        self.recorder = CallRecorder()
+        self._exit.enter_context(self.recorder.recording())
         try:
             self._create()
         except BaseException:
@@ -100,20 +111,27 @@ class OfflineStack:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
         self._exit.close()
+        if kind is None:
+            denied = self.audit.denied()
+            environment = self.template["Description"].split(":")[0].removeprefix("batchinfer ")
+            GRANT_USAGE.append((environment, self.audit.grants(self.audited)))
+            if denied:
+                raise AssertionError(
+                    f"{len(denied)} AWS calls the template's IAM refuses:\n"
+                    + "\n".join(map(str, denied))
+                )
 
     def _create(self) -> None:
         session = boto3.Session(region_name=REGION)
         self.s3 = session.client("s3")
         self.sqs = session.client("sqs")
         self.sfn = session.client("stepfunctions")
-        # Physical names for everything, fake ARNs where nothing real is needed.
+        # Physical names for everything, ARNs as AWS forms them where policies name them.
         for logical_id, resource in self.resources.items():
-            self.refs.setdefault(logical_id, f"{self.name}-{logical_id.lower()}")
-            self.attributes[(logical_id, "Arn")] = (
-                f"arn:aws:{_service(resource['Type'])}:{REGION}:{ACCOUNT}:{logical_id}"
-            )
+            physical = self.refs.setdefault(logical_id, f"{self.name}-{logical_id.lower()}")
+            self.attributes[(logical_id, "Arn")] = _arn(resource, logical_id, physical)
         key_id, _ = self._only("AWS::KMS::Key")
         key = session.client("kms").create_key(Description=f"{self.name} data key")
         self.attributes[(key_id, "Arn")] = key["KeyMetadata"]["Arn"]
@@ -148,19 +166,33 @@ class OfflineStack:
         self.model_data_url = model_data_url
         functions = {}
         for logical_id, resource in self.of_type("AWS::Lambda::Function").items():
-            arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}"
-            self.attributes[(logical_id, "Arn")] = arn
+            arn = self.attributes[(logical_id, "Arn")]
             props = resource["Properties"]
             variables = props.get("Environment", {}).get("Variables", {})
-            functions[logical_id] = Function(arn, props["Handler"], self._render(variables))
-        self.lambdas = Lambdas(functions)
+            functions[logical_id] = Function(
+                arn, props["Handler"], self._render(variables), self._render(props["Role"])
+            )
+        machine_id, machine = self._only("AWS::StepFunctions::StateMachine")
+        machine_role = self.machine_role = self._render(machine["Properties"]["RoleArn"])
+        self.lambdas = Lambdas(
+            functions,
+            as_role=lambda arn: self.audit.as_role(arn),
+            on_invoke=lambda arn: self.audit.record(
+                machine_role, "lambda", "Invoke", {"FunctionName": arn}
+            ),
+        )
+        model_name = self.attributes[(model_id, "ModelName")]
         self.jobs = SageMakerJobs(
             self.s3,
-            {self.attributes[(model_id, "ModelName")]: model_data_url},
+            {model_name: model_data_url},
             session.client("sagemaker"),
+            {model_name: self._render(model["Properties"]["ExecutionRoleArn"])},
+            as_role=lambda arn: self.audit.as_role(arn),
+            on_api_call=lambda operation, params: self.audit.record(
+                machine_role, "sagemaker", operation, params
+            ),
             stop_execution=self._stop_running,
         )
-        machine_id, machine = self._only("AWS::StepFunctions::StateMachine")
         self.definition = json.loads(self._render(machine["Properties"]["DefinitionString"]))
         self._patch()
         self.state_machine_arn = self.sfn.create_state_machine(
@@ -172,6 +204,55 @@ class OfflineStack:
         self.outputs = {
             key: self._render(output["Value"]) for key, output in self.template["Outputs"].items()
         }
+        pipeline = [f for f in functions.values() if "BATCHINFER_TABLE_NAME" in f.environment]
+        job_prefix = pipeline[0].environment["BATCHINFER_JOB_PREFIX"]
+        self.audit = Audit(
+            self.template, self._render, self._keys(session), self.recorder, job_prefix
+        )
+        # The runtimes whose grants the unused-grant report reviews: the pipeline's.
+        pipeline_roles = [
+            f.role for f in functions.values() if "BATCHINFER_TABLE_NAME" in f.environment
+        ]
+        model_role = self._render(model["Properties"]["ExecutionRoleArn"])
+        self.audited = {
+            self.audit.runtime_of(arn) for arn in [*pipeline_roles, model_role, machine_role]
+        } | ({self.audit.cli_policy} if self.audit.cli_policy else set())
+
+    def _keys(self, session: Any) -> Keys:
+        """Which key encrypts each bucket (as moto holds it), table and topic (as the
+        template says)."""
+        s3, kms = session.client("s3"), session.client("kms")
+        tables = {
+            self.refs[k]: self._render(
+                v["Properties"].get("SSESpecification", {}).get("KMSMasterKeyId")
+            )
+            for k, v in self.of_type("AWS::DynamoDB::Table").items()
+        }
+        topics = {
+            self.refs[k]: self._render(v["Properties"].get("KmsMasterKeyId"))
+            for k, v in self.of_type("AWS::SNS::Topic").items()
+        }
+
+        def of_bucket(bucket: str) -> str | None:
+            try:
+                rules = s3.get_bucket_encryption(Bucket=bucket)[
+                    "ServerSideEncryptionConfiguration"
+                ]["Rules"]
+            except s3.exceptions.ClientError:
+                return None
+            return as_arn(rules[0]["ApplyServerSideEncryptionByDefault"].get("KMSMasterKeyID"))
+
+        def as_arn(key: str | None) -> str | None:
+            """A key's ARN (one in another account, which moto does not hold, as given)."""
+            if not key or key.startswith("arn:"):
+                return key
+            return kms.describe_key(KeyId=key)["KeyMetadata"]["Arn"]
+
+        return Keys(
+            of_bucket=of_bucket,
+            of_table=lambda name: as_arn(tables.get(name)),
+            of_topic=lambda arn: as_arn(topics.get(arn)),
+        )
 
     def _create_bucket(self, name: str, properties: dict[str, Any]) -> None:
         """The data bucket as the template makes it: versioned, SSE-KMS with the stack's key
@@ -229,6 +310,15 @@ class OfflineStack:
         self._exit.enter_context(
             mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", self.lambdas.invoke)
         )
+        original_eval = Program.eval
+
+        def run_as_machine(program: Program, env: Any) -> None:
+            # What the interpreter calls itself (the Map's item reader and result writer)
+            # the state machine's role calls.
+            with self.audit.as_role(self.machine_role):
+                original_eval(program, env)
+
+        self._exit.enter_context(mock.patch.object(Program, "eval", run_as_machine))
         self._exit.enter_context(corrected())
         self._exit.enter_context(mock.patch.dict(os.environ, self.lambdas.environment()))
         services.cache_clear()
@@ -276,6 +366,10 @@ class OfflineStack:
 
     def _stop_running(self) -> None:
         """StopExecution on every running execution (a person stopping a run)."""
+        with self.audit.as_role(None):
+            self._stop_all()
+
+    def _stop_all(self) -> None:
         for item in self.sfn.list_executions(
             stateMachineArn=self.state_machine_arn, statusFilter="RUNNING"
         )["executions"]:
@@ -356,8 +450,21 @@ def ended(sfn: Any, arn: str, timeout: float) -> dict[str, Any]:
     return described
 
 
-def _service(kind: str) -> str:
-    return kind.split("::")[1].lower()
+def _arn(resource: dict[str, Any], logical_id: str, physical: str) -> str:
+    """The ARN AWS gives a resource of this kind (a made-up one where no policy names it)."""
+    kind = resource["Type"]
+    formats = {
+        "AWS::IAM::Role": f"arn:aws:iam::{ACCOUNT}:role/{physical}",
+        "AWS::IAM::ManagedPolicy": f"arn:aws:iam::{ACCOUNT}:policy/{physical}",
+        "AWS::S3::Bucket": f"arn:aws:s3:::{physical}",
+        "AWS::DynamoDB::Table": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{physical}",
+        "AWS::Events::EventBus": f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/"
+        + resource.get("Properties", {}).get("Name", physical),
+        "AWS::Logs::LogGroup": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{physical}:*",
+        "AWS::Lambda::Function": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}",
+    }
+    service = kind.split("::")[1].lower()
+    return formats.get(kind, f"arn:aws:{service}:{REGION}:{ACCOUNT}:{logical_id}")
 
 
 @contextmanager

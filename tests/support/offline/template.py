@@ -10,7 +10,8 @@ REGION = "eu-west-1"
 
 
 def render(value: Any, refs: dict[str, str], attributes: dict[tuple[str, str], str]) -> Any:
-    """``value`` with ``Ref``, ``Fn::GetAtt``, ``Fn::Join`` and ``Fn::Sub`` resolved."""
+    """``value`` with ``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select`` and
+    ``Fn::Split`` resolved."""
     if isinstance(value, list):
         return [render(v, refs, attributes) for v in value]
     if not isinstance(value, dict):
@@ -23,6 +24,10 @@ def render(value: Any, refs: dict[str, str], attributes: dict[tuple[str, str], s
             return attributes[tuple(argument)]
         if function == "Fn::Join":
             return argument[0].join(render(part, refs, attributes) for part in argument[1])
+        if function == "Fn::Select":
+            return render(argument[1], refs, attributes)[int(argument[0])]
+        if function == "Fn::Split":
+            return render(argument[1], refs, attributes).split(argument[0])
         if function == "Fn::Sub":
             text = argument
             for name, physical in refs.items():
@@ -33,8 +38,9 @@ def render(value: Any, refs: dict[str, str], attributes: dict[tuple[str, str], s
 
 @dataclass(frozen=True)
 class Function:
-    """A Lambda function of the template: its handler module and environment."""
+    """A Lambda function of the template: its handler module, environment and role."""
 
     arn: str
     handler: str
     environment: dict[str, str]
+    role: str  # the execution role's ARN

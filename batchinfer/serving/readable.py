@@ -1,0 +1,63 @@
+"""Whether a model can read a content type at all, told before any model server starts.
+
+The default handler decodes the types of :data:`batchinfer.serving.codecs.DECODERS`; any
+other type is answered 415 by every request, so a job would fail every file. A user module
+that defines ``input_fn`` or ``transform_fn`` reads the body itself and decides. The module
+is read, not run: its source is parsed for those top-level functions.
+"""
+
+import ast
+from collections.abc import Mapping
+from pathlib import Path
+
+from batchinfer.errors import ValidationError
+from batchinfer.serving import codecs
+from batchinfer.serving.handlers import find_user_module
+from batchinfer.serving.server_errors import ModelLoadError
+
+READERS = frozenset({"input_fn", "transform_fn"})
+
+
+def defined_functions(path: Path) -> frozenset[str] | None:
+    """The names ``path`` defines at its top level (functions, assignments, imports);
+    None when it cannot be read or parsed (the model server will say why)."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names |= {alias.asname or alias.name for alias in node.names}
+    return frozenset(names)
+
+
+def check_readable(
+    model_dir: Path, environment: Mapping[str, str], content_type: str | None
+) -> None:
+    """Refuse ``content_type`` when the default handler cannot decode it and the model's user
+    module (if any) defines neither ``input_fn`` nor ``transform_fn``."""
+    kind = codecs.codec_type(content_type) or codecs.CSV
+    if kind in codecs.DECODERS:
+        return
+    try:
+        module = find_user_module(model_dir, environment)
+    except ModelLoadError:
+        return  # a SAGEMAKER_PROGRAM naming no file: the model servers report it
+    defined = defined_functions(module) if module else frozenset()
+    if defined is None or defined & READERS:
+        return
+    where = (
+        f"{module.relative_to(model_dir).as_posix()} defines neither input_fn nor transform_fn"
+        if module
+        else "the model has no code/inference.py with an input_fn or transform_fn"
+    )
+    raise ValidationError(
+        f"content_type (ContentType): {content_type!r} is not a type the default handler "
+        f"decodes ({', '.join(sorted(codecs.DECODERS))}), and {where} to read it; every "
+        "request would be refused with 415"
+    )

@@ -1,0 +1,44 @@
+"""The README's JSON Lines example, run exactly as written on the data it generates
+(R15 filters and a join, R16 the filter language, R18 the JSON join)."""
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_block(heading: str) -> tuple[list[list[str]], list[str]]:
+    """The commands (as argv lists) and the ``# `` comment lines of the first bash block
+    under ``heading``."""
+    text = README.read_text()
+    section = text[text.index(heading) :]
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
+    assert block, f"no bash block under {heading!r} in {README}"
+    joined = block.group(1).replace("\\\n", " ")
+    commands = [shlex.split(line) for line in joined.splitlines() if line.strip()[:1] not in "#"]
+    comments = [line[2:] for line in joined.splitlines() if line.startswith("# ")]
+    return commands, comments
+
+
+def test_the_json_lines_example_runs_as_written_r15_r16_r18(tmp_path):
+    commands, comments = readme_block("### JSON Lines")
+    assert [argv[:2] for argv in commands] == [["batchinfer", "example"], ["batchinfer", "run"]]
+    assert "--input-filter" in commands[1] and "$.features" in commands[1]
+    for argv in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", "batchinfer", *argv[1:]],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr}"
+    output = tmp_path / ".demo-jsonl" / "output" / "data.jsonl.out"
+    with output.open() as lines:
+        first = next(lines)
+    assert json.loads(first) == json.loads(comments[0])
+    assert (tmp_path / ".demo-jsonl" / "output" / "_SUCCESS").exists()
