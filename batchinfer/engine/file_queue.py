@@ -52,24 +52,27 @@ def take_files(
                 progress.file_finished(outcome)
         except BaseException as exc:
             crashed.append(exc)
+        finally:
+            ended[instance].set()
 
-    threads = [
-        threading.Thread(target=instance_loop, args=(i,), name=f"instance-{i + 1}", daemon=True)
-        for i in range(instances)
-    ]
-    for thread in threads:
-        thread.start()
+    # Each instance says when it has ended: a join that Ctrl-C interrupts may take a thread
+    # that still runs for one that has ended (Python 3.11), so joins are not waited on.
+    ended = [threading.Event() for _ in range(instances)]
+    for i in range(instances):
+        threading.Thread(
+            target=instance_loop, args=(i,), name=f"instance-{i + 1}", daemon=True
+        ).start()
     try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)  # short joins keep Ctrl-C responsive
+        for end in ended:
+            while not end.wait(0.2):  # short waits keep Ctrl-C responsive
+                pass
     except KeyboardInterrupt:
         with lock:
             interrupted.set()
             finished = list(outcomes.values())
         on_interrupt()
-        for thread in threads:
-            thread.join()
+        for end in ended:
+            end.wait()
         raise EngineInterrupted(finished) from None
     if crashed:
         raise crashed[0]
