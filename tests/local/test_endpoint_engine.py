@@ -5,6 +5,7 @@ alone (R19)."""
 
 import json
 import re
+import signal
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from batchinfer.engine.http_client import ModelServerClient
-from batchinfer.engine.local_job import LocalJob, run_job
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.local_job import JobInterrupted, LocalJob, run_job
+from batchinfer.engine.outcomes import Progress
 from batchinfer.errors import ValidationError
 from batchinfer.serving.launcher import start_server
 from batchinfer.transform.settings import TransformSettings
@@ -123,6 +126,9 @@ class Throttling(BaseHTTPRequestHandler):
         with self.server.lock:  # type: ignore[attr-defined]
             self.server.bodies.append(body)  # type: ignore[attr-defined]
             throttled = len(self.server.bodies) <= self.server.throttle  # type: ignore[attr-defined]
+            if len(self.server.bodies) == self.server.interrupt_at:  # type: ignore[attr-defined]
+                # Ctrl-C while this request is in flight
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         if throttled:
             self._answer(429, b"ThrottlingException: Rate exceeded")
             return
@@ -143,6 +149,7 @@ class Throttling(BaseHTTPRequestHandler):
 def throttling_server() -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Throttling)
     server.bodies, server.throttle, server.lock = [], 2, threading.Lock()  # type: ignore[attr-defined]
+    server.interrupt_at = 0  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -161,6 +168,44 @@ def test_throttled_requests_are_retried_with_backoff_and_succeed_r20(tmp_path, t
     assert (tmp_path / "out" / "d.csv.out").read_bytes() == b"3\n7\n11\n"
     bodies = throttling_server.bodies  # type: ignore[attr-defined]
     assert bodies == [b"1,2\n", b"1,2\n", b"1,2\n", b"3,4\n", b"5,6\n"]
+
+
+class BytesDone(Progress):
+    def __init__(self) -> None:
+        self.told: list[tuple[str, int]] = []
+
+    def file_progress(self, instance: int, file: InputFile, done: int) -> None:
+        self.told.append((file.name, done))
+
+
+def test_progress_is_told_the_bytes_done_after_every_request(tmp_path, throttling_server):
+    throttling_server.throttle = 0  # type: ignore[attr-defined]
+    data = write(tmp_path / "in" / "d.csv", b"1,2\n3,4\n5,6\n")
+    url = f"http://127.0.0.1:{throttling_server.server_address[1]}"
+    settings = TransformSettings(**CSV, batch_strategy="SingleRecord")
+    progress = BytesDone()
+    job = LocalJob([data], tmp_path / "out", None, settings, engine="endpoint", endpoint_url=url)
+    assert run_job(job, progress).succeeded
+    assert progress.told == [("d.csv", 4), ("d.csv", 8), ("d.csv", 12)]
+
+
+def test_ctrl_c_sends_no_more_requests_and_leaves_no_output_r19(tmp_path, throttling_server):
+    """Ctrl-C while a request is in flight: no further request is sent, the file's output
+    (whole or partial) is removed, the manifest says INTERRUPTED and there is no _SUCCESS."""
+    throttling_server.throttle, throttling_server.interrupt_at = 0, 2  # type: ignore[attr-defined]
+    data = write(tmp_path / "in" / "d.csv", b"1,2\n" * 500)
+    url = f"http://127.0.0.1:{throttling_server.server_address[1]}"
+    settings = TransformSettings(**CSV, batch_strategy="SingleRecord", max_concurrent_transforms=1)
+    out = tmp_path / "out"
+    job = LocalJob([data], out, None, settings, engine="endpoint", endpoint_url=url)
+    with pytest.raises(JobInterrupted) as stopped:
+        run_job(job)
+    assert stopped.value.result.status == "INTERRUPTED"
+    assert len(throttling_server.bodies) < 500  # type: ignore[attr-defined]
+    assert sorted(p.name for p in out.iterdir()) == ["_manifest.json"]
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["status"] == "INTERRUPTED"
+    assert manifest["files"][0]["status"] == "INTERRUPTED"
 
 
 def test_a_refused_record_fails_its_file_naming_it_others_complete_r19(tmp_path, endpoint_url):
