@@ -12,7 +12,7 @@ from rich.markup import escape
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
 from batchinfer.engine.local_job import JobInterrupted, JobResult, LocalJob, run_job
-from batchinfer.engines import ENGINES, Engine
+from batchinfer.engines import ENGINES, LOCAL_ENGINES, Engine, LocalEngine
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.layout import RESULT_MANIFEST
 from batchinfer.transform.settings import TransformSettings
@@ -27,15 +27,26 @@ def run(
     inputs: Annotated[
         list[Path], typer.Argument(help="Files, directories or a ManifestFile.", show_default=False)
     ],
-    model: Annotated[Path, typer.Option(help="Model directory or model.tar.gz.")],
     output: Annotated[Path, typer.Option(help="Directory for the .out files.")],
+    model: Annotated[
+        Path | None,
+        typer.Option(help="Model directory or model.tar.gz (transform and processing engines)."),
+    ] = None,
     shards: Annotated[
         str | None, typer.Option(help="Pre-split each input into N shards, or 'auto'.")
     ] = None,
     merge: Annotated[bool, typer.Option(help="Merge shard outputs into one per input.")] = False,
     engine: Annotated[
-        str, typer.Option(help="transform (HTTP model servers) or processing (in-process).")
+        str,
+        typer.Option(
+            help="transform (HTTP model servers), processing (in-process) or endpoint "
+            "(a running server at --endpoint-url)."
+        ),
     ] = "transform",
+    endpoint_url: Annotated[
+        str | None,
+        typer.Option(help="http://HOST:PORT of the server that scores with --engine endpoint."),
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="Print nothing but errors.")] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the run manifest as JSON.")
@@ -50,9 +61,10 @@ def run(
         output_dir=output,
         model=model,
         settings=settings,
-        engine=parse_engine(engine),
+        engine=parse_local_engine(engine),
         shards=parse_shards(shards),
         merge=merge,
+        endpoint_url=endpoint_url,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
     try:
@@ -116,10 +128,21 @@ def _report(console: Console, result: JobResult) -> None:
 
 
 def parse_engine(value: str) -> Engine:
-    """``--engine``, naming the allowed values."""
-    if value not in ENGINES:
-        raise ValidationError(f"--engine must be {' or '.join(ENGINES)}, not {value!r}")
-    return value  # type: ignore[return-value]
+    """``--engine`` of a command that plans or runs in the cloud: transform or processing."""
+    return _one_of(value, ENGINES)  # type: ignore[return-value]
+
+
+def parse_local_engine(value: str) -> LocalEngine:
+    """``--engine`` of ``batchinfer run``: transform, processing or endpoint."""
+    return _one_of(value, LOCAL_ENGINES)  # type: ignore[return-value]
+
+
+def _one_of(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValidationError(
+            f"--engine must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {value!r}"
+        )
+    return value
 
 
 def parse_shards(value: str | None) -> int | Literal["auto"] | None:

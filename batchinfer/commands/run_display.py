@@ -158,6 +158,8 @@ def summary_notes(result: JobResult) -> list[str]:
     rest = result.seconds - result.transform_seconds - (result.startup_seconds or 0.0)
     if result.startup_seconds is None:
         startup = "no model servers (each processing instance loads the model in its transform)"
+    elif result.endpoint_url is not None:
+        startup = f"{result.startup_seconds:,.2f} s until the running server answered /ping"
     else:
         startup = f"{result.startup_seconds:,.2f} s model server start-up"
     lines = [

@@ -1,4 +1,5 @@
-"""The engine's side of the container contract: /execution-parameters and /invocations (C3-C7).
+"""The engine's side of the container contract: /ping, /execution-parameters and
+/invocations (C3-C7).
 
 One persistent HTTP/1.1 connection per thread, so MaxConcurrentTransforms requests can be in
 flight to one server without a connection per request.
@@ -7,21 +8,29 @@ flight to one server without a connection per request.
 import http.client
 import json
 import threading
+import urllib.parse
 from typing import Any
 
+from batchinfer.errors import ValidationError
 from batchinfer.transform.record_errors import InvocationError
 
+EXCERPT_BYTES = 500
+THROTTLED = 429
 
-def checked_response(status: int, body: bytes) -> bytes:
-    """The body of a 2xx answer; otherwise an InvocationError (retryable for 5xx, R20)."""
+
+def checked_response(status: int, body: bytes, *, retry_throttling: bool = False) -> bytes:
+    """The body of a 2xx answer; otherwise an InvocationError quoting the start of the body,
+    retryable for 5xx (R20) and, with ``retry_throttling``, for 429."""
     if not 200 <= status < 300:
-        detail = body[:500].decode("utf-8", "replace").strip()
-        raise InvocationError(detail, status=status, retryable=status >= 500)
+        detail = body[:EXCERPT_BYTES].decode("utf-8", "replace").strip()
+        retryable = status >= 500 or (retry_throttling and status == THROTTLED)
+        raise InvocationError(detail, status=status, retryable=retryable)
     return body
 
 
 class ModelServerClient:
-    """Talks to one model server ("instance") on localhost."""
+    """Talks to one server of the container contract: a local model server ("instance")
+    by port, or any server by URL (:meth:`from_url`)."""
 
     def __init__(
         self,
@@ -31,35 +40,92 @@ class ModelServerClient:
         accept: str | None,
         timeout: float,
         host: str = "127.0.0.1",
+        https: bool = False,
+        prefix: str = "",
     ) -> None:
         self._host, self._port, self._timeout = host, port, timeout
-        self._headers = {"Content-Type": content_type, "Accept": accept}
-        self._headers = {k: v for k, v in self._headers.items() if v}  # C7: only what is set
+        self._https, self._prefix = https, prefix.rstrip("/")
+        self._content_type, self._accept = content_type, accept
         self._local = threading.local()
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, content_type: str | None, accept: str | None, timeout: float
+    ) -> "ModelServerClient":
+        """A client for the server at ``url`` (``http[s]://HOST[:PORT][/PREFIX]``); its
+        routes are ``<url>/ping`` and ``<url>/invocations``."""
+        parts = urllib.parse.urlsplit(url)
+        problem = None
+        if parts.scheme not in ("http", "https"):
+            problem = "it must start with http:// or https://"
+        elif not parts.hostname:
+            problem = "it names no host"
+        elif parts.query or parts.fragment:
+            problem = "it may not hold a query or fragment"
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError as exc:
+            problem = f"its port is not valid ({exc})"
+        if problem:
+            raise ValidationError(f"--endpoint-url: {url!r} is not a server URL; {problem}")
+        return cls(
+            port,
+            content_type=content_type,
+            accept=accept,
+            timeout=timeout,
+            host=str(parts.hostname),
+            https=parts.scheme == "https",
+            prefix=parts.path,
+        )
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self._https else "http"
+        return f"{scheme}://{self._host}:{self._port}{self._prefix}"
 
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+            kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = kind(self._host, self._port, timeout=self._timeout)
             self._local.conn = conn
         return conn
 
-    def _request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, bytes]:
         conn = self._connection()
         try:
-            conn.request(method, path, body=body, headers=self._headers if method == "POST" else {})
+            conn.request(method, self._prefix + path, body=body, headers=headers or {})
             response = conn.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
             self._local.conn = None
             raise InvocationError(
-                f"{method} {path} failed: {exc or type(exc).__name__}", retryable=True
+                f"{method} {self._prefix}{path} failed: {exc or type(exc).__name__}",
+                retryable=True,
             ) from exc
 
+    def send(self, body: bytes, content_type: str | None, accept: str | None) -> tuple[int, bytes]:
+        """POST one request body to /invocations; the answer's status and body, unchecked.
+        A lost connection or a timeout raises a retryable InvocationError."""
+        headers = {"Content-Type": content_type, "Accept": accept}
+        headers = {k: v for k, v in headers.items() if v}  # C7: only what the job sets
+        return self._request("POST", "/invocations", body, headers)
+
     def invoke(self, body: bytes) -> bytes:
-        """POST one request body to /invocations and return the response body."""
-        return checked_response(*self._request("POST", "/invocations", body))
+        """POST one request body to /invocations with the job's headers and return the
+        response body."""
+        return checked_response(*self.send(body, self._content_type, self._accept))
+
+    def ping(self) -> int:
+        """The status of GET /ping (C4)."""
+        return self._request("GET", "/ping")[0]
 
     def execution_parameters(self) -> dict[str, Any] | None:
         """The container's GET /execution-parameters (C5), or None where it has none."""

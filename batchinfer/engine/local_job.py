@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from batchinfer.engine.endpoint_engine import endpoint_client, run_endpoint
+from batchinfer.engine.endpoint_scoring import endpoint_settings
 from batchinfer.engine.inputs import (
     InputFile,
     check_compression,
@@ -24,7 +26,7 @@ from batchinfer.engine.inputs import (
     collect_inputs,
 )
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
-from batchinfer.engines import Engine
+from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
@@ -41,14 +43,18 @@ from batchinfer.transform.settings import TransformSettings
 
 @dataclass(frozen=True)
 class LocalJob:
+    """A local job. ``model`` is the model the transform and processing engines serve; the
+    endpoint engine takes none: the server at ``endpoint_url`` serves its own."""
+
     inputs: list[Path]
     output_dir: Path
-    model: Path
+    model: Path | None
     settings: TransformSettings
-    engine: Engine = "transform"
+    engine: LocalEngine = "transform"
     shards: int | Literal["auto"] | None = None
     merge: bool = False
     workers_per_instance: int | None = None
+    endpoint_url: str | None = None
 
 
 @dataclass
@@ -88,8 +94,11 @@ class JobResult:
     user_module: str | None = None
     # Until every model server answered /ping (None for the processing engine), then the
     # transform itself; ``seconds`` is the whole run (also splitting, merging, recording).
+    # For the endpoint engine, until its server answered /ping.
     startup_seconds: float | None = None
     transform_seconds: float = 0.0
+    # The server the endpoint engine scored with.
+    endpoint_url: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -152,12 +161,38 @@ def validate_job(job: LocalJob) -> None:
         raise ValidationError(f"--shards must be at least 1 or 'auto', not {job.shards}")
     if job.merge and job.shards is None:
         raise ValidationError("--merge joins the outputs of shards: it needs --shards")
+    _check_engine_needs(job)
     check_sharding(
         job.settings,
         split=None if job.shards is None else "--shards",
         merge="--merge" if job.merge else None,
         name=lambda key: "--" + key.replace("_", "-"),
     )
+
+
+def _check_engine_needs(job: LocalJob) -> None:
+    """The endpoint engine needs ``--endpoint-url`` and no ``--model``; the others the
+    reverse."""
+    if job.engine == "endpoint":
+        if not job.endpoint_url:
+            raise ValidationError(
+                "--engine endpoint needs --endpoint-url http://HOST:PORT: the server whose "
+                "/invocations scores the input"
+            )
+        if job.model is not None:
+            raise ValidationError(
+                "--model is not used with --engine endpoint: the server at --endpoint-url "
+                "serves its own model; leave --model out"
+            )
+        endpoint_client(job.endpoint_url, job.settings)  # a malformed URL, before any work
+        endpoint_settings(job.settings)  # requests a real-time endpoint accepts (C8)
+        return
+    if job.endpoint_url:
+        raise ValidationError(
+            f"--endpoint-url is only for --engine endpoint, not --engine {job.engine}"
+        )
+    if job.model is None:
+        raise ValidationError(f"--engine {job.engine} needs --model (a directory or model.tar.gz)")
 
 
 def run_job(
@@ -182,9 +217,10 @@ def run_job(
     _clear_previous_run(job.output_dir)
     workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
     try:
-        model_dir = prepare_model_dir(job.model, workdir)
-        module = _user_module(model_dir, job.settings.environment)
-        check_readable(model_dir, job.settings.environment, job.settings.content_type)
+        model_dir = None if job.model is None else prepare_model_dir(job.model, workdir)
+        module = None if model_dir is None else _user_module(model_dir, job.settings.environment)
+        if model_dir is not None:
+            check_readable(model_dir, job.settings.environment, job.settings.content_type)
         groups = _split_inputs(files, job, workdir, on_stage)
         units = [unit for group in groups for unit in group.units]
         unit_dir = workdir / "outputs" if job.merge else job.output_dir
@@ -199,6 +235,7 @@ def run_job(
                 settings=job.settings,
                 workers_per_instance=job.workers_per_instance,
                 progress=progress,
+                endpoint_url=job.endpoint_url,
             )
             outcomes = report.outcomes
         except EngineInterrupted as exc:
@@ -227,6 +264,7 @@ def run_job(
         user_module=module,
         startup_seconds=startup,
         transform_seconds=round(transform_seconds - (startup or 0.0), 3),
+        endpoint_url=job.endpoint_url,
     )
     (job.output_dir / RESULT_MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
     if result.interrupted:
@@ -262,17 +300,27 @@ def _clear_previous_run(output_dir: Path) -> None:
 
 
 def run_engine(
-    engine: Engine,
+    engine: LocalEngine,
     units: list[InputFile],
     output_dir: Path,
     *,
-    model_dir: Path,
+    model_dir: Path | None,
     settings: TransformSettings,
     workers_per_instance: int | None = None,
     progress: Progress | None = None,
+    endpoint_url: str | None = None,
 ) -> EngineReport:
     """Transform ``units`` into ``output_dir`` with ``engine`` on ``settings.instance_count``
-    local instances (model servers, or processing containers)."""
+    local instances (model servers, processing containers, or files scored at once through
+    the endpoint at ``endpoint_url``)."""
+    if engine == "endpoint":
+        if endpoint_url is None:
+            raise ValidationError("--engine endpoint needs --endpoint-url")
+        return run_endpoint(
+            units, output_dir, url=endpoint_url, settings=settings, progress=progress
+        )
+    if model_dir is None:
+        raise ValidationError(f"--engine {engine} needs --model")
     if engine == "processing":
         from batchinfer.engine.processing_engine import run_processing
 

@@ -1,6 +1,7 @@
 """What an engine reports (per-file outcomes, progress callbacks), and the per-file step
-both engines share: one input to its `.out`, a failure recorded as an outcome (R19)."""
+every engine shares: one input to its `.out`, a failure recorded as an outcome (R19)."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 from batchinfer.engine.inputs import InputFile
 from batchinfer.errors import BatchInferError
 from batchinfer.transform.assemble import output_name
-from batchinfer.transform.file_transform import FileStats, Invoke, transform_file
+from batchinfer.transform.file_transform import FileStats, Invoke, OnBytes, transform_file
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 
@@ -77,11 +78,11 @@ def transform_input(
 ) -> FileOutcome:
     """Transform one input into ``<output_dir>/<name>.out``; a failure is an outcome (R19).
     ``progress`` hears of the file's bytes after each request."""
-    output = output_dir / output_name(file.name)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.unlink(missing_ok=True)  # R19: no stale .out for a file that fails this time
-    try:
-        stats = transform_file(
+    return file_outcome(
+        file,
+        output_dir,
+        instance,
+        lambda output: transform_file(
             file.path,
             output,
             settings=settings,
@@ -89,8 +90,26 @@ def transform_input(
             invoke=invoke,
             name=file.name,
             concurrency=concurrency,
-            on_bytes=None if progress is None else partial(progress.file_progress, instance, file),
-        )
+            on_bytes=file_progress(progress, instance, file),
+        ),
+    )
+
+
+def file_progress(progress: Progress | None, instance: int, file: InputFile) -> OnBytes | None:
+    """What tells ``progress`` how many bytes of ``file`` are done, or None without one."""
+    return None if progress is None else partial(progress.file_progress, instance, file)
+
+
+def file_outcome(
+    file: InputFile, output_dir: Path, instance: int, write: Callable[[Path], FileStats]
+) -> FileOutcome:
+    """``write(output)`` for one input's ``<output_dir>/<name>.out``, which it writes only
+    when every record succeeded; a failure is an outcome naming the file (R19)."""
+    output = output_dir / output_name(file.name)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.unlink(missing_ok=True)  # R19: no stale .out for a file that fails this time
+    try:
+        stats = write(output)
     except BatchInferError as exc:
         return FileOutcome(file, instance, output, error=str(exc))
     except OSError as exc:  # e.g. a full disk: this file fails, the others go on

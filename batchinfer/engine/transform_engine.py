@@ -9,25 +9,17 @@ assembled by :func:`batchinfer.transform.file_transform.transform_file`, which w
 """
 
 import os
-import queue
-import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from batchinfer.engine.file_queue import take_files
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile
-from batchinfer.engine.outcomes import (
-    EngineInterrupted,
-    EngineReport,
-    FileOutcome,
-    Progress,
-    transform_input,
-)
+from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import ServerProcess, start_server
 from batchinfer.serving.server import native_thread_limits
-from batchinfer.transform.settings import EffectiveSettings, TransformSettings
+from batchinfer.transform.settings import TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
 
@@ -73,14 +65,21 @@ def run_transform(
             for server in servers
         ]
         effective = settings.resolve(clients[0].execution_parameters())
-        outcomes = _process_files(
-            files,
-            output_dir,
-            clients,
-            settings,
-            effective,
-            progress,
-            on_interrupt=lambda: _stop_all(servers),
+
+        def work(instance: int, file: InputFile) -> FileOutcome:
+            return transform_input(
+                file,
+                output_dir,
+                instance=instance,
+                invoke=clients[instance].invoke,
+                settings=settings,
+                effective=effective,
+                concurrency=effective.max_concurrent_transforms,
+                progress=progress,
+            )
+
+        outcomes = take_files(
+            files, len(clients), work, progress, on_interrupt=lambda: _stop_all(servers)
         )
         return EngineReport(effective, outcomes, startup_seconds=startup)
     finally:
@@ -91,73 +90,3 @@ def _stop_all(servers: list[ServerProcess]) -> None:
     """Stop every server at once (C10); a stopped one is left as it is."""
     with ThreadPoolExecutor(max(1, len(servers))) as stopping:
         list(stopping.map(lambda server: server.stop(), servers))
-
-
-def _process_files(
-    files: list[InputFile],
-    output_dir: Path,
-    clients: list[ModelServerClient],
-    settings: TransformSettings,
-    effective: EffectiveSettings,
-    progress: Progress,
-    on_interrupt: Callable[[], None],
-) -> list[FileOutcome]:
-    """Each instance thread takes the next whole file until none is left (R3). On Ctrl-C
-    no instance takes another file, ``on_interrupt`` ends the requests in flight, and
-    EngineInterrupted carries the files done before it."""
-    pending: queue.SimpleQueue[InputFile] = queue.SimpleQueue()
-    for file in files:
-        pending.put(file)
-    outcomes: dict[str, FileOutcome] = {}
-    lock = threading.Lock()
-
-    crashed: list[BaseException] = []  # not a file's failure: a fault of the engine itself
-    interrupted = threading.Event()
-
-    def instance_loop(instance: int, client: ModelServerClient) -> None:
-        try:
-            while not crashed and not interrupted.is_set():
-                try:
-                    file = pending.get_nowait()
-                except queue.Empty:
-                    return
-                progress.file_started(instance, file)
-                outcome = transform_input(
-                    file,
-                    output_dir,
-                    instance=instance,
-                    invoke=client.invoke,
-                    settings=settings,
-                    effective=effective,
-                    concurrency=effective.max_concurrent_transforms,
-                    progress=progress,
-                )
-                with lock:
-                    if interrupted.is_set():  # it may have failed only because of Ctrl-C
-                        return
-                    outcomes[file.name] = outcome
-                progress.file_finished(outcome)
-        except BaseException as exc:
-            crashed.append(exc)
-
-    threads = [
-        threading.Thread(target=instance_loop, args=(i, c), name=f"instance-{i + 1}", daemon=True)
-        for i, c in enumerate(clients)
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)  # short joins keep Ctrl-C responsive
-    except KeyboardInterrupt:
-        with lock:
-            interrupted.set()
-            finished = list(outcomes.values())
-        on_interrupt()
-        for thread in threads:
-            thread.join()
-        raise EngineInterrupted(finished) from None
-    if crashed:
-        raise crashed[0]
-    return [outcomes[file.name] for file in files]

@@ -5,7 +5,9 @@ local engine, an in-process handler for processing mode. It enforces the invocat
 itself and raises InvocationError; this module retries the retryable ones (5xx, timeouts,
 lost connections) up to InvocationsMaxRetries times (R20) and never retries the others
 (4xx). Up to ``concurrency`` requests are in flight (R9); outputs are written in input
-order (R14) whatever order the responses arrive in.
+order (R14) whatever order the responses arrive in. The rules of one file
+(:class:`FileScoring`) and the in-order window (:class:`InOrder`) are what every engine
+shares, the endpoint engine included.
 """
 
 import gzip
@@ -14,10 +16,11 @@ import secrets
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO
 
 from batchinfer.errors import InputError
@@ -25,11 +28,9 @@ from batchinfer.transform.assemble import assemble, output_records
 from batchinfer.transform.dataprocessing import DataProcessing
 from batchinfer.transform.record_errors import InvocationError, RecordError
 from batchinfer.transform.records import Batch, frame, read_into
+from batchinfer.transform.retry import Invoke, RetryPolicy
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
-# Sends one request body and returns the response body; called from up to ``concurrency``
-# threads at once, so it must be thread-safe.
-Invoke = Callable[[bytes], bytes]
 # Told, after each request's output is written, how many bytes of the file are done so far.
 OnBytes = Callable[[int], None]
 
@@ -50,6 +51,115 @@ class FileStats:
     seconds: float
 
 
+class FileScoring:
+    """The job's rules for one file, whoever answers its requests: framing into request
+    bodies (R5-R8, the InputFilter of R16) and each response's output bytes (join and
+    OutputFilter, R17, R18; assembly, R13; one output line per input record)."""
+
+    def __init__(self, settings: TransformSettings, effective: EffectiveSettings, name: str):
+        self.settings, self.effective, self.name = settings, effective, name
+        self._processing = DataProcessing(settings, name)
+
+    def batches(self, source: BinaryIO, first_record: int = 1) -> Iterator[Batch]:
+        """The request bodies of ``source``, whose first record is ``first_record``."""
+        processing = self._processing
+        return frame(
+            source,
+            name=self.name,
+            split_type=self.settings.split_type,
+            batch_strategy=self.effective.batch_strategy,
+            max_payload_bytes=self.effective.max_payload_bytes,
+            record_filter=processing.filter_record if processing.filters_input else None,
+            keep_records=processing.join,
+            first_record=first_record,
+        )
+
+    def output(self, batch: Batch, response: bytes) -> tuple[bytes, int | None]:
+        """The output bytes of ``batch`` and how many records they hold (None where output
+        records cannot be counted: ``settings.counts_records``). Where they can, a response
+        must hold as many lines as its request held records; else RecordError names the
+        records."""
+        if self._processing.transforms_output:
+            response = self._processing.process_response(batch, response)
+        assemble_with = self.settings.assemble_with
+        output = assemble(response, assemble_with)
+        verify = self.settings.counts_records
+        produced = output_records(output, assemble_with) if verify else None
+        if verify and produced != batch.record_count:
+            raise RecordError(
+                self.name,
+                batch.first_record,
+                f"the model returned {produced} output records for {batch.record_count} "
+                "input records; each input record needs exactly one output line",
+                batch.last_record,
+            )
+        return output, produced
+
+
+class InOrder:
+    """Sends batches through ``call`` with up to ``width`` requests in flight (R9) and gives
+    back each batch with its response in input order (R14), whatever order they arrive in.
+
+    A failed request raises RecordError naming ``name`` and its records (R19).
+    ``should_stop`` is asked before each request: once it says yes, no more are sent,
+    those in flight are still given back and ``stopped`` is set. Use it as a context
+    manager: leaving it cancels what was not sent and waits for what was.
+    """
+
+    def __init__(
+        self,
+        call: Invoke,
+        *,
+        width: int,
+        name: str,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        self._call, self._width, self._name = call, max(1, width), name
+        self._should_stop = should_stop
+        self._window: deque[tuple[Batch, Future[bytes]]] = deque()
+        self._pool: ThreadPoolExecutor | None = None
+        self.stopped = False
+
+    def __enter__(self) -> "InOrder":
+        self._pool = ThreadPoolExecutor(max_workers=self._width, thread_name_prefix="invoke")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for _, future in self._window:
+            future.cancel()
+        assert self._pool is not None
+        self._pool.shutdown(wait=True)
+
+    def responses(self, batches: Iterator[Batch]) -> Iterator[tuple[Batch, bytes]]:
+        """Each of ``batches`` with its response body, in order."""
+        assert self._pool is not None, "use InOrder in a with block"
+        for batch in batches:
+            if self._should_stop is not None and self._should_stop():
+                self.stopped = True
+                break
+            if len(self._window) >= self._width:
+                yield self._result(*self._window.popleft())
+            self._window.append((batch, self._pool.submit(self._call, batch.body)))
+        while self._window:
+            yield self._result(*self._window.popleft())
+
+    def _result(self, batch: Batch, future: "Future[bytes]") -> tuple[Batch, bytes]:
+        try:
+            return batch, future.result()
+        except InvocationError as exc:
+            reason = str(exc)
+        except Exception as exc:  # an in-process handler's own error fails the request too
+            reason = f"{type(exc).__name__}: {exc}"
+        raise RecordError(
+            self._name, batch.first_record, f"request failed: {reason}", batch.last_record
+        )
+
+
 def transform_stream(
     source: BinaryIO,
     sink: BinaryIO,
@@ -64,80 +174,36 @@ def transform_stream(
 ) -> FileStats:
     """Transform the (already decompressed) ``source`` into ``sink``.
 
-    ``concurrency`` defaults to the effective MaxConcurrentTransforms. Where the answer is
-    one line per record (``settings.counts_records``) each response must hold as many lines
-    as its request held records; a mismatch raises RecordError naming the records and both
-    counts. Any failure raises (RecordError for a record or request); ``sink`` may then hold
-    partial output. ``on_bytes`` hears the source bytes done after each request.
+    ``concurrency`` defaults to the effective MaxConcurrentTransforms. Retryable failures
+    are retried up to InvocationsMaxRetries times with doubling backoff (R20). Where the
+    answer is one line per record (``settings.counts_records``) each response must hold as
+    many lines as its request held records; a mismatch raises RecordError naming the
+    records and both counts. Any failure raises (RecordError for a record or request);
+    ``sink`` may then hold partial output. ``on_bytes`` hears the source bytes done after
+    each request.
     """
     started = time.perf_counter()
     counted = _CountingReader(source)
-    processing = DataProcessing(settings, name)
-    batches = frame(
-        counted,
-        name=name,
-        split_type=settings.split_type,
-        batch_strategy=effective.batch_strategy,
-        max_payload_bytes=effective.max_payload_bytes,
-        record_filter=processing.filter_record if processing.filters_input else None,
-        keep_records=processing.join,
-    )
+    scoring = FileScoring(settings, effective, name)
+    retry = RetryPolicy(settings.invocations_max_retries + 1, retry_backoff_seconds)
     verify = settings.counts_records
     totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0, "bytes_done": 0}
 
     def call(body: bytes) -> bytes:
-        return _invoke_with_retries(
-            invoke, body, settings.invocations_max_retries, retry_backoff_seconds
-        )
+        return retry.call(invoke, body)
 
-    def write(batch: Batch, future: "Future[bytes]") -> None:
-        try:
-            response = future.result()
-        except InvocationError as exc:
-            reason = str(exc)
-        except Exception as exc:  # an in-process handler's own error fails the request too
-            reason = f"{type(exc).__name__}: {exc}"
-        else:
-            reason = None
-        if reason is not None:
-            raise RecordError(
-                name, batch.first_record, f"request failed: {reason}", batch.last_record
-            )
-        if processing.transforms_output:
-            response = processing.process_response(batch, response)
-        output = assemble(response, settings.assemble_with)
-        produced = output_records(output, settings.assemble_with) if verify else None
-        if verify and produced != batch.record_count:
-            raise RecordError(
-                name,
-                batch.first_record,
-                f"the model returned {produced} output records for {batch.record_count} "
-                "input records; each input record needs exactly one output line",
-                batch.last_record,
-            )
-        sink.write(output)
-        totals["records_in"] += batch.record_count
-        totals["records_out"] += produced or 0
-        totals["bytes_out"] += len(output)
-        totals["requests"] += 1
-        totals["bytes_done"] += batch.input_bytes
-        if on_bytes is not None:
-            on_bytes(totals["bytes_done"])
-
-    width = max(1, concurrency or effective.max_concurrent_transforms)
-    window: deque[tuple[Batch, Future[bytes]]] = deque()
-    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="invoke") as pool:
-        try:
-            for batch in batches:
-                if len(window) >= width:
-                    write(*window.popleft())
-                window.append((batch, pool.submit(call, batch.body)))
-            while window:
-                write(*window.popleft())
-        except BaseException:
-            for _, future in window:
-                future.cancel()
-            raise
+    width = concurrency or effective.max_concurrent_transforms
+    with InOrder(call, width=width, name=name) as window:
+        for batch, response in window.responses(scoring.batches(counted)):
+            output, produced = scoring.output(batch, response)
+            sink.write(output)
+            totals["records_in"] += batch.record_count
+            totals["records_out"] += produced or 0
+            totals["bytes_out"] += len(output)
+            totals["requests"] += 1
+            totals["bytes_done"] += batch.input_bytes
+            if on_bytes is not None:
+                on_bytes(totals["bytes_done"])
     return FileStats(
         records_in=totals["records_in"],
         records_out=totals["records_out"] if verify else None,
@@ -146,6 +212,28 @@ def transform_stream(
         requests=totals["requests"],
         seconds=time.perf_counter() - started,
     )
+
+
+def open_input(src: Path, name: str) -> BinaryIO:
+    """``src`` opened for reading; InputError names ``name`` when it cannot be."""
+    try:
+        return open(src, "rb")
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+
+
+def decompressed(raw: BinaryIO, settings: TransformSettings, name: str) -> BinaryIO:
+    """The bytes the job frames: ``raw`` itself, or decompressed for Gzip (R11)."""
+    return _GzipSource(raw, name) if settings.compression_type == "Gzip" else raw
+
+
+def in_file_bytes(source: BinaryIO, on_bytes: OnBytes | None) -> OnBytes | None:
+    """``on_bytes`` told bytes of the file for bytes of ``source`` done: the same for a
+    plain file; for a gzip file (:func:`decompressed`), estimated from how far the
+    decompression has read into it."""
+    if isinstance(source, _GzipSource):
+        return source.in_file_bytes(on_bytes)
+    return on_bytes
 
 
 def transform_file(
@@ -167,15 +255,9 @@ def transform_file(
     (of a gzip file, estimated from how far the decompression has read into it)."""
     name = name or str(src)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        raw = open(src, "rb")  # noqa: SIM115 - closed below, wrapped for gzip first
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    with raw:
-        source: BinaryIO = raw
-        if settings.compression_type == "Gzip":
-            source = gzipped = _GzipSource(raw, name)
-            on_bytes = gzipped.in_file_bytes(on_bytes)
+    with open_input(src, name) as raw:
+        source = decompressed(raw, settings, name)
+        on_bytes = in_file_bytes(source, on_bytes)
         fd, tmp = _create_beside(dst)
         try:
             with os.fdopen(fd, "wb") as sink:
@@ -206,24 +288,6 @@ def _create_beside(dst: Path) -> tuple[int, Path]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
         except FileExistsError:
             continue
-
-
-def _invoke_with_retries(invoke: Invoke, body: bytes, retries: int, backoff: float) -> bytes:
-    """R20: up to ``retries`` more attempts for retryable failures, with doubling backoff."""
-    for attempt in range(retries + 1):
-        try:
-            return invoke(body)
-        except InvocationError as exc:
-            if not exc.retryable or attempt == retries:
-                if attempt:
-                    raise InvocationError(
-                        f"{exc.reason} (after {attempt + 1} attempts)",
-                        status=exc.status,
-                        retryable=exc.retryable,
-                    ) from exc
-                raise
-            time.sleep(backoff * 2**attempt)
-    raise AssertionError("unreachable")
 
 
 class _CountingReader:

@@ -34,7 +34,8 @@ class Batch:
     record_count: int
     # The original records, kept only when a join needs them (R17, R18).
     records: tuple[bytes, ...] | None = None
-    # Bytes of the source its records took, before any InputFilter (progress is counted in it).
+    # Bytes of the source its records took, before any InputFilter: progress is counted in
+    # it, and it is where the next batch starts, for a run that stops and resumes.
     input_bytes: int = 0
 
     @property
@@ -52,13 +53,17 @@ def frame(
     record_filter: RecordFilter | None = None,
     keep_records: bool = False,
     read_size: int = READ_SIZE,
+    first_record: int = 1,
 ) -> Iterator[Batch]:
     """Yield the request bodies of ``source`` in order.
 
     ``record_filter`` rewrites each record before it is packed (the InputFilter);
     ``keep_records`` keeps the original records on each batch. An oversize record, or an
     oversize SplitType None object, raises RecordError naming ``name`` and the record number.
+    ``first_record`` numbers the first record of ``source`` (a file read from a record
+    boundary after ``first_record - 1`` records).
     """
+    skip = first_record - 1
     if split_type == "None":
         return _whole_object(source, name, max_payload_bytes, record_filter, keep_records)
     if split_type != "Line":
@@ -69,11 +74,11 @@ def frame(
     single = batch_strategy == "SingleRecord"
     if record_filter is None and not keep_records:
         if single:
-            return _single_records(source, name, max_payload_bytes, read_size)
+            return _single_records(source, name, max_payload_bytes, read_size, skip)
         if max_payload_bytes is not None:
-            return _multi_records(source, name, max_payload_bytes, read_size)
+            return _multi_records(source, name, max_payload_bytes, read_size, skip)
     records = _iter_records(source, name, None, read_size)
-    return _pack(records, name, max_payload_bytes, single, record_filter, keep_records)
+    return _pack(records, name, max_payload_bytes, single, record_filter, keep_records, skip)
 
 
 def count_records(data: bytes) -> int:
@@ -119,7 +124,9 @@ def _whole_object(
     yield Batch(body, 1, 1, (data,) if keep_records else None, len(data))
 
 
-def _multi_records(source: BinaryIO, name: str, limit: int, read_size: int) -> Iterator[Batch]:
+def _multi_records(
+    source: BinaryIO, name: str, limit: int, read_size: int, skip: int
+) -> Iterator[Batch]:
     """Greedy MultiRecord batches: the longest run of whole records within ``limit`` bytes.
 
     Reads go straight into one reusable buffer (``readinto``); only batch bodies are copied.
@@ -127,7 +134,7 @@ def _multi_records(source: BinaryIO, name: str, limit: int, read_size: int) -> I
     chunk = read_size
     buf = bytearray(limit + chunk + 1)
     view = memoryview(buf)
-    start, end, done, eof = 0, 0, 0, False
+    start, end, done, eof = 0, 0, skip, False
     while True:
         if not eof and end - start <= limit:
             if start:
@@ -165,10 +172,11 @@ def read_into(source: BinaryIO, target: memoryview) -> int:
 
 
 def _iter_records(
-    source: BinaryIO, name: str, limit: int | None, read_size: int
+    source: BinaryIO, name: str, limit: int | None, read_size: int, skip: int = 0
 ) -> Iterator[bytes]:
-    """Line records one by one; a record over ``limit`` raises before it is fully buffered."""
-    buf, pos, number = b"", 0, 0
+    """Line records one by one; a record over ``limit`` raises before it is fully buffered
+    (named as record ``skip`` + its number)."""
+    buf, pos, number = b"", 0, skip
     while True:
         newline = buf.find(b"\n", pos)
         if newline >= 0:
@@ -190,9 +198,10 @@ def _iter_records(
 
 
 def _single_records(
-    source: BinaryIO, name: str, limit: int | None, read_size: int
+    source: BinaryIO, name: str, limit: int | None, read_size: int, skip: int
 ) -> Iterator[Batch]:
-    for number, record in enumerate(_iter_records(source, name, limit, read_size), 1):
+    records = _iter_records(source, name, limit, read_size, skip)
+    for number, record in enumerate(records, skip + 1):
         yield Batch(record, number, 1, input_bytes=len(record))
 
 
@@ -203,17 +212,18 @@ def _pack(
     single: bool,
     record_filter: RecordFilter | None,
     keep_records: bool,
+    skip: int,
 ) -> Iterator[Batch]:
     """Batches of filtered records, each body within ``limit`` bytes."""
     parts: list[bytes] = []
     originals: list[bytes] = []
-    size, consumed, first = 0, 0, 1
+    size, consumed, first = 0, 0, skip + 1
 
     def batch() -> Batch:
         kept = tuple(originals) if keep_records else None
         return Batch(b"".join(parts), first, len(parts), kept, consumed)
 
-    for number, record in enumerate(records, 1):
+    for number, record in enumerate(records, skip + 1):
         part = record_filter(record, number) if record_filter else record
         if limit is not None and len(part) > limit:
             raise oversize_error(name, number, limit, len(part))

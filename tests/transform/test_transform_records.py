@@ -161,6 +161,7 @@ def test_r7_r8_framing_properties(records, final, limit, read_size, step, strate
         return
     assert all(len(r) <= limit for r in all_records)
     assert b"".join(b.body for b in found) == data
+    assert all(b.input_bytes == len(b.body) for b in found)  # the filter here is the identity
     assert all(len(b.body) <= limit for b in found)
     assert sum(b.record_count for b in found) == len(all_records)
     expected_first = 1
@@ -174,3 +175,35 @@ def test_r7_r8_framing_properties(records, final, limit, read_size, step, strate
         # Greedy: the next record would not have fitted in the previous batch.
         for before, after in itertools.pairwise(found):
             assert len(before.body) + len(all_records[after.first_record - 1]) > limit
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    records=records,
+    limit=st.integers(min_value=16, max_value=64),  # every record fits
+    strategy=st.sampled_from(["SingleRecord", "MultiRecord"]),
+    filtered=st.booleans(),
+    joined=st.booleans(),
+    cut=st.integers(min_value=0, max_value=40),
+)
+def test_framing_resumes_at_a_batch_boundary(records, limit, strategy, filtered, joined, cut):
+    """Framing the rest of a file from the end of any batch (its ``input_bytes``), numbered
+    from the next record, gives the same batches as framing the whole file."""
+    data = b"".join(records)
+    kw = dict(
+        strategy=strategy,
+        limit=limit,
+        record_filter=(lambda record, number: record[:5]) if filtered else None,
+        keep_records=joined,
+    )
+    whole = batches(data, **kw)
+    done = whole[: min(cut, len(whole))]
+    offset = sum(b.input_bytes for b in done)
+    assert sum(b.input_bytes for b in whole) == len(data)
+    rest = batches(data[offset:], first_record=sum(b.record_count for b in done) + 1, **kw)
+    assert done + rest == whole
+
+
+def test_a_resumed_frame_names_records_by_their_number_in_the_file():
+    with pytest.raises(RecordError, match=r"in/f.csv: record 7: is larger"):
+        batches(b"1\n" + b"x" * 20 + b"\n", limit=10, first_record=6)

@@ -1,0 +1,107 @@
+"""The endpoint engine, locally: every input scored through a server that already runs, at
+``--endpoint-url``, over the container contract (POST ``<url>/invocations`` with the job's
+Content-Type and Accept, C3, C7), e.g. ``batchinfer serve`` or a model container.
+
+``instance_count`` files are scored at once, each taken whole from one queue (R3) and
+scored by :func:`batchinfer.engine.endpoint_scoring.score_file` with up to
+MaxConcurrentTransforms requests in flight, so its ``.out`` is what a transform job writes.
+"""
+
+import threading
+import time
+from pathlib import Path
+
+from batchinfer.engine.endpoint_scoring import (
+    REALTIME_TIMEOUT_SECONDS,
+    endpoint_retry,
+    endpoint_settings,
+    partial_output,
+    score_file,
+)
+from batchinfer.engine.file_queue import take_files
+from batchinfer.engine.http_client import ModelServerClient
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.outcomes import (
+    EngineReport,
+    FileOutcome,
+    Progress,
+    file_outcome,
+    file_progress,
+)
+from batchinfer.errors import BatchInferError, ValidationError
+from batchinfer.transform.file_transform import FileStats
+from batchinfer.transform.record_errors import InvocationError
+from batchinfer.transform.settings import TransformSettings
+
+
+def run_endpoint(
+    files: list[InputFile],
+    output_dir: Path,
+    *,
+    url: str,
+    settings: TransformSettings,
+    progress: Progress | None = None,
+) -> EngineReport:
+    """Score ``files`` through the server at ``url`` into ``output_dir``. Ctrl-C sends no
+    more requests, lets those in flight finish, removes the output of every file not done
+    and raises EngineInterrupted with the files done before it."""
+    progress = progress or Progress()
+    effective = endpoint_settings(settings)
+    client = endpoint_client(url, settings)
+    started = time.perf_counter()
+    check_healthy(client)
+    startup = round(time.perf_counter() - started, 3)
+    progress.instances_ready(settings.instance_count)
+    retry = endpoint_retry(settings)
+    stopping = threading.Event()
+
+    def work(instance: int, file: InputFile) -> FileOutcome:
+        started = time.perf_counter()
+
+        def write(output: Path) -> FileStats:
+            position = score_file(
+                file.path,
+                output,
+                send=client.send,
+                settings=settings,
+                name=file.name,
+                should_stop=stopping.is_set,
+                retry=retry,
+                on_bytes=file_progress(progress, instance, file),
+            )
+            if not position.done:
+                partial_output(output).unlink(missing_ok=True)
+                raise BatchInferError(f"{file.name}: interrupted (Ctrl-C) before it was done")
+            return position.stats(
+                seconds=time.perf_counter() - started,
+                records_counted=settings.counts_records,
+            )
+
+        return file_outcome(file, output_dir, instance, write)
+
+    outcomes = take_files(files, settings.instance_count, work, progress, on_interrupt=stopping.set)
+    return EngineReport(effective, outcomes, startup_seconds=startup)
+
+
+def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:
+    """The client of the server at ``url`` (ValidationError names a malformed URL); a
+    request may take InvocationsTimeoutInSeconds, at most the real-time 60 s (C8)."""
+    return ModelServerClient.from_url(
+        url,
+        content_type=settings.content_type,
+        accept=settings.accept,
+        timeout=float(min(settings.invocations_timeout_seconds, REALTIME_TIMEOUT_SECONDS)),
+    )
+
+
+def check_healthy(client: ModelServerClient) -> None:
+    """Nothing is sent before the server answers GET /ping with 200 (C4)."""
+    try:
+        status = client.ping()
+    except InvocationError as exc:
+        raise ValidationError(f"--endpoint-url {client.url}: cannot reach it: {exc}") from None
+    if status != 200:
+        raise ValidationError(
+            f"--endpoint-url {client.url}: GET /ping answered {status}, not 200: the server "
+            "is not healthy, so nothing was sent"
+        )
