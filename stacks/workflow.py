@@ -165,7 +165,8 @@ class Workflow(Construct):
         split_inputs = sfn.DistributedMap(
             self,
             "SplitInputs",
-            item_reader=sfn.S3JsonItemReader(
+            # JSON Lines: read line by line, whatever the number of input objects.
+            item_reader=sfn.S3JsonLItemReader(
                 bucket=storage.data_bucket, key=sfn.JsonPath.string_at("$.plan.inputs_key")
             ),
             result_writer_v2=sfn.ResultWriterV2(

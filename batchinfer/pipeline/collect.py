@@ -10,7 +10,7 @@ import posixpath
 from typing import Any
 
 from batchinfer.errors import InputError
-from batchinfer.pipeline.s3io import read_json, write_json
+from batchinfer.pipeline.s3io import read_json_lines, write_json
 from batchinfer.pipeline.state import Round, RunPlan
 from batchinfer.pipeline.status_table import PENDING, StatusTable
 from batchinfer.sharding import ShardIndex
@@ -22,7 +22,7 @@ def collect(plan: RunPlan, *, execution: str, s3: Any, table: StatusTable) -> Ro
     """Write ``shards.json``, SHARD items and ``round-1.manifest``; return round 1."""
     layout = plan.layout
     bucket = layout.bucket
-    items = read_json(s3, layout.inputs)
+    items = read_json_lines(s3, layout.inputs)
     prefix = layout.shards.uri
     shards: list[dict[str, Any]] = []
     for item in items:

@@ -56,7 +56,8 @@ PLAN = Step(
     state="Plan",
     description="Validate a run request, list its inputs, claim the run id",
     memory_mb=512,
-    timeout_seconds=120,
+    # Listing takes one request per 1,000 objects: minutes only for millions of objects.
+    timeout_seconds=900,
     payload={
         "request": "$",
         "started_at": "$$.Execution.StartTime",
