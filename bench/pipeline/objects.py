@@ -1,0 +1,139 @@
+"""Benchmark: Plan and Collect on runs of many input objects, in moto, in one process.
+
+    .venv/bin/python bench/pipeline/objects.py [--objects 100000] [--baseline 10000]
+
+For each size it stores the input objects (Plan) or the state the split Map leaves, one
+shard index per object (Collect), runs the step once for its time and once under
+tracemalloc for its peak of Python allocations. moto answers every call in this process, so
+that peak also holds what moto stores (the objects and items the step writes, which live in
+S3 and DynamoDB, not in the Lambda): the step's own peak is the peak less what moto still
+holds when the step returns. It prints seconds and MiB per size and the large run's ratios
+to the baseline, after a warm-up run of 10 objects (first calls import and build clients).
+Seconds measure the code paths and moto, not AWS latency.
+"""
+
+import argparse
+import importlib.util
+import os
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from batchinfer.pipeline.collect import collect
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.plan import plan_run
+from batchinfer.pipeline.status_table import StatusTable
+
+
+def support(name: str) -> ModuleType:
+    """The module tests/support/<name>.py, loaded from its file: a site package named
+    ``tests`` would hide the repository's ``tests`` folder from ``import``."""
+    path = Path(__file__).resolve().parents[2] / "tests" / "support" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"support_{name}", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+aws, many_objects, run_state = support("aws"), support("many_objects"), support("run_state")
+BUCKET = run_state.BUCKET
+REGION = "eu-west-1"
+EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:bench"
+MIB = 1 << 20
+ENV = PipelineEnvironment(
+    table_name="runs",
+    data_bucket=BUCKET,
+    job_prefix="bench",
+    transform_defaults='{"content_type": "text/csv", "split_type": "Line"}',
+    shard_size="64MiB",
+    max_rounds="2",
+    model_name="m",
+    image_uri="123456789012.dkr.ecr.eu-west-1.amazonaws.com/batchinfer:latest",
+    sagemaker_role_arn="arn:aws:iam::123456789012:role/jobs",
+)
+
+
+def measured(step: Callable[[], Any]) -> tuple[float, float, float]:
+    """(seconds, peak MiB, MiB still held by moto after) of ``step()``, which runs twice."""
+    start = time.perf_counter()
+    step()
+    seconds = time.perf_counter() - start
+    tracemalloc.start(8)
+    step()
+    peak = tracemalloc.get_traced_memory()[1]
+    stored = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(True, "*/moto/*", all_frames=True)]
+    )
+    tracemalloc.stop()
+    held = sum(stat.size for stat in stored.statistics("filename"))
+    return seconds, peak / MIB, held / MIB
+
+
+def account() -> tuple[Any, StatusTable]:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    return s3, StatusTable(aws.create_status_table("runs", REGION))
+
+
+def plan_step(objects: int) -> tuple[float, float]:
+    with mock_aws():
+        s3, table = account()
+        many_objects.put_inputs(BUCKET, "input/bench/", objects)
+        request = {"input": f"s3://{BUCKET}/input/bench/", "run_id": "bench"}
+        return measured(
+            lambda: plan_run(
+                request,
+                execution=EXECUTION,
+                execution_name="bench",
+                started_at="2025-01-01T00:00:00Z",
+                env=ENV,
+                s3=s3,
+                sagemaker=None,
+                table=table,
+            )
+        )
+
+
+def collect_step(objects: int) -> tuple[float, float]:
+    with mock_aws():
+        s3, table = account()
+        plan = run_state.example_plan(run_id="bench")
+        table.create_run("bench", EXECUTION, objects=objects)
+        many_objects.split_state(plan, objects)
+        return measured(lambda: collect(plan, execution=EXECUTION, s3=s3, table=table))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=100_000)
+    parser.add_argument("--baseline", type=int, default=10_000)
+    args = parser.parse_args()
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        os.environ.setdefault(name, "testing")
+    for step_name, step in (("plan", plan_step), ("collect", collect_step)):
+        step(10)
+        rows = {count: step(count) for count in (args.baseline, args.objects)}
+        for count, (seconds, peak, held) in rows.items():
+            print(
+                f"{step_name:8} {count:>7} objects: {seconds:7.1f} s, peak {peak:6.1f} MiB, "
+                f"moto holds {held:6.1f} MiB after, step's own peak {peak - held:5.1f} MiB",
+                flush=True,
+            )
+        (base_s, base_peak, base_held), (big_s, big_peak, big_held) = rows.values()
+        own = (big_peak - big_held) / (base_peak - base_held)
+        print(
+            f"{step_name:8} x{args.objects / args.baseline:g} objects: "
+            f"time x{big_s / base_s:.1f}, step's own peak x{own:.2f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
