@@ -8,6 +8,7 @@ from dataclasses import replace
 from tempfile import SpooledTemporaryFile
 from typing import Any, Literal
 
+from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
@@ -18,6 +19,8 @@ from batchinfer.uris import S3Location, parse_s3_uri
 CHUNK = 8 * 1024 * 1024
 # What a spooled object keeps in memory before it moves to a file in /tmp.
 SPOOL_MEMORY = 8 * 1024 * 1024
+# Spooled objects go up one 8 MiB part at a time: threads would each hold a part in memory.
+SPOOL_UPLOAD = TransferConfig(use_threads=False)
 
 
 def read_json(s3: Any, location: S3Location) -> Any:
@@ -68,7 +71,11 @@ class SpooledJson:
         self._file.seek(0)
         content_type = "application/jsonlines" if self.form == "lines" else "application/json"
         s3.upload_fileobj(
-            self._file, location.bucket, location.key, ExtraArgs={"ContentType": content_type}
+            self._file,
+            location.bucket,
+            location.key,
+            ExtraArgs={"ContentType": content_type},
+            Config=SPOOL_UPLOAD,
         )
         return location.uri
 

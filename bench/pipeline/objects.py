@@ -1,10 +1,11 @@
 """Benchmark: Plan and Collect on runs of many input objects, in moto, in one process.
 
     .venv/bin/python bench/pipeline/objects.py [--objects 100000] [--baseline 10000]
+        [--steps plan collect]
 
 For each size it stores the input objects (Plan) or the state the split Map leaves, one
 shard index per object (Collect), then runs the step under tracemalloc: its seconds (with
-tracing on, which slows Python code about twice) and its peak of Python allocations. moto
+tracing on, so slower than without) and its peak of Python allocations. moto
 answers every call in this process and keeps what the step writes (objects, items) in
 memory, where S3 and DynamoDB would keep it: the step's own peak is the peak less what is
 still allocated when the step returns. It prints seconds and MiB per size and the large
@@ -105,14 +106,19 @@ def collect_step(objects: int) -> tuple[float, float]:
         return measured(lambda: collect(plan, execution=EXECUTION, s3=s3, table=table))
 
 
+STEPS = {"plan": plan_step, "collect": collect_step}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=100_000)
     parser.add_argument("--baseline", type=int, default=10_000)
+    parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
     args = parser.parse_args()
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "testing")
-    for step_name, step in (("plan", plan_step), ("collect", collect_step)):
+    for step_name in args.steps:
+        step = STEPS[step_name]
         step(10)
         rows = []
         for count in (args.baseline, args.objects):
