@@ -9,8 +9,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX
 
 
-class RunItemReader(sfn.S3JsonItemReader):
-    """Reads the run's item list, a JSON array at a key under ``runs/``."""
+class RunItemReader(sfn.S3JsonLItemReader):
+    """Reads the run's item list, a JSON Lines file at a key under ``runs/``."""
 
     @jsii.member(jsii_name="providePolicyStatements")
     def provide_policy_statements(self) -> list[iam.PolicyStatement]:

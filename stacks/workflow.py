@@ -166,6 +166,7 @@ class Workflow(Construct):
         split_inputs = sfn.DistributedMap(
             self,
             "SplitInputs",
+            # JSON Lines: read line by line, whatever the number of input objects.
             item_reader=RunItemReader(
                 bucket=storage.data_bucket, key=sfn.JsonPath.string_at("$.plan.inputs_key")
             ),

@@ -4,68 +4,100 @@ and the first job's ManifestFile (spec R4).
 Every job input must sit under the run's shard prefix (one ManifestFile prefix, and output
 names relative to it, R12): an object that needed no split (its index points at the input
 itself) is copied there server-side.
+
+Memory stays bounded whatever the number of objects: the split tasks are read line by line,
+their shard indexes :data:`PARALLEL_INDEXES` at a time (in order), the shard list and the
+manifest are spooled to /tmp and SHARD items are written 25 at a time. Shard numbers follow
+the order of the split tasks, so Collect run again writes the same objects and items.
 """
 
 import posixpath
+from functools import partial
 from typing import Any
 
 from batchinfer.errors import InputError
-from batchinfer.pipeline.s3io import read_json, write_json
+from batchinfer.pipeline.ordered import ordered_map
+from batchinfer.pipeline.s3io import SpooledJson, read_json_lines
 from batchinfer.pipeline.state import Round, RunPlan
 from batchinfer.pipeline.status_table import PENDING, StatusTable
 from batchinfer.sharding import ShardIndex
+from batchinfer.sharding.index import Shard
 from batchinfer.sharding.names import index_name
 from batchinfer.uris import S3Location, parse_s3_uri
+
+# Shard indexes read (and unsplit objects copied) at once: one small GET each.
+PARALLEL_INDEXES = 32
+# The largest object a single CopyObject may copy; larger ones take a multipart copy.
+MAX_COPY_OBJECT = 5 * 1024**3
 
 
 def collect(plan: RunPlan, *, execution: str, s3: Any, table: StatusTable) -> Round:
     """Write ``shards.json``, SHARD items and ``round-1.manifest``; return round 1."""
     layout = plan.layout
-    bucket = layout.bucket
-    items = read_json(s3, layout.inputs)
     prefix = layout.shards.uri
-    shards: list[dict[str, Any]] = []
-    for item in items:
-        source = parse_s3_uri(item["input"])
-        input_name = item["input"][len(_input_base(plan.input)) :]
-        folder = item["output"][len(prefix) :]
-        index_uri = parse_s3_uri(item["output"]).child(index_name(posixpath.basename(source.key)))
-        try:
-            index = ShardIndex.load(index_uri.uri, s3_client=s3)
-        except InputError as exc:
-            raise InputError(f"{item['input']}: the split left no shard index: {exc}") from None
-        for shard in index.shards:
-            name = folder + shard.name
-            if not shard.uri.startswith(prefix):
-                target = S3Location(bucket, layout.shards.key + name)
-                origin = parse_s3_uri(shard.uri)
-                s3.copy({"Bucket": origin.bucket, "Key": origin.key}, target.bucket, target.key)
-            shards.append(
-                {
-                    "number": len(shards),
-                    "name": name,
-                    "input": item["input"],
-                    "input_name": input_name,
-                    "size": shard.size,
-                    "compression": index.compression,
-                }
-            )
-    if not shards:
-        raise InputError(f"input: {plan.input} produced no shards")
-    write_json(s3, layout.shard_list, shards)
-    for shard in shards:
-        table.put_shard(
-            plan.run_id,
-            shard["number"],
-            {"status": PENDING, "name": shard["name"], "input": shard["input"], "attempts": 0},
+    base = _input_base(plan.input)
+    tasks = read_json_lines(s3, layout.inputs)
+    gathered = ordered_map(partial(_gather, s3, plan), tasks, workers=PARALLEL_INDEXES)
+    with (
+        SpooledJson("array") as shards,
+        SpooledJson("array") as manifest,
+        table.shard_writer(plan.run_id) as put_shard,
+    ):
+        manifest.add({"prefix": prefix})
+        for task, index in gathered:
+            folder = task["output"][len(prefix) :]
+            for shard in index.shards:
+                name = folder + shard.name
+                put_shard(
+                    shards.count,
+                    {"status": PENDING, "name": name, "input": task["input"], "attempts": 0},
+                )
+                shards.add(
+                    {
+                        "number": shards.count,
+                        "name": name,
+                        "input": task["input"],
+                        "input_name": task["input"][len(base) :],
+                        "size": shard.size,
+                        "compression": index.compression,
+                    }
+                )
+                manifest.add(name)
+        if not shards.count:
+            raise InputError(f"input: {plan.input} produced no shards")
+        shards.upload(s3, layout.shard_list)
+        uri = manifest.upload(s3, layout.round_manifest(1))
+    table.update_run(plan.run_id, execution, {"shards": shards.count, "shards_done": 0})
+    return Round(number=1, manifest=uri, complete=False, shards=shards.count, missing=shards.count)
+
+
+def _gather(s3: Any, plan: RunPlan, task: dict[str, Any]) -> tuple[dict[str, Any], ShardIndex]:
+    """The shard index of one split task, its unsplit object copied under the shard prefix."""
+    source = parse_s3_uri(task["input"])
+    index_uri = parse_s3_uri(task["output"]).child(index_name(posixpath.basename(source.key)))
+    try:
+        index = ShardIndex.load(index_uri.uri, s3_client=s3)
+    except InputError as exc:
+        raise InputError(f"{task['input']}: the split left no shard index: {exc}") from None
+    folder = task["output"][len(plan.layout.shards.uri) :]
+    for shard in index.shards:
+        if not shard.uri.startswith(plan.layout.shards.uri):
+            _copy(s3, shard, S3Location(plan.layout.bucket, plan.layout.shards.key + folder))
+    return task, index
+
+
+def _copy(s3: Any, shard: Shard, folder: S3Location) -> None:
+    """Copy ``shard`` server-side into ``folder`` under its own name."""
+    origin = parse_s3_uri(shard.uri)
+    target = folder.child(shard.name)
+    if shard.size <= MAX_COPY_OBJECT:
+        s3.copy_object(
+            CopySource={"Bucket": origin.bucket, "Key": origin.key},
+            Bucket=target.bucket,
+            Key=target.key,
         )
-    table.update_run(plan.run_id, execution, {"shards": len(shards), "shards_done": 0})
-    manifest = write_json(
-        s3, layout.round_manifest(1), [{"prefix": prefix}, *(s["name"] for s in shards)]
-    )
-    return Round(
-        number=1, manifest=manifest, complete=False, shards=len(shards), missing=len(shards)
-    )
+    else:
+        s3.copy({"Bucket": origin.bucket, "Key": origin.key}, target.bucket, target.key)
 
 
 def _input_base(input_uri: str) -> str:

@@ -16,7 +16,7 @@ RUNS_PREFIX = "runs/"
 OUTPUT_PREFIX = "output/"
 # Step Functions writes the split Map's results below this prefix (one folder per Map run).
 MAP_RESULTS_PREFIX = "runs/_map-results/"
-INPUTS_FILE = "inputs.json"
+INPUTS_FILE = "inputs.jsonl"  # JSON Lines: one split task per input object
 SHARDS_FILE = "shards.json"
 ENVIRONMENT_FILE = "environment.json"
 RESULT_MANIFEST = "_manifest.json"

@@ -4,5 +4,3 @@
 MAX_ROUNDS = 9
 # The smallest shard size worth a SageMaker request stream.
 MIN_SHARD_SIZE = 1024 * 1024
-# Objects one run may take from an input prefix (each becomes one or more shards).
-MAX_INPUT_OBJECTS = 10_000

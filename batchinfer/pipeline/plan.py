@@ -2,13 +2,15 @@
 
 A request needs only ``input``; every other key is optional (defaults come from the stack)
 and checked here, so a bad request fails before any work with a message naming the key.
-The per-object split tasks go to ``runs/<run>/inputs.json`` (read by the split Map), not
-into the state.
+The per-object split tasks go to ``runs/<run>/inputs.jsonl`` (JSON Lines, read by the
+split Map), not into the state. The input is listed page by page and the tasks wait in a
+spooled file, so Plan's memory does not grow with the number of objects; no object count
+is refused (docs/scaling.md).
 """
 
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -19,10 +21,9 @@ from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.pipeline.job_names import job_base
 from batchinfer.pipeline.layout import RunLayout
-from batchinfer.pipeline.limits import MAX_INPUT_OBJECTS
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
-from batchinfer.pipeline.s3io import list_objects, write_json
+from batchinfer.pipeline.s3io import SpooledJson, list_objects, write_json
 from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
 from batchinfer.sharding.compatibility import check_sharding
@@ -77,39 +78,26 @@ def plan_run(
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
-    objects = input_objects(s3, source)
-    base = source.key[: source.key.rfind("/") + 1]
-    items = []
-    for obj in objects:
-        name = obj["Key"][len(base) :]
-        folder = posixpath.dirname(name)
-        items.append(
-            SplitTask(
-                input=S3Location(source.bucket, obj["Key"]).uri,
-                output=layout.shards.child(folder + "/" if folder else "").uri,
-                compression_type=settings.compression_type,
-                header=split["header"],
-                **split["size"],
-            ).to_state()
+    with SpooledJson("lines") as tasks:
+        total = _split_tasks(s3, source, layout, settings, split, tasks)
+        objects = tasks.count
+        names = job_base(env.job_prefix, run_id)
+        model_name = run_model_name(names) if model else None
+        table.create_run(
+            run_id,
+            execution,
+            execution_started_at=started_at,
+            input=source.uri,
+            output=output.uri,
+            engine=engine,
+            objects=objects,
+            bytes=total,
+            settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
+            **({"run_model": model_name, "model_data": model.model_data_url} if model else {}),
         )
-    total = sum(obj["Size"] for obj in objects)
-    names = job_base(env.job_prefix, run_id)
-    model_name = run_model_name(names) if model else None
-    table.create_run(
-        run_id,
-        execution,
-        execution_started_at=started_at,
-        input=source.uri,
-        output=output.uri,
-        engine=engine,
-        objects=len(items),
-        bytes=total,
-        settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
-        **({"run_model": model_name, "model_data": model.model_data_url} if model else {}),
-    )
-    # Only the execution that claimed the run id writes the run's objects.
-    inputs = layout.inputs
-    write_json(s3, inputs, items)
+        # Only the execution that claimed the run id writes the run's objects.
+        inputs = layout.inputs
+        tasks.upload(s3, inputs)
     environment = (
         write_json(s3, layout.environment, settings.environment) if settings.environment else None
     )
@@ -124,7 +112,7 @@ def plan_run(
         artefacts=layout.artefacts.uri,
         shards_prefix=layout.shards.uri,
         inputs_key=inputs.key,
-        objects=len(items),
+        objects=objects,
         bytes=total,
         settings=replace(settings, environment={}),
         merge=merge,
@@ -245,21 +233,43 @@ def _split_options(
     return {"header": header, "size": {"shard_size": nbytes}}
 
 
-def input_objects(s3: Any, source: S3Location) -> list[dict[str, Any]]:
-    """The objects a run of ``source`` takes (folder markers left out), refusing too many,
-    none, or only empty ones."""
-    objects = []
+def _split_tasks(
+    s3: Any,
+    source: S3Location,
+    layout: RunLayout,
+    settings: TransformSettings,
+    split: dict[str, Any],
+    tasks: SpooledJson,
+) -> int:
+    """Add one :class:`SplitTask` per input object to ``tasks``; the bytes of all objects."""
+    base = source.key[: source.key.rfind("/") + 1]
+    total = 0
+    for obj in input_objects(s3, source):
+        folder = posixpath.dirname(obj["Key"][len(base) :])
+        tasks.add(
+            SplitTask(
+                input=S3Location(source.bucket, obj["Key"]).uri,
+                output=layout.shards.child(folder + "/" if folder else "").uri,
+                compression_type=settings.compression_type,
+                header=split["header"],
+                **split["size"],
+            ).to_state()
+        )
+        total += obj["Size"]
+    return total
+
+
+def input_objects(s3: Any, source: S3Location) -> Iterator[dict[str, Any]]:
+    """The objects a run of ``source`` takes (folder markers left out), listed page by page;
+    once the listing ends, InputError when there were none or only empty ones."""
+    count = nonempty = 0
     for obj in list_objects(s3, source):
         if obj["Key"].endswith("/"):  # folder markers made by consoles
             continue
-        objects.append(obj)
-        if len(objects) > MAX_INPUT_OBJECTS:
-            raise ValidationError(
-                f"input: {source.uri} holds more than {MAX_INPUT_OBJECTS} objects; "
-                "start one run per folder or combine small files"
-            )
-    if not objects:
+        count += 1
+        nonempty += obj["Size"] > 0
+        yield obj
+    if not count:
         raise InputError(f"input: no objects under {source.uri}")
-    if all(obj["Size"] == 0 for obj in objects):
+    if not nonempty:
         raise InputError(f"input: every object under {source.uri} is empty")
-    return objects

@@ -1,11 +1,14 @@
-"""Small S3 helpers for the pipeline Lambdas: JSON objects, listing, streaming counts."""
+"""Small S3 helpers for the pipeline Lambdas: JSON objects, JSON Lines and JSON arrays
+written and read in bounded memory, listing, streaming counts."""
 
 import json
 import zlib
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from tempfile import SpooledTemporaryFile
+from typing import Any, Literal
 
+from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
@@ -14,6 +17,10 @@ from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import S3Location, parse_s3_uri
 
 CHUNK = 8 * 1024 * 1024
+# What a spooled object keeps in memory before it moves to a file in /tmp.
+SPOOL_MEMORY = 8 * 1024 * 1024
+# Spooled objects go up one 8 MiB part at a time: threads would each hold a part in memory.
+SPOOL_UPLOAD = TransferConfig(use_threads=False)
 
 
 def read_json(s3: Any, location: S3Location) -> Any:
@@ -36,6 +43,66 @@ def write_json(s3: Any, location: S3Location, value: Any) -> str:
         ContentType="application/json",
     )
     return location.uri
+
+
+class SpooledJson:
+    """JSON values written one at a time and uploaded as one object, as JSON Lines (one value
+    a line) or as a JSON array; at most :data:`SPOOL_MEMORY` bytes stay in memory, the rest
+    waits in a temporary file. The upload replaces the whole object, so writing it again
+    after a retry leaves the same object."""
+
+    def __init__(self, form: Literal["lines", "array"]) -> None:
+        self.form = form
+        self.count = 0
+        self._file = SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115 (closed below)
+
+    def add(self, value: Any) -> None:
+        text = json.dumps(value)
+        if self.form == "lines":
+            self._file.write(f"{text}\n".encode())
+        else:
+            self._file.write(f"{',' if self.count else '['}\n{text}".encode())
+        self.count += 1
+
+    def upload(self, s3: Any, location: S3Location) -> str:
+        """Write the values to ``location`` (a multipart upload when large); its URI."""
+        if self.form == "array":
+            self._file.write(b"\n]\n" if self.count else b"[]\n")
+        self._file.seek(0)
+        content_type = "application/jsonlines" if self.form == "lines" else "application/json"
+        s3.upload_fileobj(
+            self._file,
+            location.bucket,
+            location.key,
+            ExtraArgs={"ContentType": content_type},
+            Config=SPOOL_UPLOAD,
+        )
+        return location.uri
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "SpooledJson":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_json_lines(s3: Any, location: S3Location) -> Iterator[Any]:
+    """The values of a JSON Lines object, streamed; InputError naming its URI and the line
+    when unreadable or not JSON."""
+    try:
+        body = s3.get_object(Bucket=location.bucket, Key=location.key)["Body"]
+    except ClientError as exc:
+        raise InputError(f"{location.uri}: cannot read: {exc}") from None
+    for number, line in enumerate(body.iter_lines(chunk_size=CHUNK), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"{location.uri}: line {number} is not valid JSON: {exc}") from None
 
 
 def run_settings(s3: Any, plan: RunPlan) -> TransformSettings:

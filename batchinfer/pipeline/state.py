@@ -52,7 +52,7 @@ class RunPlan(StatePart):
     job_output: str  # where jobs write: the output prefix, or the parts of a merged run
     artefacts: str
     shards_prefix: str
-    inputs_key: str  # the split Map's item list, a key in the data bucket
+    inputs_key: str  # the split Map's items (JSON Lines), a key in the data bucket
     objects: int
     bytes: int
     # Validated by Plan, without the container environment: that can hold up to 180 KB, so
@@ -190,7 +190,7 @@ class Failure(StatePart):
 
 @dataclass(frozen=True)
 class SplitTask(StatePart):
-    """One item of the split Map (Plan writes the list to ``inputs_key``): split ``input``
+    """One item of the split Map (Plan writes one a line to ``inputs_key``): split ``input``
     into shards under ``output``, ``shards`` of them or about ``shard_size`` bytes each."""
 
     input: str

@@ -12,7 +12,8 @@ so a step run again after it announced does not announce again.
 """
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -183,14 +184,30 @@ class StatusTable:
         )
 
     def put_shard(self, run_id: str, number: int, attributes: Mapping[str, Any]) -> None:
-        item = {
+        self.table.put_item(Item=self._shard_item(run_id, number, attributes))
+
+    @contextmanager
+    def shard_writer(self, run_id: str) -> Iterator[Callable[[int, Mapping[str, Any]], None]]:
+        """A ``put(number, attributes)`` that writes SHARD items of ``run_id`` 25 at a time
+        (BatchWriteItem; boto3 sends unprocessed items again); all are written when the block
+        ends. Items replace those with the same keys, so writing them again changes nothing."""
+        with self.table.batch_writer(overwrite_by_pkeys=[PARTITION_KEY, SORT_KEY]) as batch:
+
+            def put(number: int, attributes: Mapping[str, Any]) -> None:
+                batch.put_item(Item=self._shard_item(run_id, number, attributes))
+
+            yield put
+
+    def _shard_item(
+        self, run_id: str, number: int, attributes: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return {
             PARTITION_KEY: run_id,
             SORT_KEY: shard_sk(number),
             "shard": number,
             TTL_ATTRIBUTE: self._expiry(),
             **attributes,
         }
-        self.table.put_item(Item=item)
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         response = self.table.get_item(
@@ -199,9 +216,11 @@ class StatusTable:
         return response.get("Item")
 
     def shards(self, run_id: str) -> list[dict[str, Any]]:
-        """The SHARD items of a run in shard order."""
+        """The SHARD items of a run in shard order (by number: the keys' five digits sort
+        as numbers only up to shard 99,999)."""
         condition = Key(PARTITION_KEY).eq(run_id) & Key(SORT_KEY).begins_with(SHARD_SK_PREFIX)
-        return list(self._query(KeyConditionExpression=condition, ConsistentRead=True))
+        items = self._query(KeyConditionExpression=condition, ConsistentRead=True)
+        return sorted(items, key=lambda item: item["shard"])
 
     def runs(self, status: str, limit: int | None = None) -> list[dict[str, Any]]:
         """RUN items with ``status``, newest first (through the ``by-status`` index)."""

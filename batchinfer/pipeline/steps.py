@@ -58,7 +58,8 @@ PLAN = Step(
     state="Plan",
     description="Validate a run request, list its inputs, claim the run id",
     memory_mb=512,
-    timeout_seconds=120,
+    # Listing takes one request per 1,000 objects: minutes only for millions of objects.
+    timeout_seconds=900,
     payload={
         "request": "$",
         "started_at": "$$.Execution.StartTime",
@@ -96,7 +97,7 @@ COLLECT = Step(
     result_path="$.round",
     reads=(INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX),
     writes=(SHARDS_PREFIX, RUNS_PREFIX),
-    table=("PutItem", "UpdateItem"),
+    table=("BatchWriteItem", "UpdateItem"),
 )
 PREPARE_JOB = Step(
     name="prepare_job",
@@ -118,7 +119,7 @@ VERIFY = Step(
     result_path="$.round",
     reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
     writes=(RUNS_PREFIX,),
-    table=("Query", "PutItem", "UpdateItem"),
+    table=("Query", "BatchWriteItem", "UpdateItem"),
 )
 FINALIZE = Step(
     name="finalize",

@@ -42,25 +42,22 @@ def verify(
     ]
     with ThreadPoolExecutor(PARALLEL_CHECKS) as pool:  # shards are read in parallel streams
         results = list(pool.map(partial(_check, s3, plan, counted=counted), pending, outputs))
-    for shard, output, (problem, records) in zip(pending, outputs, results, strict=True):
-        attributes: dict[str, Any] = {
-            "name": shard["name"],
-            "input": shard["input"],
-            "job_name": outcome.name,
-            "attempts": number,
-            "updated_at": now(),
-        }
-        if problem is None:
-            table.put_shard(
-                run_id,
-                shard["number"],
-                attributes | {"status": SUCCEEDED, "output": output, **records},
-            )
-        else:
-            missing.append((shard, problem))
-            table.put_shard(
-                run_id, shard["number"], attributes | {"status": MISSING, "reason": problem}
-            )
+    with table.shard_writer(run_id) as put_shard:  # 25 items a request
+        for shard, output, (problem, records) in zip(pending, outputs, results, strict=True):
+            attributes: dict[str, Any] = {
+                "name": shard["name"],
+                "input": shard["input"],
+                "job_name": outcome.name,
+                "attempts": number,
+                "updated_at": now(),
+            }
+            if problem is None:
+                put_shard(
+                    shard["number"], attributes | {"status": SUCCEEDED, "output": output, **records}
+                )
+            else:
+                missing.append((shard, problem))
+                put_shard(shard["number"], attributes | {"status": MISSING, "reason": problem})
     done = len(shards) - len(missing)
     table.update_run(run_id, execution, {"shards": len(shards), "shards_done": done})
     if outcome.status == JOB_STOPPED:

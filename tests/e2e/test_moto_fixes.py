@@ -5,17 +5,19 @@ fixed and the correction can go)."""
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 import moto
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.support.offline import MOTO_CONFIG, REGION
 from tests.support.offline.moto_fixes import (
     CORRECTIONS,
     definite_paths,
+    json_lines_item_reader,
     keyword_path_bindings,
     parallel_states_errors,
 )
@@ -23,6 +25,7 @@ from tests.support.offline.stack import ended
 from tests.support.offline.template import ACCOUNT
 
 QUEUE = "callbacks"
+BUCKET = "fix-items"
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class Case:
     definition: dict[str, Any]
     state: dict[str, Any]
     aws: dict[str, Any]  # the execution's status and output on AWS
+    objects: dict[str, bytes] = field(default_factory=dict)  # key -> body, in BUCKET
 
 
 def parallel(
@@ -89,20 +93,54 @@ CASES = {
         {},
         {"status": "SUCCEEDED", "output": {"error": "States.Timeout"}},
     ),
+    # The SplitInputs Map reading Plan's split tasks, one JSON object per line.
+    "json-lines-item-file": Case(
+        json_lines_item_reader,
+        {
+            "StartAt": "M",
+            "States": {
+                "M": {
+                    "Type": "Map",
+                    "ItemReader": {
+                        "Resource": "arn:aws:states:::s3:getObject",
+                        "ReaderConfig": {"InputType": "JSONL"},
+                        "Parameters": {"Bucket": BUCKET, "Key": "items.jsonl"},
+                    },
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Item",
+                        "States": {"Item": {"Type": "Pass", "End": True}},
+                    },
+                    "MaxConcurrency": 1,
+                    "End": True,
+                }
+            },
+        },
+        {},
+        {"status": "SUCCEEDED", "output": [{"input": "s3://b/a.csv"}, {"input": "s3://b/b.csv"}]},
+        objects={"items.jsonl": b'{"input": "s3://b/a.csv"}\n{"input": "s3://b/b.csv"}\n'},
+    ),
 }
 
 
 def run(case: Case, corrected: bool) -> dict[str, Any]:
     """The status and output of ``case``'s definition run on moto, with or without its
-    correction."""
+    correction (status REFUSED: moto refused the definition)."""
     with moto.mock_aws(config=MOTO_CONFIG), case.correction() if corrected else nullcontext():
         boto3.client("sqs", region_name=REGION).create_queue(QueueName=QUEUE)
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+        for key, body in case.objects.items():
+            s3.put_object(Bucket=BUCKET, Key=key, Body=body)
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        machine = sfn.create_state_machine(
-            name="fix",
-            definition=json.dumps(case.definition),
-            roleArn=f"arn:aws:iam::{ACCOUNT}:role/fix",
-        )["stateMachineArn"]
+        try:
+            machine = sfn.create_state_machine(
+                name="fix",
+                definition=json.dumps(case.definition),
+                roleArn=f"arn:aws:iam::{ACCOUNT}:role/fix",
+            )["stateMachineArn"]
+        except ClientError as exc:  # AWS accepts every case's definition
+            return {"status": "REFUSED", "output": str(exc)}
         arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps(case.state))
         described = ended(sfn, arn["executionArn"], timeout=20)
         output = described.get("output")

@@ -39,6 +39,10 @@ class Account:
         bucket, key = uri.removeprefix("s3://").split("/", 1)
         return self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
 
+    def json_lines(self, uri: str) -> list[Any]:
+        """The values of a JSON Lines object, such as Plan's split tasks."""
+        return [json.loads(line) for line in self.get(uri).splitlines()]
+
     def keys(self, prefix: str) -> list[str]:
         listed = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
         return sorted(item["Key"] for item in listed.get("Contents", []))

@@ -1,7 +1,6 @@
 """Plan: bad requests fail naming the key (issue 6's bad-request cases) and a run id is
 claimed once: a second start neither redoes nor overwrites the first run."""
 
-import json
 from dataclasses import replace
 
 import pytest
@@ -114,7 +113,7 @@ def test_plan_uses_stack_defaults_and_writes_split_tasks(account):
     assert result["settings"]["instance_count"] == 2  # from the request
     assert result["job_output"] == result["output"] == f"s3://{BUCKET}/output/exec-1/"
     assert result["job_base"] == "bi-test-exec-1"
-    items = json.loads(account.get(f"s3://{BUCKET}/{result['inputs_key']}"))
+    items = account.json_lines(f"s3://{BUCKET}/{result['inputs_key']}")
     assert items == [
         {
             "input": f"s3://{BUCKET}/input/d.csv",
@@ -131,7 +130,7 @@ def test_plan_uses_stack_defaults_and_writes_split_tasks(account):
 def test_same_run_id_twice_claims_once_and_keeps_the_first(account):
     account.put("input/d.csv", b"1,2\n")
     plan(account, {"input": f"s3://{BUCKET}/input/d.csv", "run_id": "nightly-1"}, "first")
-    inputs_before = account.get(f"s3://{BUCKET}/runs/nightly-1/inputs.json")
+    inputs_before = account.get(f"s3://{BUCKET}/runs/nightly-1/inputs.jsonl")
     with pytest.raises(RunAlreadyExists, match=r"run 'nightly-1' already exists .*RUNNING"):
         plan(
             account,
@@ -140,7 +139,7 @@ def test_same_run_id_twice_claims_once_and_keeps_the_first(account):
         )
     run = account.table.get_run("nightly-1")
     assert run["execution_arn"] == EXECUTION + "first"
-    assert account.get(f"s3://{BUCKET}/runs/nightly-1/inputs.json") == inputs_before
+    assert account.get(f"s3://{BUCKET}/runs/nightly-1/inputs.jsonl") == inputs_before
     assert RunAlreadyExists.__name__ == "RunAlreadyExists"  # the state machine's Catch name
 
 
@@ -170,7 +169,7 @@ def test_plan_reads_a_configured_source_and_writes_a_destination(with_places):
     )
     assert result["input"] == "s3://acme-lake/scoring/2026/"
     assert result["output"] == result["job_output"] == "s3://acme-reports/batch/2026/"
-    (task,) = json.loads(with_places.get(f"s3://{BUCKET}/{result['inputs_key']}"))
+    (task,) = with_places.json_lines(f"s3://{BUCKET}/{result['inputs_key']}")
     assert task["input"] == "s3://acme-lake/scoring/2026/a.csv"
     assert task["output"] == f"s3://{BUCKET}/shards/exec-1/"
 

@@ -68,7 +68,7 @@ def collected(
         request["shards"] = shards
     start = {"execution": EXECUTION, "execution_name": run_id, "started_at": "t"}
     plan = handlers["plan"].handler({"request": request, **start}, None)
-    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
     handlers["split_object"].handler(item, None)
     return plan, handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
 
@@ -113,7 +113,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     )
     assert plan["run_id"] == "exec-1"
     assert account.table.get_run("exec-1")["run_status"] == RUNNING
-    items = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    items = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
     assert [i["input"].rsplit("/", 2)[-2:] for i in items] == [["batch", "a.csv"], ["sub", "b.csv"]]
 
     for item in items:  # the split Map
@@ -200,7 +200,7 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(accou
         },
         None,
     )
-    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
     assert handlers["split_object"].handler(item, None)["copied"] is False
     round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
     assert account.keys("shards/r-1/one.csv") != [], "the unsplit object was copied"
@@ -302,7 +302,7 @@ def test_every_step_run_again_after_it_ran_gives_the_same_result_once(account, h
     request = {"input": f"s3://{BUCKET}/input/again/", "shards": 2, "merge": True}
     start = {"execution": EXECUTION, "execution_name": "again", "started_at": "t"}
     plan = twice("plan", {"request": request, **start})
-    (item,) = json.loads(account.get(f"s3://{BUCKET}/{plan['inputs_key']}"))
+    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
     twice("split_object", item)
     round_ = twice("collect", {"plan": plan, "execution": EXECUTION})
     job = twice("prepare_job", {"plan": plan, "round": round_})

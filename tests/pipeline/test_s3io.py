@@ -1,5 +1,6 @@
-"""The pipeline's S3 reads over moto: counts of plain and gzip objects (R6, R11), and bad
-objects as InputErrors that name the s3:// URI instead of a bare parser error."""
+"""The pipeline's S3 reads and writes over moto: counts of plain and gzip objects (R6, R11),
+JSON Lines and JSON arrays written in bounded memory and read back, and bad objects as
+InputErrors that name the s3:// URI instead of a bare parser error."""
 
 import gzip
 import json
@@ -9,7 +10,8 @@ import pytest
 from moto import mock_aws
 
 from batchinfer.errors import InputError
-from batchinfer.pipeline.s3io import count_lines, read_json
+from batchinfer.pipeline import s3io
+from batchinfer.pipeline.s3io import SpooledJson, count_lines, read_json, read_json_lines
 from batchinfer.uris import parse_s3_uri
 
 REGION = "eu-west-1"
@@ -31,6 +33,31 @@ def s3(monkeypatch):
 def put(s3, key: str, data: bytes) -> str:
     s3.put_object(Bucket=BUCKET, Key=key, Body=data)
     return f"s3://{BUCKET}/{key}"
+
+
+@pytest.mark.parametrize("count", [0, 1, 3000])
+def test_spooled_values_read_back_as_json_lines_and_as_an_array(s3, monkeypatch, count):
+    monkeypatch.setattr(s3io, "SPOOL_MEMORY", 1024)  # 3,000 values go to the file on disk
+    values = [{"input": f"s3://b/in/{n}.csv", "n": n} for n in range(count)]
+    lines, array = parse_s3_uri(f"s3://{BUCKET}/runs/r/t.jsonl"), parse_s3_uri(f"s3://{BUCKET}/a")
+    for form, location in (("lines", lines), ("array", array)):
+        with SpooledJson(form) as spool:
+            for value in values:
+                spool.add(value)
+            assert spool.upload(s3, location) == location.uri
+            assert spool.count == count
+    assert list(read_json_lines(s3, lines)) == values
+    assert read_json(s3, array) == values
+    head = s3.head_object(Bucket=BUCKET, Key=lines.key)
+    assert head["ContentType"] == "application/jsonlines"
+
+
+def test_a_bad_json_line_is_an_input_error_naming_the_uri_and_line(s3):
+    uri = put(s3, "runs/r/inputs.jsonl", b'{"input": "s3://b/a"}\n\n{"input": \n')
+    with pytest.raises(InputError, match=rf"{uri}: line 3 is not valid JSON"):
+        list(read_json_lines(s3, parse_s3_uri(uri)))
+    with pytest.raises(InputError, match=r"s3://s3io-test/runs/none.jsonl: cannot read"):
+        list(read_json_lines(s3, parse_s3_uri(f"s3://{BUCKET}/runs/none.jsonl")))
 
 
 def test_read_json_returns_the_value(s3):

@@ -203,7 +203,7 @@ def test_per_shard_data_stays_out_of_the_state(states):
     split = states["SplitInputs"]
     assert split["ItemReader"]["Resource"].endswith(":states:::s3:getObject")
     assert split["ItemReader"]["Parameters"]["Key.$"] == "$.plan.inputs_key"
-    assert split["ItemReader"]["ReaderConfig"]["InputType"] == "JSON"
+    assert split["ItemReader"]["ReaderConfig"]["InputType"] == "JSONL"
     assert "ResultWriter" in split
     assert split["ResultPath"] is None
     assert split.get("ToleratedFailurePercentage", 0) == 0, "one failed split fails the Map"

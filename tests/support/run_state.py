@@ -23,7 +23,7 @@ def example_plan(engine: str = "transform", run_id: str = "r-1", **settings: obj
         job_output=f"s3://{BUCKET}/output/{run_id}/",
         artefacts=f"s3://{BUCKET}/runs/{run_id}/",
         shards_prefix=f"s3://{BUCKET}/shards/{run_id}/",
-        inputs_key=f"runs/{run_id}/inputs.json",
+        inputs_key=f"runs/{run_id}/inputs.jsonl",
         objects=1,
         bytes=1,
         settings=TransformSettings.from_request(CSV_LINES | settings),

@@ -10,6 +10,8 @@ They are internals of moto 5.2.5, pinned in requirements-dev.txt; importing this
 another version fails at once rather than testing something else.
 """
 
+import enum
+import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -32,7 +34,23 @@ from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payload
     PayloadValueStr,
 )
 from moto.stepfunctions.parser.asl.component.common.string import string_expression
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader import (
+    item_reader_decl,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval.resource_output_transformer.transformer import (  # noqa: E501
+    ResourceOutputTransformer,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval.resource_output_transformer.transformer_csv import (  # noqa: E501
+    ResourceOutputTransformerCSV,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval.resource_output_transformer.transformer_json import (  # noqa: E501
+    ResourceOutputTransformerJson,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.reader_config import (
+    input_type,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
+from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils.json_path import extract_json
 
@@ -113,10 +131,55 @@ def parallel_states_errors() -> AbstractContextManager[Any]:
     return mock.patch.object(branches_decl, "CustomErrorName", error_name)
 
 
+class _InputType(enum.Enum):
+    """The ItemReader InputTypes of files that AWS reads and moto's interpreter knows of."""
+
+    CSV = "CSV"
+    JSON = "JSON"
+    JSONL = "JSONL"
+
+
+class _JsonLinesTransformer(ResourceOutputTransformer):
+    """The items of a JSON Lines file: one JSON value per non-blank line, in file order."""
+
+    def _eval_body(self, env: Environment) -> None:
+        reader_config = env.stack.pop()
+        text: str = env.stack.pop()
+        items = [json.loads(line) for line in text.splitlines() if line.strip()]
+        env.stack.append(items[: reader_config["MaxItemsValue"]])
+
+
+def _transformer_for(input_type: Any) -> ResourceOutputTransformer:
+    transformers = {
+        _InputType.CSV: ResourceOutputTransformerCSV,
+        _InputType.JSON: ResourceOutputTransformerJson,
+        _InputType.JSONL: _JsonLinesTransformer,
+    }
+    return transformers[input_type.input_type_value]()
+
+
+@contextmanager
+def json_lines_item_reader() -> Iterator[None]:
+    """A Distributed Map's ItemReader reads a JSON Lines file (InputType ``JSONL``).
+
+    AWS: with ``"ReaderConfig": {"InputType": "JSONL"}`` and ``s3:getObject``, each line of
+    the object is one item. The split Map reads Plan's split tasks that way, one line per
+    input object, so the item file never has to be parsed as one JSON document. moto knows
+    only ``CSV`` and ``JSON`` and refuses the definition. Here ``JSONL`` is an InputType, read
+    line by line; ``CSV`` and ``JSON`` stay moto's own readers.
+    """
+    with (
+        mock.patch.object(input_type, "InputTypeValue", _InputType),
+        mock.patch.object(item_reader_decl, "resource_output_transformer_for", _transformer_for),
+    ):
+        yield
+
+
 CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
     definite_paths,
     keyword_path_bindings,
     parallel_states_errors,
+    json_lines_item_reader,
 )
 
 

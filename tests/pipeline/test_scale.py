@@ -1,0 +1,138 @@
+"""Runs of 100,000 input objects: Plan lists them all into the split Map's JSON Lines item
+file, Collect turns their shard indexes into the shard list, the SHARD items and the first
+ManifestFile; Collect run again writes the same. The helpers they rely on: an ordered
+thread map with bounded work in flight, and SHARD items in shard order past 99,999."""
+
+import json
+import threading
+import time
+
+import pytest
+
+from batchinfer.pipeline.collect import collect
+from batchinfer.pipeline.ordered import ordered_map
+from batchinfer.pipeline.plan import plan_run
+from batchinfer.pipeline.state import Round
+from batchinfer.pipeline.status_table import PENDING, RUNNING
+from tests.support.many_objects import object_name, put_directly, put_inputs, split_state
+from tests.support.run_state import example_plan
+
+from .conftest import BUCKET
+
+EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:scale"
+OBJECTS = 100_000
+
+
+@pytest.mark.slow
+def test_plan_lists_100k_objects_into_one_item_line_each(account):
+    put_inputs(BUCKET, "input/big/", OBJECTS)
+    put_directly(BUCKET, "input/big/", b"")  # a folder marker is no input
+    plan = plan_run(
+        {"input": f"s3://{BUCKET}/input/big/", "run_id": "big"},
+        execution=EXECUTION,
+        execution_name="scale",
+        started_at="2025-01-01T00:00:00Z",
+        env=account.env,
+        s3=account.s3,
+        sagemaker=account.sagemaker,
+        table=account.table,
+    )
+    assert (plan.objects, plan.bytes) == (OBJECTS, 4 * OBJECTS)
+    tasks = account.json_lines(f"s3://{BUCKET}/{plan.inputs_key}")
+    assert [task["input"] for task in tasks] == [
+        f"s3://{BUCKET}/input/big/{object_name(number)}" for number in range(OBJECTS)
+    ]
+    assert tasks[-1]["output"] == f"s3://{BUCKET}/shards/big/099/"
+    run = account.table.get_run("big")
+    assert (run["objects"], run["bytes"], run["run_status"]) == (OBJECTS, 4 * OBJECTS, RUNNING)
+
+
+def split_run(account, run_id: str, objects: int, **shards):
+    """A run of ``objects`` inputs as the split Map leaves it (``split_state``), with its
+    RUN item; its plan."""
+    plan = example_plan(run_id=run_id)
+    account.table.create_run(run_id, EXECUTION, objects=objects)
+    split_state(plan, objects, **shards)
+    return plan
+
+
+@pytest.mark.slow
+def test_collect_gathers_100k_objects_in_order_with_batched_shard_items(account):
+    plan = split_run(account, "big", OBJECTS, unsplit={0, 77_777}, two={5, OBJECTS - 1})
+    round_ = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
+    total = OBJECTS + 2
+    assert round_ == Round(1, f"s3://{BUCKET}/runs/big/round-1.manifest", False, total, total)
+    shards = json.loads(account.get(f"s3://{BUCKET}/runs/big/shards.json"))
+    assert [shard["number"] for shard in shards] == list(range(total))
+    assert shards[6] == {
+        "number": 6,
+        "name": "000/part-000005.part-00001.csv",
+        "input": f"s3://{BUCKET}/input/000/part-000005.csv",
+        "input_name": "000/part-000005.csv",
+        "size": 4,
+        "compression": "None",
+    }
+    manifest = json.loads(account.get(round_.manifest))
+    assert manifest[0] == {"prefix": f"s3://{BUCKET}/shards/big/"}
+    assert manifest[1:] == [shard["name"] for shard in shards]
+    assert account.get(f"s3://{BUCKET}/shards/big/077/part-077777.csv") == b"1,2\n"
+    items = account.table.shards("big")
+    assert [item["shard"] for item in items] == list(range(total)), "in order past 99,999"
+    assert {(item["status"], item["attempts"]) for item in items} == {(PENDING, 0)}
+    assert items[-1]["name"] == "099/part-099999.part-00001.csv"
+    assert account.table.get_run("big")["shards"] == total
+
+
+def test_collect_run_again_writes_the_same_objects_and_items(account):
+    """A retried Collect (its answer lost after it ran) leaves the same run behind; 60
+    objects with two shards each fill several 25-item batches."""
+    plan = split_run(account, "again", 60, unsplit={3}, two=set(range(60)) - {3})
+    first = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
+    written = {key: account.get(f"s3://{BUCKET}/{key}") for key in account.keys("")}
+    items = account.table.shards("again")
+    second = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
+    assert second == first and first.shards == 119
+    assert {key: account.get(f"s3://{BUCKET}/{key}") for key in account.keys("")} == written
+    strip = [{k: v for k, v in item.items() if k != "expires_at"} for item in items]
+    again = account.table.shards("again")
+    assert [{k: v for k, v in item.items() if k != "expires_at"} for item in again] == strip
+
+
+def test_shard_items_come_back_in_shard_order_past_five_digits(account):
+    for number in (100_001, 5, 99_999, 100_000):
+        account.table.put_shard("wide", number, {"status": PENDING})
+    assert [item["shard"] for item in account.table.shards("wide")] == [5, 99_999, 100_000, 100_001]
+
+
+def test_ordered_map_keeps_input_order_with_bounded_work_in_flight():
+    lock, started, finished, most = threading.Lock(), [0], [0], [0]
+
+    def slow_square(number: int) -> int:
+        with lock:
+            started[0] += 1
+            most[0] = max(most[0], started[0] - finished[0])
+        time.sleep(0.001 * (number % 3))  # later items often finish first
+        with lock:
+            finished[0] += 1
+        return number * number
+
+    results = []
+    for result in ordered_map(slow_square, iter(range(200)), workers=4, ahead=8):
+        results.append(result)
+        with lock:
+            assert started[0] - len(results) <= 8, "no more than `ahead` items wait"
+    assert results == [number * number for number in range(200)]
+    assert most[0] <= 4
+
+
+def test_ordered_map_raises_the_first_error_at_its_item():
+    def fail_at_three(number: int) -> int:
+        if number == 3:
+            raise ValueError(f"item {number}")
+        return number
+
+    seen = []
+    with pytest.raises(ValueError, match="item 3"):
+        for result in ordered_map(fail_at_three, range(100), workers=2):
+            seen.append(result)
+    assert seen == [0, 1, 2]

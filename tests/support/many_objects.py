@@ -1,0 +1,59 @@
+"""Runs of many input objects in moto, made fast: objects stored through moto's S3 backend
+(no API call each), and the state the split Map leaves for a run (Plan's item file and one
+shard index per object) without running the split. The scale tests and
+bench/pipeline/objects.py share them."""
+
+import json
+from collections.abc import Collection
+
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.s3.models import s3_backends
+
+from batchinfer.pipeline.state import RunPlan
+from batchinfer.sharding import ShardIndex
+from batchinfer.sharding.index import Shard
+from batchinfer.sharding.names import index_name, shard_name
+from batchinfer.uris import parse_s3_uri
+
+
+def put_directly(bucket: str, key: str, data: bytes) -> None:
+    """Store an object in moto's S3 (inside ``mock_aws``) without an API call."""
+    s3_backends[DEFAULT_ACCOUNT_ID]["aws"].put_object(bucket, key, data)
+
+
+def object_name(number: int) -> str:
+    """The name of input object ``number`` below the input prefix: 1,000 to a folder."""
+    return f"{number // 1000:03d}/part-{number:06d}.csv"
+
+
+def put_inputs(bucket: str, prefix: str, count: int, data: bytes = b"1,2\n") -> None:
+    """``count`` objects of ``data`` named :func:`object_name` below ``prefix``."""
+    for number in range(count):
+        put_directly(bucket, prefix + object_name(number), data)
+
+
+def split_state(
+    plan: RunPlan, count: int, *, unsplit: Collection[int] = (), two: Collection[int] = ()
+) -> None:
+    """What Plan and the split Map leave for ``count`` input objects of 4 bytes: the item
+    file and one shard index per object, its one shard under the run's shard prefix, two for
+    the objects in ``two``, or the input object itself (stored here) for those in
+    ``unsplit``, which Collect copies."""
+    bucket = plan.layout.bucket
+    shards = plan.layout.shards.uri
+    lines = []
+    for number in range(count):
+        folder, name = object_name(number).split("/")
+        folder += "/"
+        source = parse_s3_uri(plan.input).child(folder + name)
+        lines.append(json.dumps({"input": source.uri, "output": shards + folder}))
+        if number in unsplit:
+            put_directly(bucket, source.key, b"1,2\n")
+            parts = [Shard(name, source.uri, 0, 4, 4)]
+        else:
+            names = [shard_name(name, part) for part in range(2 if number in two else 1)]
+            parts = [Shard(n, shards + folder + n, 0, 4, 4) for n in names]
+        index = ShardIndex(source.uri, "etag", 4, "None", None, shards + folder, parts)
+        key = plan.layout.shards.key + folder + index_name(name)
+        put_directly(bucket, key, index.to_json().encode())
+    put_directly(bucket, plan.inputs_key, "".join(line + "\n" for line in lines).encode())
