@@ -1,4 +1,4 @@
-"""Plan: bad requests fail naming the key (issue 6's bad-request cases) and a run id is
+"""Plan: bad requests fail naming the key and a run id is
 claimed once: a second start neither redoes nor overwrites the first run."""
 
 from dataclasses import replace

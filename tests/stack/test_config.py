@@ -1,4 +1,4 @@
-"""Config validation at synth (issue item 9): clear messages naming the environment and
+"""Config validation at synth: clear messages naming the environment and
 key; the two example environments load."""
 
 import copy
