@@ -11,7 +11,7 @@ import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,9 +30,7 @@ from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
-from batchinfer.serving.handlers import find_user_module
 from batchinfer.serving.readable import check_readable
-from batchinfer.serving.server_errors import ModelLoadError
 from batchinfer.sharding import split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
@@ -218,9 +216,10 @@ def run_job(
     workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
     try:
         model_dir = None if job.model is None else prepare_model_dir(job.model, workdir)
-        module = None if model_dir is None else _user_module(model_dir, job.settings.environment)
+        module = None
         if model_dir is not None:
-            check_readable(model_dir, job.settings.environment, job.settings.content_type)
+            found = check_readable(model_dir, job.settings.environment, job.settings.content_type)
+            module = found.relative_to(model_dir).as_posix() if found else None
         groups = _split_inputs(files, job, workdir, on_stage)
         units = [unit for group in groups for unit in group.units]
         unit_dir = workdir / "outputs" if job.merge else job.output_dir
@@ -272,16 +271,6 @@ def run_job(
     if result.succeeded:
         (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
-
-
-def _user_module(model_dir: Path, environment: Mapping[str, str]) -> str | None:
-    """The model's handler script relative to the model (a bad SAGEMAKER_PROGRAM is the
-    model servers' error to report)."""
-    try:
-        path = find_user_module(model_dir, environment)
-    except ModelLoadError:
-        return None
-    return path.relative_to(model_dir).as_posix() if path else None
 
 
 def _clear_previous_run(output_dir: Path) -> None:

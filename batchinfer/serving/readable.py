@@ -38,19 +38,21 @@ def defined_functions(path: Path) -> frozenset[str] | None:
 
 def check_readable(
     model_dir: Path, environment: Mapping[str, str], content_type: str | None
-) -> None:
+) -> Path | None:
     """Refuse ``content_type`` when the default handler cannot decode it and the model's user
-    module (if any) defines neither ``input_fn`` nor ``transform_fn``."""
-    kind = codecs.codec_type(content_type) or codecs.CSV
-    if kind in codecs.DECODERS:
-        return
+    module (if any) defines neither ``input_fn`` nor ``transform_fn``; the user module found
+    (None: there is none, or SAGEMAKER_PROGRAM names no file, which the model servers
+    report)."""
     try:
         module = find_user_module(model_dir, environment)
     except ModelLoadError:
-        return  # a SAGEMAKER_PROGRAM naming no file: the model servers report it
+        return None
+    kind = codecs.codec_type(content_type) or codecs.CSV
+    if kind in codecs.DECODERS:
+        return module
     defined = defined_functions(module) if module else frozenset()
     if defined is None or defined & READERS:
-        return
+        return module
     where = (
         f"{module.relative_to(model_dir).as_posix()} defines neither input_fn nor transform_fn"
         if module
