@@ -7,6 +7,10 @@ import boto3
 
 from batchinfer.pipeline import status_table as keys
 
+# The account and region the offline stack and the permission audit stand in for.
+ACCOUNT = "123456789012"
+REGION = "eu-west-1"
+
 
 def create_status_table(name: str, region: str) -> Any:
     """The status table with the stack's key schema and by-status index."""

@@ -4,9 +4,9 @@ functions resolved to physical names and fake ARNs, and the Lambda functions it 
 from dataclasses import dataclass
 from typing import Any
 
-# The account and region the offline stack stands in for.
-ACCOUNT = "123456789012"
-REGION = "eu-west-1"
+from tests.support.aws import ACCOUNT, REGION
+
+__all__ = ["ACCOUNT", "REGION", "Function", "render"]
 
 
 def render(value: Any, refs: dict[str, str], attributes: dict[tuple[str, str], str]) -> Any:

@@ -21,10 +21,9 @@ AWS documentation that says so (docs/permissions.md lists them):
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tests.support.aws import ACCOUNT, REGION
 from tests.support.permissions.recorder import Call
 
-REGION = "eu-west-1"
-ACCOUNT = "123456789012"
 # The botocore service name -> the IAM service prefix, where they differ.
 _PREFIX = {"stepfunctions": "states", "sagemaker-runtime": "sagemaker"}
 _DYNAMODB_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}

@@ -11,7 +11,8 @@ from functools import cache
 from typing import Any
 
 from stacks.nag import flatten
-from tests.support.permissions.needs import ACCOUNT, REGION, Need
+from tests.support.aws import ACCOUNT, REGION
+from tests.support.permissions.needs import Need
 
 # The context every call carries: HTTPS, this account.
 GLOBAL_CONTEXT = {"aws:SecureTransport": "true", "kms:CallerAccount": ACCOUNT}
