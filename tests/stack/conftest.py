@@ -15,6 +15,7 @@ from aws_cdk import App, Environment  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
 
 from app import build_app, cdk_json_context  # noqa: E402
+from batchinfer.pipeline.environment import PipelineEnvironment  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
 
 ACCOUNT, REGION = "123456789012", "eu-west-1"
@@ -54,3 +55,22 @@ def resources(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
 
 def of_type(resources: dict[str, dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in resources.items() if v["Type"] == kind}
+
+
+def pipeline_functions(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """The properties of the pipeline's own Lambdas (not CDK's custom resource handlers)."""
+    return [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and "BATCHINFER_TABLE_NAME" in r["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+
+
+def pipeline_environment(template: dict[str, Any], **resolved: str) -> PipelineEnvironment:
+    """What the pipeline's Lambdas know of their stack: the template's literal variables,
+    and ``resolved`` values (by field) for those CloudFormation fills in at deploy."""
+    variables = pipeline_functions(template)[0]["Environment"]["Variables"]
+    literal = {k: v for k, v in variables.items() if isinstance(v, str)}
+    filled = {PipelineEnvironment.variable(name): value for name, value in resolved.items()}
+    return PipelineEnvironment.from_variables(literal | filled)

@@ -14,7 +14,7 @@ from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.prepare_job import prepare_job
 from tests.support.run_state import example_plan, example_round
 
-from .conftest import synthesize_prod
+from .conftest import pipeline_environment, synthesize_prod
 from .test_vpc import VPC
 
 LAKE_KEY = "arn:aws:kms:eu-west-1:210987654321:key/0f0f0f0f-1111-2222-3333-444444444444"
@@ -129,22 +129,13 @@ def test_jobs_write_the_destination_and_never_read_the_sources(synthesized):
 
 
 def _environment(template) -> PipelineEnvironment:
-    (variables, *_) = [
-        r["Properties"]["Environment"]["Variables"]
-        for r in template["Resources"].values()
-        if r["Type"] == "AWS::Lambda::Function"
-        and "BATCHINFER_TABLE_NAME" in r["Properties"].get("Environment", {}).get("Variables", {})
-    ]
-    strings = {k: v for k, v in variables.items() if isinstance(v, str)}
-    return PipelineEnvironment.from_variables(
-        strings
-        | {
-            "BATCHINFER_TABLE_NAME": "t",
-            "BATCHINFER_DATA_BUCKET": "batchinfer-test-data",
-            "BATCHINFER_KMS_KEY_ARN": "arn:aws:kms:eu-west-1:123456789012:key/stack",
-            "BATCHINFER_SAGEMAKER_ROLE_ARN": "arn:aws:iam::123456789012:role/jobs",
-            "BATCHINFER_IMAGE_URI": IMAGE,
-        }
+    return pipeline_environment(
+        template,
+        table_name="t",
+        data_bucket="batchinfer-test-data",
+        kms_key_arn="arn:aws:kms:eu-west-1:123456789012:key/stack",
+        sagemaker_role_arn="arn:aws:iam::123456789012:role/jobs",
+        image_uri=IMAGE,
     )
 
 

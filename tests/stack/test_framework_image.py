@@ -10,7 +10,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from batchinfer.errors import ValidationError
 
-from .conftest import synthesize_prod
+from .conftest import pipeline_functions, synthesize_prod
 
 SKLEARN = "141502667606.dkr.ecr.eu-west-1.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"
 
@@ -47,13 +47,7 @@ def test_the_framework_image_is_resolved_for_the_region(synthesized):
         if statement.get("Sid") == "PullImage"
     ]
     assert pulls == ["arn:aws:ecr:eu-west-1:141502667606:repository/sagemaker-scikit-learn"]
-    variables = [
-        r["Properties"]["Environment"]["Variables"]
-        for r in template["Resources"].values()
-        if r["Type"] == "AWS::Lambda::Function"
-        and "BATCHINFER_FRAMEWORK_IMAGE"
-        in r["Properties"].get("Environment", {}).get("Variables", {})
-    ]
+    variables = [f["Environment"]["Variables"] for f in pipeline_functions(template)]
     assert {v["BATCHINFER_FRAMEWORK_IMAGE"] for v in variables} == {"sklearn 1.2-1"}
 
 

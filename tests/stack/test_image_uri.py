@@ -7,7 +7,7 @@ import json
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from .conftest import synthesize_prod
+from .conftest import pipeline_functions, synthesize_prod
 
 IMAGE = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/team/scorer@sha256:" + "a" * 64
 
@@ -26,12 +26,8 @@ def test_an_existing_image_is_used_and_nothing_is_built(synthesized):
     (model,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
     assert model["Properties"]["PrimaryContainer"]["Image"] == IMAGE
     assert template["Outputs"]["ImageUri"]["Value"] == IMAGE
-    variables = [
-        resource["Properties"].get("Environment", {}).get("Variables", {})
-        for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::Lambda::Function"
-    ]
-    images = {v["BATCHINFER_IMAGE_URI"] for v in variables if "BATCHINFER_IMAGE_URI" in v}
+    variables = [f["Environment"]["Variables"] for f in pipeline_functions(template)]
+    images = {v["BATCHINFER_IMAGE_URI"] for v in variables}
     assert images == {IMAGE}, "PrepareJob names it in processing jobs"
 
 

@@ -5,9 +5,7 @@ roles may manage the network interfaces that takes; cdk-nag stays clean."""
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from batchinfer.pipeline.environment import PipelineEnvironment
-
-from .conftest import synthesize_prod
+from .conftest import pipeline_environment, pipeline_functions, synthesize_prod
 
 VPC = {"subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
        "security_group_ids": ["sg-0bbbbbbbbbbbbbbb1"]}  # fmt: skip
@@ -17,11 +15,6 @@ VPC = {"subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
 def synthesized(tmp_path_factory):
     result = synthesize_prod(tmp_path_factory.mktemp("cdk.out"), vpc=VPC)
     return result.app, result.stack, result.template_json
-
-
-def _is_pipeline(function) -> bool:
-    """One of the pipeline's own Lambdas (not a CDK custom resource handler)."""
-    return "BATCHINFER_TABLE_NAME" in function.get("Environment", {}).get("Variables", {})
 
 
 def _of_type(template, kind):
@@ -35,7 +28,7 @@ def test_the_model_and_every_pipeline_lambda_run_in_the_subnets(synthesized):
         "Subnets": VPC["subnet_ids"],
         "SecurityGroupIds": VPC["security_group_ids"],
     }
-    pipeline = [f for f in _of_type(template, "AWS::Lambda::Function") if _is_pipeline(f)]
+    pipeline = pipeline_functions(template)
     assert len(pipeline) == 7
     for function in pipeline:
         assert function["VpcConfig"] == {
@@ -46,15 +39,7 @@ def test_the_model_and_every_pipeline_lambda_run_in_the_subnets(synthesized):
 
 def test_processing_jobs_get_the_vpc_in_their_request(synthesized):
     _, _, template = synthesized
-    (variables, *_) = [
-        f["Environment"]["Variables"]
-        for f in _of_type(template, "AWS::Lambda::Function")
-        if _is_pipeline(f)
-    ]
-    env = PipelineEnvironment.from_variables(
-        {k: v for k, v in variables.items() if isinstance(v, str)}
-        | {"BATCHINFER_TABLE_NAME": "t", "BATCHINFER_DATA_BUCKET": "b"}
-    )
+    env = pipeline_environment(template, table_name="t", data_bucket="b")
     assert env.vpc_config == {
         "Subnets": VPC["subnet_ids"],
         "SecurityGroupIds": VPC["security_group_ids"],
