@@ -21,8 +21,9 @@ WRITE_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey"]
 JOB_OUTPUT_KEY_ACTIONS = [*WRITE_KEY_ACTIONS, "kms:Encrypt"]
 
 
-def grant_list(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> list[str]:
-    """Let ``role`` list the keys under ``places``."""
+def grant_list(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> None:
+    """Let ``role`` list the keys under ``places`` (one bucket each: no wildcard to
+    acknowledge)."""
     partition = Stack.of(role).partition
     for number, place in enumerate(places):
         role.add_to_principal_policy(
@@ -35,7 +36,6 @@ def grant_list(role: iam.IRole, places: Iterable[DataPlace], sid: str) -> list[s
                 else None,
             )
         )
-    return []
 
 
 def grant_read(

@@ -221,7 +221,7 @@ def _grant_existing_buckets(step: Step, role: iam.Role, config: PipelineConfig) 
     outputs does the same on the output destinations."""
     findings = []
     if INPUT_PREFIX in step.lists:
-        findings += grant_list(role, config.data_sources, "ListSources")
+        grant_list(role, config.data_sources, "ListSources")
     if INPUT_PREFIX in step.reads:
         findings += grant_read(
             role, config.data_sources, "ReadSources", versions=step.pins_versions
