@@ -3,7 +3,7 @@ instances and the tests' servers.
 
 The server binds port 0 (the kernel picks a free port, no race) unless a port is given; the
 port is read from gunicorn's "Listening at" log line. The log goes to a file whose tail any
-start-up error quotes.
+start-up error quotes; a temporary log is removed when its server stops cleanly.
 """
 
 import os
@@ -30,10 +30,19 @@ _LOG_TAIL_LINES = 30
 class ServerProcess:
     """One running model server; stop it with :meth:`stop` or a ``with`` block."""
 
-    def __init__(self, process: subprocess.Popen[bytes], log_path: Path, port: int | None) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        log_path: Path,
+        port: int | None,
+        *,
+        temporary_log: bool = False,
+    ) -> None:
         self.process = process
         self.log_path = log_path
         self._port = port
+        self._temporary_log = temporary_log
+        self._log_quoted = False  # a ServerStartError carried the log's tail
 
     @property
     def port(self) -> int:
@@ -55,6 +64,7 @@ class ServerProcess:
         return "\n".join(f"  | {line}" for line in lines) or "  | (empty log)"
 
     def _failure(self, what: str) -> ServerStartError:
+        self._log_quoted = True
         return ServerStartError(f"model server {what}; its log ends with:\n{self._log_tail()}")
 
     def _wait_for_port(self, timeout: float) -> int:
@@ -90,7 +100,9 @@ class ServerProcess:
 
     def stop(self, grace: float = 30.0) -> int:
         """SIGTERM, then SIGKILL to the whole process group after ``grace`` seconds (C10).
-        Returns the exit code."""
+        Returns the exit code. A temporary log is removed if the server exited with 0 or an
+        error already quoted its tail; the log of a server that crashed or had to be killed
+        otherwise stays for its owner to read."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -98,6 +110,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        if self._temporary_log and (self.process.returncode == 0 or self._log_quoted):
+            self.log_path.unlink(missing_ok=True)
         return self.process.returncode
 
     def __enter__(self) -> "ServerProcess":
@@ -126,6 +140,7 @@ def start_server(
     (the container environment of spec R21). The log goes to ``log_path`` or a temporary file.
     Call :meth:`ServerProcess.wait_healthy` before sending requests (spec C4).
     """
+    temporary_log = log_path is None
     if log_path is None:
         handle, name = tempfile.mkstemp(prefix="batchinfer-serve-", suffix=".log")
         os.close(handle)
@@ -154,4 +169,4 @@ def start_server(
             env=child_env,
             start_new_session=True,
         )
-    return ServerProcess(process, log_path, port)
+    return ServerProcess(process, log_path, port, temporary_log=temporary_log)

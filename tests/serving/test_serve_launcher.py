@@ -1,6 +1,8 @@
 """The launcher and the serve command: free ports, clean SIGTERM shutdown (C10), env (C6, R21),
 SAGEMAKER_BIND_TO_PORT (C3), and argument errors."""
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -8,12 +10,30 @@ import sys
 from batchinfer.serving.launcher import start_server
 
 
-def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir):
-    with start_server(example_model_dir, workers=2) as server:
+def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir, tmp_path):
+    log = tmp_path / "serve.log"
+    with start_server(example_model_dir, workers=2, log_path=log) as server:
         server.wait_healthy(60)
         assert server.url == f"http://127.0.0.1:{server.port}"
         assert server.stop() == 0
-    assert "Shutting down: Master" in server.log_text()
+    assert "Shutting down: Master" in log.read_text()
+
+
+def test_temporary_log_removed_after_clean_stop_kept_after_kill(example_model_dir):
+    with start_server(example_model_dir) as clean:
+        clean.wait_healthy(60)
+    assert clean.process.returncode == 0
+    assert not clean.log_path.exists()
+
+    killed = start_server(example_model_dir)
+    try:
+        killed.wait_healthy(60)
+        os.killpg(killed.process.pid, signal.SIGKILL)
+        killed.process.wait()
+        assert killed.stop() == -signal.SIGKILL
+        assert "Listening at" in killed.log_text()
+    finally:
+        killed.log_path.unlink(missing_ok=True)
 
 
 def test_explicit_port_and_payload_env(example_model_dir):
