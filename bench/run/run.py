@@ -10,9 +10,11 @@ run, it times:
 - limit: model.predict alone on already-parsed arrays, one process per core predicting at
   the same time (parsing, HTTP and encoding are pure overhead on top of it).
 
-It prints rows/s and the ratios, and the engine process's peak memory. Usage:
+The script and `batchinfer run` take turns (``--repeat`` pairs, default 3), so a burst of
+load from elsewhere on a shared machine falls on both; it prints each pair's ratio, the
+median rows/s and ratios, and the engine process's peak memory. Usage:
 
-    .venv/bin/python bench/run/run.py [--size-mb 1024] [--instances 2]
+    .venv/bin/python bench/run/run.py [--size-mb 1024] [--instances 2] [--repeat 3]
 """
 
 import argparse
@@ -20,6 +22,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -109,15 +112,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--instances", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3, help="script/batchinfer pairs")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     model_dir, data, rows = prepare(args.size_mb)
     print(f"input: {data} ({data.stat().st_size / 1e6:,.0f} MB, {rows:,} rows), {cores} cores")
 
     limit = predict_limit(model_dir, data, cores)
-    script_s = run_script(model_dir, data, cores)
-    ours_s, rss = run_batchinfer(model_dir, data, args.instances)
+    script_runs, our_runs, peaks = [], [], []
+    for turn in range(1, args.repeat + 1):
+        script_runs.append(run_script(model_dir, data, cores))
+        seconds, rss = run_batchinfer(model_dir, data, args.instances)
+        our_runs.append(seconds)
+        peaks.append(rss)
+        print(f"pair {turn}: script {script_runs[-1]:.2f} s, batchinfer {seconds:.2f} s, "
+              f"ratio {script_runs[-1] / seconds:.2f}")  # fmt: skip
+    script_s, ours_s, rss = statistics.median(script_runs), statistics.median(our_runs), max(peaks)
     ours, script = rows / ours_s, rows / script_s
+    print(f"medians of {args.repeat} pairs:")
     print(f"batchinfer run   {ours_s:8.2f} s  {ours:12,.0f} rows/s  engine peak RSS {rss:.0f} MiB")
     print(f"hand script      {script_s:8.2f} s  {script:12,.0f} rows/s")
     print(f"predict limit                {limit:12,.0f} rows/s  ({cores} cores)")
