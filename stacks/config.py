@@ -62,13 +62,15 @@ class ScheduleConfig:
 
 @dataclass(frozen=True)
 class S3TriggerConfig:
-    """Start a run for every object created under the key ``prefix`` of the bucket of data
-    source ``source`` (``data``: the stack's data bucket); ``request`` holds the other
-    request keys (the object's URI becomes ``input``)."""
+    """Start runs for the objects created under the key ``prefix`` of the bucket of data
+    source ``source`` (``data``: the stack's data bucket): the arrivals of up to
+    ``batch_window_seconds`` are gathered and each folder's become one run, whose ``input``
+    is the folder and ``names`` its new objects; ``request`` holds the other request keys."""
 
     prefix: str
     request: Mapping[str, Any] = field(default_factory=dict)
     source: str = DATA
+    batch_window_seconds: int = 60
 
 
 @dataclass(frozen=True)
@@ -512,6 +514,10 @@ def _vpc(raw: Any, where: str) -> VpcConfig:
     return VpcConfig(**values)
 
 
+# The request keys the S3 trigger fills in itself for each run.
+TRIGGER_SETS = frozenset({"input", "names", "run_id"})
+
+
 def _s3_trigger(raw: Any, where: str) -> S3TriggerConfig:
     if not isinstance(raw, Mapping):
         raise ValidationError(f"{where}: expected an object with prefix and request")
@@ -526,10 +532,18 @@ def _s3_trigger(raw: Any, where: str) -> S3TriggerConfig:
         "a key prefix ending with '/', e.g. input/arrivals/",
     )
     _require(
-        isinstance(trigger.request, Mapping) and "input" not in trigger.request,
+        isinstance(trigger.request, Mapping) and not set(trigger.request) & TRIGGER_SETS,
         f"{where}.request",
         trigger.request,
-        "an object of request keys without 'input' (the arriving object is the input)",
+        "an object of request keys without 'input', 'names' or 'run_id' (the trigger sets "
+        "the arrivals' folder, their names and a run id per run)",
+    )
+    window = trigger.batch_window_seconds
+    _require(
+        isinstance(window, int) and not isinstance(window, bool) and 1 <= window <= 300,
+        f"{where}.batch_window_seconds",
+        window,
+        "an integer 1..300 (the event source mapping's MaximumBatchingWindowInSeconds)",
     )
     return trigger
 

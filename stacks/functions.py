@@ -49,7 +49,8 @@ class CopySources:
 
 
 class Functions(Construct):
-    """``functions[name]`` for every step name; ``roles[name]`` their roles."""
+    """``functions[name]`` for every step name; ``roles[name]`` their roles; ``code`` the
+    asset every Lambda of the stack runs."""
 
     def __init__(
         self,
@@ -74,61 +75,88 @@ class Functions(Construct):
                 local=CopySources(repo_root),
             ),
         )
+        self.code = code
         self.functions: dict[str, lambda_.Function] = {}
         self.roles: dict[str, iam.Role] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
         variables = environment.to_variables()
         for step in STEPS:
-            name, construct_id = step.name, step.construct_id
-            log_group = logs.LogGroup(
+            name = step.name
+            function, role, log_group = lambda_function(
                 self,
-                f"{construct_id}Logs",
-                retention=retention(config.log_retention_days),
-            )
-            role = iam.Role(
-                self,
-                f"{construct_id}Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"batchinfer {name} Lambda",
-            )
-            role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="WriteOwnLogs",
-                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                    resources=[log_group.log_group_arn],
-                )
-            )
-            function = lambda_.Function(
-                self,
-                construct_id,
+                step.construct_id,
                 code=code,
                 handler=step.handler,
-                runtime=RUNTIME,
-                architecture=lambda_.Architecture.ARM_64,
-                memory_size=step.memory_mb,
-                timeout=Duration.seconds(step.timeout_seconds),
+                memory_mb=step.memory_mb,
+                timeout_seconds=step.timeout_seconds,
                 description=step.description,
                 environment=variables,
-                role=role,
-                log_group=log_group,
-                logging_format=lambda_.LoggingFormat.JSON,
-                tracing=lambda_.Tracing.ACTIVE,
+                config=config,
             )
-            acknowledge(
-                role,
-                "AwsSolutions-IAM5",
-                "X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level "
-                "permissions (the service authorizes them only on *).",
-                findings=["Resource::*"],
-            )
-            if config.vpc is not None:
-                place_function(function, role, config.vpc)
             self.functions[name] = function
             self.roles[name] = role
             self.log_groups[name] = log_group
             _grant(step, role, storage, status, notifications)
             _grant_existing_buckets(step, role, config)
             _grant_run_models(step, role, config, jobs_role)
+
+
+def lambda_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    code: lambda_.Code,
+    handler: str,
+    memory_mb: int,
+    timeout_seconds: int,
+    description: str,
+    environment: dict[str, str],
+    config: PipelineConfig,
+) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
+    """One of the stack's Lambdas as they all are: its own role that writes only its own
+    log group, JSON logs, X-Ray, arm64, in the VPC when there is one."""
+    log_group = logs.LogGroup(
+        scope, f"{construct_id}Logs", retention=retention(config.log_retention_days)
+    )
+    role = iam.Role(
+        scope,
+        f"{construct_id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"batchinfer {handler.removesuffix('.handler')} Lambda",
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="WriteOwnLogs",
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[log_group.log_group_arn],
+        )
+    )
+    function = lambda_.Function(
+        scope,
+        construct_id,
+        code=code,
+        handler=handler,
+        runtime=RUNTIME,
+        architecture=lambda_.Architecture.ARM_64,
+        memory_size=memory_mb,
+        timeout=Duration.seconds(timeout_seconds),
+        description=description,
+        environment=environment,
+        role=role,
+        log_group=log_group,
+        logging_format=lambda_.LoggingFormat.JSON,
+        tracing=lambda_.Tracing.ACTIVE,
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM5",
+        "X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level "
+        "permissions (the service authorizes them only on *).",
+        findings=["Resource::*"],
+    )
+    if config.vpc is not None:
+        place_function(function, role, config.vpc)
+    return function, role, log_group
 
 
 def _grant(

@@ -8,6 +8,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -42,8 +43,9 @@ class Notifications(Construct):
 
 
 class Alarms(Construct):
-    """Alarms on failed, timed-out and aborted executions and on Lambda errors, sent to the
-    topic, and a dashboard of runs and Lambdas."""
+    """Alarms on failed, timed-out and aborted executions, on Lambda errors and on arrivals
+    in the S3 trigger's dead-letter queue, sent to the topic, and a dashboard of runs and
+    Lambdas."""
 
     def __init__(
         self,
@@ -54,6 +56,7 @@ class Alarms(Construct):
         state_machine: sfn.StateMachine,
         functions: dict[str, lambda_.Function],
         topic: sns.ITopic,
+        dead_letters: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, id)
         action = cw_actions.SnsAction(topic)
@@ -72,6 +75,14 @@ class Alarms(Construct):
                 function.metric_errors(period=period),
                 f"The {name} Lambda of batchinfer {config.name} raised errors",
                 action,
+            )
+        if dead_letters is not None:
+            self._alarm(
+                "ArrivalsDeadLetters",
+                dead_letters.metric_approximate_number_of_messages_visible(period=period),
+                f"S3 arrivals of batchinfer {config.name} that started no run (dead-letter queue)",
+                action,
+                statistic="Maximum",
             )
         self.dashboard = cloudwatch.Dashboard(
             self,
@@ -110,12 +121,17 @@ class Alarms(Construct):
         )
 
     def _alarm(
-        self, id: str, metric: cloudwatch.Metric, description: str, action: cw_actions.SnsAction
+        self,
+        id: str,
+        metric: cloudwatch.Metric,
+        description: str,
+        action: cw_actions.SnsAction,
+        statistic: str = "Sum",
     ) -> None:
         alarm = cloudwatch.Alarm(
             self,
             id,
-            metric=metric.with_(statistic="Sum"),
+            metric=metric.with_(statistic=statistic),
             threshold=1,
             evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

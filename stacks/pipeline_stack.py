@@ -100,6 +100,7 @@ class PipelineStack(Stack):
             config=config,
             storage=self.storage,
             state_machine=self.workflow.state_machine,
+            functions=self.functions,
             record_failure=self.functions.functions["record_failure"],
         )
         self.alarms = Alarms(
@@ -107,7 +108,13 @@ class PipelineStack(Stack):
             "Alarms",
             config=config,
             state_machine=self.workflow.state_machine,
-            functions=self.functions.functions,
+            functions=self.functions.functions
+            | (
+                {"arrivals": self.triggers.arrivals_function}
+                if self.triggers.arrivals_function
+                else {}
+            ),
+            dead_letters=self.triggers.dead_letters,
             topic=self.notifications.topic,
         )
         self.cli = CliAccess(

@@ -2,7 +2,10 @@
 
 A request needs only ``input``; every other key is optional (defaults come from the stack)
 and checked here, so a bad request fails before any work with a message naming the key.
-The per-object split tasks go to ``runs/<run>/inputs.jsonl`` (JSON Lines, read by the
+A request may name its objects (``names``: paths relative to ``input``, as a ManifestFile
+does, R4) instead of taking every object under ``input``; the S3 trigger does, so that a
+later batch of arrivals in the same folder is not scored again. The per-object split tasks
+go to ``runs/<run>/inputs.jsonl`` (JSON Lines, read by the
 split Map), not into the state. The input is listed page by page and the tasks wait in a
 spooled file, so Plan's memory does not grow with the number of objects; no object count
 is refused (docs/scaling.md).
@@ -23,7 +26,7 @@ from batchinfer.pipeline.job_names import job_base
 from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
-from batchinfer.pipeline.s3io import SpooledJson, list_objects, write_json
+from batchinfer.pipeline.s3io import SpooledJson, list_objects, named_objects, write_json
 from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
 from batchinfer.sharding.compatibility import check_sharding
@@ -32,7 +35,7 @@ from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
 
 RUN_KEYS = frozenset(
-    {"input", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
+    {"input", "names", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
 ) | frozenset(MODEL_KEYS)
 REQUEST_KEYS = RUN_KEYS | TransformSettings.request_keys()
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
@@ -55,6 +58,7 @@ def plan_run(
     run_id = run_id_of(request, execution_name)
     layout = RunLayout(env.data_bucket, run_id)
     source = _input(request.get("input"), env)
+    names = names_of(request)
     output = _output(request.get("output"), layout, env)
     engine = _engine(request.get("engine", env.engine))
     settings = TransformSettings.from_request(_settings_of(request), defaults=env.defaults)
@@ -79,7 +83,7 @@ def plan_run(
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
     with SpooledJson("lines") as tasks:
-        total = _split_tasks(s3, source, layout, settings, split, tasks)
+        total = _split_tasks(s3, source, names, layout, settings, split, tasks)
         objects = tasks.count
         names = job_base(env.job_prefix, run_id)
         model_name = run_model_name(names) if model else None
@@ -135,6 +139,7 @@ def check_request(request: Any) -> None:
     for key in ("input", "output"):
         if key == "input" or request.get(key) is not None:
             _s3_uri(request.get(key), key)
+    names_of(request)
     if "engine" in request:
         _engine(request["engine"])
     for key in ("header", "merge"):
@@ -179,6 +184,29 @@ def run_id_of(request: Mapping[str, Any], execution_name: str) -> str:
             "'-', starting with a letter or digit"
         )
     return run_id
+
+
+def names_of(request: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The request's ``names`` (object paths relative to ``input``), or None: every object
+    under ``input``."""
+    names = request.get("names")
+    if names is None:
+        return None
+    if not isinstance(names, list) or not names:
+        raise ValidationError(
+            f"names: {names!r} is not allowed; allowed: a non-empty list of object paths "
+            "relative to input"
+        )
+    seen = set()
+    for number, name in enumerate(names):
+        if not isinstance(name, str) or not name or name.endswith("/"):
+            raise ValidationError(
+                f"names[{number}]: {name!r} is not an object path relative to input"
+            )
+        if name in seen:
+            raise ValidationError(f"names[{number}]: {name!r} is named twice")
+        seen.add(name)
+    return tuple(names)
 
 
 def _input(uri: Any, env: PipelineEnvironment) -> S3Location:
@@ -236,6 +264,7 @@ def _split_options(
 def _split_tasks(
     s3: Any,
     source: S3Location,
+    names: tuple[str, ...] | None,
     layout: RunLayout,
     settings: TransformSettings,
     split: dict[str, Any],
@@ -244,7 +273,7 @@ def _split_tasks(
     """Add one :class:`SplitTask` per input object to ``tasks``; the bytes of all objects."""
     base = source.key[: source.key.rfind("/") + 1]
     total = 0
-    for obj in input_objects(s3, source):
+    for obj in input_objects(s3, source, names):
         folder = posixpath.dirname(obj["Key"][len(base) :])
         tasks.add(
             SplitTask(
@@ -259,11 +288,15 @@ def _split_tasks(
     return total
 
 
-def input_objects(s3: Any, source: S3Location) -> Iterator[dict[str, Any]]:
-    """The objects a run of ``source`` takes (folder markers left out), listed page by page;
-    once the listing ends, InputError when there were none or only empty ones."""
+def input_objects(
+    s3: Any, source: S3Location, names: tuple[str, ...] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The objects a run of ``source`` takes (folder markers left out), listed page by page,
+    or only those ``names`` gives (each must exist); once the listing ends, InputError when
+    there were none or only empty ones."""
     count = nonempty = 0
-    for obj in list_objects(s3, source):
+    listed = list_objects(s3, source) if names is None else named_objects(s3, source, names)
+    for obj in listed:
         if obj["Key"].endswith("/"):  # folder markers made by consoles
             continue
         count += 1

@@ -120,6 +120,22 @@ def list_objects(s3: Any, location: S3Location) -> Iterator[dict[str, Any]]:
         yield from page.get("Contents", [])
 
 
+def named_objects(
+    s3: Any, location: S3Location, names: tuple[str, ...]
+) -> Iterator[dict[str, Any]]:
+    """The object ``location.key`` + name for each of ``names`` (as a ManifestFile names
+    them, spec R4), as :func:`list_objects` lists it: one ListObjectsV2 with that key as the
+    prefix, whose first key is the object itself when it exists. InputError naming the
+    first name without an object."""
+    for number, name in enumerate(names):
+        key = location.key + name
+        page = s3.list_objects_v2(Bucket=location.bucket, Prefix=key, MaxKeys=1)
+        found = page.get("Contents", [])
+        if not found or found[0]["Key"] != key:
+            raise InputError(f"names[{number}]: no object s3://{location.bucket}/{key}")
+        yield found[0]
+
+
 def object_size(s3: Any, uri: str) -> int | None:
     """The size of the object at ``uri``, or None when there is none."""
     location = parse_s3_uri(uri)

@@ -103,6 +103,18 @@ def _needs(service: str, operation: str, **params) -> list[tuple[str, str, dict]
         ),
         (("lambda", "Invoke", {"FunctionName": "arn:f"}), [("lambda:InvokeFunction", "arn:f", {})]),
         (
+            (
+                "sqs",
+                "DeleteMessageBatch",
+                {"QueueUrl": "https://sqs.eu-west-1.amazonaws.com/123456789012/q", "Entries": []},
+            ),
+            [("sqs:DeleteMessage", "arn:aws:sqs:eu-west-1:123456789012:q", {})],
+        ),
+        (
+            ("sqs", "ReceiveMessage", {"QueueUrl": "https://sqs.eu-west-1.amazonaws.com/1/q"}),
+            [("sqs:ReceiveMessage", "arn:aws:sqs:eu-west-1:1:q", {})],
+        ),
+        (
             ("sns", "Publish", {"TopicArn": "arn:t", "Message": "m"}),
             [
                 ("sns:Publish", "arn:t", {}),

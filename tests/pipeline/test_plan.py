@@ -91,6 +91,31 @@ def plan(account, request, name="exec-1"):
             InputError,
             r"input: no objects under s3://batchinfer-test-data/input/nothing/",
         ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "names": "d.csv"},
+            ValidationError,
+            r"names: 'd\.csv' is not allowed; allowed: a non-empty list of object paths",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "names": []},
+            ValidationError,
+            r"names: \[\] is not allowed",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "names": ["d.csv", "sub/"]},
+            ValidationError,
+            r"names\[1\]: 'sub/' is not an object path relative to input",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "names": ["d.csv", "d.csv"]},
+            ValidationError,
+            r"names\[1\]: 'd\.csv' is named twice",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "names": ["d.csv", "d"]},
+            InputError,
+            r"names\[1\]: no object s3://batchinfer-test-data/input/d$",
+        ),
     ],
 )
 def test_bad_requests_fail_naming_the_key(account, request_, error, message):
@@ -125,6 +150,21 @@ def test_plan_uses_stack_defaults_and_writes_split_tasks(account):
     ]
     run = account.table.get_run("exec-1")
     assert run["run_status"] == RUNNING and run["execution_arn"] == EXECUTION + "exec-1"
+
+
+def test_names_take_only_the_named_objects_of_the_prefix_r4(account):
+    """With ``names`` a run takes prefix + each name (as a ManifestFile, R4), not the other
+    objects under the prefix, nor a key the name is only a prefix of."""
+    for key in ("input/in/a.csv", "input/in/a.csv.bak", "input/in/sub/b.csv", "input/in/c.csv"):
+        account.put(key, b"1,2\n")
+    result = plan(account, {"input": f"s3://{BUCKET}/input/in/", "names": ["sub/b.csv", "a.csv"]})
+    items = account.json_lines(f"s3://{BUCKET}/{result['inputs_key']}")
+    assert [(i["input"], i["output"]) for i in items] == [
+        (f"s3://{BUCKET}/input/in/sub/b.csv", f"s3://{BUCKET}/shards/exec-1/sub/"),
+        (f"s3://{BUCKET}/input/in/a.csv", f"s3://{BUCKET}/shards/exec-1/"),
+    ]
+    assert result["objects"] == 2 and result["bytes"] == 8
+    assert result["input"] == f"s3://{BUCKET}/input/in/"
 
 
 def test_same_run_id_twice_claims_once_and_keeps_the_first(account):

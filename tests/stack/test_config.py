@@ -78,6 +78,15 @@ def test_schedule_syntax_is_checked(expression, message):
         ({"max_rounds": 0}, r"max_rounds: 0 is not allowed; allowed: an integer 1\.\.9"),
         ({"log_retention_days": 10}, r"log_retention_days: 10 is not allowed"),
         ({"s3_trigger": {"prefix": "elsewhere/"}}, r"s3_trigger\.prefix: 'elsewhere/'"),
+        (
+            {"s3_trigger": {"prefix": "input/a/", "request": {"run_id": "x"}}},
+            r"s3_trigger\.request: .* allowed: an object of request keys without 'input', "
+            r"'names' or 'run_id'",
+        ),
+        (
+            {"s3_trigger": {"prefix": "input/a/", "batch_window_seconds": 301}},
+            r"s3_trigger\.batch_window_seconds: 301 is not allowed; allowed: an integer 1\.\.300",
+        ),
         ({"retry": {"backoff_rate": 0.5}}, r"retry\.backoff_rate: 0\.5 is not allowed"),
         ({"shard_size": "12 parsecs"}, r"shard_size: '12 parsecs' is not a size"),
     ],

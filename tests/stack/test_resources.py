@@ -201,7 +201,8 @@ def test_topic_is_kms_encrypted_and_tls_only(synthesized, resources):
 def test_alarms_on_failed_timed_out_aborted_runs_and_lambda_errors(resources):
     alarms = of_type(resources, "AWS::CloudWatch::Alarm").values()
     metrics = sorted(a["Properties"]["MetricName"] for a in alarms)
-    assert metrics.count("Errors") == 7
+    assert metrics.count("Errors") == 8, "the 7 steps' Lambdas and the arrivals Lambda"
+    assert "ApproximateNumberOfMessagesVisible" in metrics, "arrivals in the dead-letter queue"
     assert {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"} <= set(metrics)
     for alarm in alarms:
         assert alarm["Properties"]["AlarmActions"], "every alarm notifies the topic"
@@ -238,6 +239,38 @@ def test_schedule_and_s3_arrival_trigger(synthesized, resources):
             )
         },
     )
+    (arrival_rule,) = [
+        r["Properties"]
+        for r in of_type(resources, "AWS::Events::Rule").values()
+        if r["Properties"]["EventPattern"]["source"] == ["aws.s3"]
+    ]
+    (target,) = arrival_rule["Targets"]
+    queue_id = target["Arn"]["Fn::GetAtt"][0]
+    queue = resources[queue_id]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True
+    dead_letters_id = queue["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
+    assert resources[dead_letters_id]["Properties"]["SqsManagedSseEnabled"] is True
+    policies = of_type(resources, "AWS::SQS::QueuePolicy").values()
+    for queue_ref in (queue_id, dead_letters_id):
+        (policy,) = [p for p in policies if p["Properties"]["Queues"] == [{"Ref": queue_ref}]]
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        ), f"{queue_ref} refuses requests without TLS"
+    (mapping,) = of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+    assert mapping["Properties"]["EventSourceArn"] == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert mapping["Properties"]["BatchSize"] == 10_000
+    assert mapping["Properties"]["MaximumBatchingWindowInSeconds"] == 60
+    assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    function_id = mapping["Properties"]["FunctionName"]["Ref"]
+    variables = resources[function_id]["Properties"]["Environment"]["Variables"]
+    assert variables["BATCHINFER_TRIGGER_PREFIX"] == "input/arrivals/"
+    assert json.loads(render(variables["BATCHINFER_TRIGGER_REQUEST"], {}, {})) == {"merge": True}
+    assert (
+        resources[queue_id]["Properties"]["VisibilityTimeout"]
+        >= 6 * resources[function_id]["Properties"]["Timeout"]
+    ), "AWS's advice for a Lambda event source"
     synthesized.template.has_resource_properties(
         "AWS::Events::Rule",
         {

@@ -30,7 +30,11 @@ def test_the_model_and_every_pipeline_lambda_run_in_the_subnets(synthesized):
     }
     pipeline = pipeline_functions(template)
     assert len(pipeline) == 7
-    for function in pipeline:
+    arrivals = [
+        f for f in _of_type(template, "AWS::Lambda::Function") if f["Handler"] == "arrivals.handler"
+    ]
+    assert len(arrivals) == 1, "the shipped prod example has an S3 trigger"
+    for function in pipeline + arrivals:
         assert function["VpcConfig"] == {
             "SubnetIds": VPC["subnet_ids"],
             "SecurityGroupIds": VPC["security_group_ids"],
@@ -54,6 +58,6 @@ def test_roles_may_manage_network_interfaces_and_nag_is_clean(synthesized):
         for statement in policy["PolicyDocument"]["Statement"]
         if statement.get("Sid") == "NetworkInterfaces"
     ]
-    assert len(network) == 8, "seven Lambda roles and the jobs' role"
+    assert len(network) == 9, "seven step Lambda roles, the arrivals Lambda's and the jobs' role"
     report = AwsSolutionsChecks(app).validate_scope(stack)
     assert [v.rule_name for v in report.violations] == []

@@ -86,6 +86,11 @@ class Lambdas:
         # Lambda serialises the result: anything json cannot encode is an error there too.
         return {"StatusCode": 200, "Payload": json.loads(json.dumps(result))}
 
+    def call(self, arn: str, event: dict[str, Any]) -> dict[str, Any]:
+        """A synchronous invocation by a Lambda service poller (an event source mapping):
+        the response, with ``FunctionError`` when the handler raised."""
+        return self._invoke({"FunctionName": arn, "Payload": json.dumps(event)})
+
     def invoke_event(self, arn: str, event: dict[str, Any]) -> Any:
         """An asynchronous invocation (an EventBridge target): the handler's result."""
         response = self._invoke({"FunctionName": arn, "Payload": json.dumps(event)})

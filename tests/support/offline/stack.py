@@ -24,6 +24,13 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
 
 from batchinfer.pipeline.clients import services
 from batchinfer.uris import parse_s3_uri
+from tests.support.offline.arrivals import (
+    Batch,
+    EventSourceMapping,
+    create_queues,
+    matches,
+    object_created,
+)
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.moto_fixes import corrected
 from tests.support.offline.sagemaker import SageMakerJobs, SageMakerTask
@@ -141,6 +148,14 @@ class OfflineStack:
         )
         self.bucket = self.refs[bucket_id]
         self._create_bucket(self.bucket, bucket["Properties"])
+        self.queue_urls = create_queues(
+            self.sqs, self.of_type("AWS::SQS::Queue"), self._render, self.refs
+        )
+        self.refs |= self.queue_urls
+        machine_id, _ = self._only("AWS::StepFunctions::StateMachine")
+        # The ARN moto gives the state machine created below (the functions' environment
+        # and the policies name it).
+        self.refs[machine_id] = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{self.name}-runs"
         table_id, table = self._only("AWS::DynamoDB::Table")
         props = table["Properties"]
         session.client("dynamodb").create_table(
@@ -200,7 +215,7 @@ class OfflineStack:
             definition=json.dumps(self.definition),
             roleArn=f"arn:aws:iam::{ACCOUNT}:role/{self.name}-runs",
         )["stateMachineArn"]
-        self.refs[machine_id] = self.state_machine_arn
+        assert self.refs[machine_id] == self.state_machine_arn
         self.outputs = {
             key: self._render(output["Value"]) for key, output in self.template["Outputs"].items()
         }
@@ -209,14 +224,35 @@ class OfflineStack:
         self.audit = Audit(
             self.template, self._render, self._keys(session), self.recorder, job_prefix
         )
-        # The runtimes whose grants the unused-grant report reviews: the pipeline's.
+        # The runtimes whose grants the unused-grant report reviews: the pipeline's (the
+        # step Lambdas and the S3 trigger's).
         pipeline_roles = [
-            f.role for f in functions.values() if "BATCHINFER_TABLE_NAME" in f.environment
+            f.role
+            for f in functions.values()
+            if any(name.startswith("BATCHINFER_") for name in f.environment)
+        ]
+        self.mappings = [
+            self._mapping(props["Properties"], functions)
+            for props in self.of_type("AWS::Lambda::EventSourceMapping").values()
         ]
         model_role = self._render(model["Properties"]["ExecutionRoleArn"])
         self.audited = {
             self.audit.runtime_of(arn) for arn in [*pipeline_roles, model_role, machine_role]
         } | ({self.audit.cli_policy} if self.audit.cli_policy else set())
+
+    def _mapping(self, props: dict[str, Any], functions: dict[str, Function]) -> EventSourceMapping:
+        (queue_id,) = [k for k in self.queue_urls if props["EventSourceArn"]["Fn::GetAtt"][0] == k]
+        function = functions[props["FunctionName"]["Ref"]]
+        return EventSourceMapping(
+            self.sqs,
+            props,
+            self.queue_urls[queue_id],
+            self.attributes[(queue_id, "Arn")],
+            function.arn,
+            function.role,
+            self.lambdas,
+            as_role=lambda arn: self.audit.as_role(arn),
+        )
 
     def _keys(self, session: Any) -> Keys:
         """Which key encrypts each bucket (as moto holds it), table and topic (as the
@@ -327,9 +363,44 @@ class OfflineStack:
     # --- using it ---
 
     def put(self, key: str, data: bytes) -> str:
-        """Write ``data`` at ``key`` of the stack's bucket; its S3 URI."""
-        self.s3.put_object(Bucket=self.bucket, Key=key, Body=data)
+        """Write ``data`` at ``key`` of the stack's bucket; its S3 URI. The "Object Created"
+        event goes to the SQS queues of the template's S3 rules that match it, as EventBridge
+        delivers it (the stack turns on EventBridge notifications for the bucket)."""
+        etag = self.s3.put_object(Bucket=self.bucket, Key=key, Body=data)["ETag"]
+        event = object_created(self.bucket, key, len(data), etag)
+        for rule in self.of_type("AWS::Events::Rule").values():
+            props = self._render(rule["Properties"])
+            if props["EventPattern"].get("source") != ["aws.s3"]:
+                continue
+            if matches(props["EventPattern"], event):
+                for target in props["Targets"]:
+                    queue = target["Arn"].rsplit(":", 1)[-1]
+                    self.sqs.send_message(
+                        QueueUrl=self.sqs.get_queue_url(QueueName=queue)["QueueUrl"],
+                        MessageBody=json.dumps(event),
+                    )
         return f"s3://{self.bucket}/{key}"
+
+    def redeliver(self, batch: Batch) -> Batch:
+        """``batch`` given to the S3 trigger's Lambda again, as SQS redelivers messages whose
+        delete did not happen."""
+        (mapping,) = self.mappings
+        return mapping.invoke(batch.event["Records"])
+
+    def executions(self) -> list[str]:
+        """The ARNs of the state machine's executions, running or ended."""
+        paginator = self.sfn.get_paginator("list_executions")
+        return [
+            e["executionArn"]
+            for page in paginator.paginate(stateMachineArn=self.state_machine_arn)
+            for e in page["executions"]
+        ]
+
+    def poll_arrivals(self) -> Batch | None:
+        """One batch of the S3 trigger's queue through its Lambda, as the event source
+        mapping delivers it (:class:`EventSourceMapping`); None when the queue is empty."""
+        (mapping,) = self.mappings
+        return mapping.poll()
 
     def get(self, uri: str) -> bytes:
         """The object at ``uri``."""
@@ -462,6 +533,7 @@ def _arn(resource: dict[str, Any], logical_id: str, physical: str) -> str:
         + resource.get("Properties", {}).get("Name", physical),
         "AWS::Logs::LogGroup": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{physical}:*",
         "AWS::Lambda::Function": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}",
+        "AWS::SQS::Queue": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{physical}",
     }
     service = kind.split("::")[1].lower()
     return formats.get(kind, f"arn:aws:{service}:{REGION}:{ACCOUNT}:{logical_id}")

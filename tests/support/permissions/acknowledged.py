@@ -24,9 +24,20 @@ _STEP_FUNCTIONS_ITSELF = (
     "inside itself."
 )
 
+_SQS_POLLER = (
+    "The Lambda service's SQS poller (the event source mapping) calls these with the "
+    "function's role: it reads the queue's URL and attributes when the mapping starts and "
+    "changes a message's visibility while its batch runs; the offline mapping only receives "
+    "and deletes."
+)
+
 ACKNOWLEDGED: dict[str, str] = {
     "Functions*Role*WriteOwnLogs* logs:*": _SERVICE_WRITES_LOGS,
     "Functions*Role* xray:Put*": _SERVICE_WRITES_LOGS,
+    "TriggersArrivalsFunctionRole*WriteOwnLogs* logs:*": _SERVICE_WRITES_LOGS,
+    "TriggersArrivalsFunctionRole* xray:Put*": _SERVICE_WRITES_LOGS,
+    "TriggersArrivalsFunctionRole* sqs:ChangeMessageVisibility on *": _SQS_POLLER,
+    "TriggersArrivalsFunctionRole* sqs:GetQueue* on *": _SQS_POLLER,
     "* s3:AbortMultipartUpload on *": _MULTIPART_ABORT,
     "CliAccess*StageInputs* s3:PutObject on *": (
         "Users stage inputs under input/ with their own tools (aws s3 cp); the CLI takes "

@@ -13,6 +13,9 @@ AWS documentation that says so (docs/permissions.md lists them):
 - DynamoDB with a customer managed key, SNS topics with one ("Encryption at rest" of each
   service): reads need ``kms:Decrypt``, writes and publishes also ``kms:GenerateDataKey``;
   a Query on an index is authorised on the index ARN.
+- SQS (Amazon SQS Developer Guide, "Amazon SQS API permissions: Actions and resource
+  reference"): a batch call needs the action of its single form (DeleteMessageBatch:
+  ``sqs:DeleteMessage``), on the queue's ARN.
 - SageMaker: a role handed to a model or job needs ``iam:PassRole`` with
   ``iam:PassedToService`` sagemaker.amazonaws.com; Tags on a create need
   ``sagemaker:AddTags``; ListModelPackages has no resource scope.
@@ -164,6 +167,13 @@ def _events(call: Call, keys: Keys) -> list[Need]:
     ]
 
 
+def _sqs(call: Call, keys: Keys) -> list[Need]:
+    # https://sqs.<region>.amazonaws.com/<account>/<name> -> arn:aws:sqs:<region>:<account>:<name>
+    account, name = call.params["QueueUrl"].rstrip("/").split("/")[-2:]
+    action = call.operation.removesuffix("Batch")
+    return [_need(call, f"sqs:{action}", f"arn:aws:sqs:{REGION}:{account}:{name}")]
+
+
 def _sagemaker(call: Call, keys: Keys) -> list[Need]:
     p, op = call.params, call.operation
     arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}"
@@ -221,6 +231,7 @@ _RULES: dict[str, Callable[[Call, Keys], list[Need]]] = {
     "stepfunctions": _stepfunctions,
     "cloudformation": _cloudformation,
     "lambda": _lambda,
+    "sqs": _sqs,
 }
 
 
