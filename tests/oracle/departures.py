@@ -16,6 +16,9 @@ class Departure:
     reason: str  # one line: what the SDK does instead
     correction: str  # what the oracle does about it
 
+    def __str__(self) -> str:
+        return f"{self.rule}, {SDK} {self.source}: {self.reason}"
+
 
 MULTI_RECORD_SIZE = Departure(
     "R7",

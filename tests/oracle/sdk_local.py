@@ -76,9 +76,10 @@ class ServedContainer:
 
 @dataclass(frozen=True)
 class Exchange:
-    """One ``/invocations`` call of the SDK: the request body and the response body."""
+    """One ``/invocations`` call of the SDK: the request body, the response's status and body."""
 
     request: bytes
+    status: int
     response: bytes
 
 
@@ -126,7 +127,8 @@ def _recording(session: LocalSession, run: SdkRun) -> None:
         data = response["Body"].read()
         response["Body"].close()
         request = Body.encode() if isinstance(Body, str) else bytes(Body)
-        run.exchanges.append(Exchange(request, data))
+        status = response["ResponseMetadata"]["HTTPStatusCode"]
+        run.exchanges.append(Exchange(request, status, data))
         return {**response, "Body": io.BytesIO(data)}
 
     client.invoke_endpoint = invoke_endpoint

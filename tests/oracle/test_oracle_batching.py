@@ -121,14 +121,13 @@ def test_departure_r10_the_sdk_refuses_the_containers_multi_record_spelling(
             row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
         )
 
-    assert EXECUTION_PARAMETERS.rule == "R10"
     assert ours.exit_code == 0, ours.said
     assert ours.manifest["effective"]["batch_strategy"] == "MultiRecord"
     assert output_tree(tmp_path / "ours") == {
         "a.csv.out": b"3\n7\n11\n15\n",
         "b.csv.out": b"60\n2\n",
     }
-    assert not (tmp_path / "sdk").exists()
+    assert not (tmp_path / "sdk").exists(), str(EXECUTION_PARAMETERS)
 
 
 def lines_of_exactly_one_mib(count: int) -> bytes:
@@ -170,8 +169,8 @@ def test_departure_r7_the_sdk_cuts_a_batch_of_exactly_max_payload_one_record_ear
     sdk = sdk_transform(
         brackets_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
     )
-    assert MULTI_RECORD_SIZE.rule == "R7"
-    assert [line_count(e.request) for e in sdk.exchanges] == [16_383, 20_000 - 16_383]
+    counts = [line_count(e.request) for e in sdk.exchanges]
+    assert counts == [16_383, 20_000 - 16_383], str(MULTI_RECORD_SIZE)
 
 
 def test_departure_r6_the_sdk_ends_records_at_carriage_returns(
@@ -188,10 +187,10 @@ def test_departure_r6_the_sdk_ends_records_at_carriage_returns(
     ours = batchinfer_run(echo_model, data, tmp_path / "ours", **settings)
 
     assert ours.exit_code == 0, ours.said
-    assert NEWLINES.rule == "R6"
     assert output_tree(tmp_path / "ours") == {"crlf.csv.out": body}
     assert ours.records_in() == {"crlf.csv": 3}
-    assert [e.request for e in sdk.exchanges] == [b"1,2\n", b"3,4\n", b"5,6\n", b"7,8"]
+    sent = [e.request for e in sdk.exchanges]
+    assert sent == [b"1,2\n", b"3,4\n", b"5,6\n", b"7,8"], str(NEWLINES)
     assert output_tree(tmp_path / "sdk") == {"crlf.csv.out": b"1,2\n3,4\n5,6\n7,8"}
 
 
@@ -211,9 +210,30 @@ def test_departure_r13_assemble_with_line_after_a_response_that_ends_in_a_newlin
 
     assert ours.exit_code == 0, ours.said
     responses = [e.response for e in sdk.exchanges]
-    assert ASSEMBLE_LINE.rule == "R13"
-    assert output_tree(tmp_path / "sdk") == {"d.csv.out": b"".join(r + b"\n" for r in responses)}
+    sdk_assembly = b"".join(r + b"\n" for r in responses)
+    assert output_tree(tmp_path / "sdk") == {"d.csv.out": sdk_assembly}, str(ASSEMBLE_LINE)
     by_the_rule = b"".join(r if r.endswith(b"\n") else r + b"\n" for r in responses)
     assert (
         output_tree(tmp_path / "ours") == {"d.csv.out": by_the_rule} == {"d.csv.out": body + b"\n"}
     )
+
+
+def test_batchinfer_fails_a_file_whose_answer_lacks_a_line_the_sdk_writes_it_r17(
+    tmp_path, row_sum_model, batchinfer_run
+):
+    """batchinfer's choice, not a departure (platform.md, section 6): with Line/Line and a CSV
+    answer each request's answer must hold one line per record. Model M answers a blank line
+    with nothing, so the MultiRecord answer to 4 records has 3 lines: batchinfer fails the
+    file, the SDK writes the 3 lines."""
+    data = write_tree(tmp_path / "in", {"gap.csv": b"1,2\n\n3,4\n5,6\n"})
+    settings = dict(CSV, split_type="Line", batch_strategy="MultiRecord", assemble_with="Line")
+    sdk = sdk_transform(
+        row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
+    )
+    ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **settings)
+
+    assert [e.request for e in sdk.exchanges] == [b"1,2\n\n3,4\n5,6\n"]
+    assert output_tree(tmp_path / "sdk") == {"gap.csv.out": b"3\n7\n11\n"}
+    assert ours.exit_code == 1
+    assert "gap.csv" in ours.said and "3 output records for 4 input records" in ours.said
+    assert output_tree(tmp_path / "ours") == {}
