@@ -7,11 +7,12 @@ Everything else is the SDK's own: how it lists the input, splits and batches rec
 """
 
 import io
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from unittest import mock
 
 import boto3
@@ -56,6 +57,10 @@ class ServedContainer:
     environment the SDK built, waits until it is healthy (C4) and points the session's
     ``local.serving_port`` (and so its runtime client) at it."""
 
+    # Every server started, so that a job the SDK abandons (it raises before its own
+    # stop_serving) leaves no server running.
+    started: ClassVar[list[ServerProcess]] = []
+
     def __init__(
         self, instance_type: str, instance_count: int, image: str, sagemaker_session: Any
     ) -> None:
@@ -66,8 +71,10 @@ class ServedContainer:
         if not model_data_url.startswith("file://"):
             raise ValueError(f"ModelDataUrl: {model_data_url!r} is not a file:// directory")
         self.server = start_server(Path(model_data_url.removeprefix("file://")), env=environment)
+        ServedContainer.started.append(self.server)
         self.server.wait_healthy(START_TIMEOUT)
-        self.session.config = {"local": {"local_code": True, "serving_port": self.server.port}}
+        local = {**self.session.config["local"], "serving_port": self.server.port}
+        self.session.config = {**self.session.config, "local": local}
 
     def stop_serving(self) -> None:
         if self.server is not None:
@@ -94,13 +101,17 @@ class SdkRun:
 @contextmanager
 def served_by_batchinfer() -> Iterator[None]:
     """The SDK's local mode with ``batchinfer serve`` as its container, on 127.0.0.1 (no
-    ``docker context inspect``)."""
-    with (
-        mock.patch.object(sdk_entities, "_SageMakerContainer", ServedContainer),
-        mock.patch.object(sdk_entities, "get_docker_host", lambda: HOST),
-        mock.patch.object(sdk_session, "get_docker_host", lambda: HOST),
-    ):
-        yield
+    ``docker context inspect``); every server it started is stopped on the way out."""
+    try:
+        with (
+            mock.patch.object(sdk_entities, "_SageMakerContainer", ServedContainer),
+            mock.patch.object(sdk_entities, "get_docker_host", lambda: HOST),
+            mock.patch.object(sdk_session, "get_docker_host", lambda: HOST),
+        ):
+            yield
+    finally:
+        while ServedContainer.started:
+            ServedContainer.started.pop().stop()
 
 
 @contextmanager
@@ -144,10 +155,12 @@ def sdk_transform(
     if unknown:
         raise ValueError(f"settings the SDK oracle does not pass: {sorted(unknown)}")
     run = SdkRun()
-    with served_by_batchinfer():
+    with served_by_batchinfer(), tempfile.TemporaryDirectory(prefix="sdk-local-") as root:
         session = LocalSession(
             boto_session=boto3.Session(region_name=REGION), sagemaker_config=SDK_CONFIG
         )
+        # The SDK's working and download directories go below ``root``, removed at the end.
+        session.config = {"local": {"local_code": True, "container_root": root}}
         _recording(session, run)
         session.sagemaker_client.create_model(
             ModelName=job_name,
