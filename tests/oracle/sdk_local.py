@@ -19,6 +19,7 @@ import boto3
 import sagemaker.core.local.data as sdk_data
 import sagemaker.core.local.entities as sdk_entities
 import sagemaker.core.local.local_session as sdk_session
+import sagemaker.core.telemetry.telemetry_logging as sdk_telemetry
 from sagemaker.core.local import LocalSession
 from sagemaker.core.transformer import Transformer
 
@@ -107,6 +108,10 @@ def served_by_batchinfer() -> Iterator[None]:
             mock.patch.object(sdk_entities, "_SageMakerContainer", ServedContainer),
             mock.patch.object(sdk_entities, "get_docker_host", lambda: HOST),
             mock.patch.object(sdk_session, "get_docker_host", lambda: HOST),
+            # No telemetry: the suite reaches no network. (Opting out through a
+            # sagemaker_config would have the SDK validate it against its schema at every
+            # config lookup, seconds per job.)
+            mock.patch.object(sdk_telemetry, "_send_telemetry_request", lambda *a, **k: None),
         ):
             yield
     finally:
@@ -156,9 +161,7 @@ def sdk_transform(
         raise ValueError(f"settings the SDK oracle does not pass: {sorted(unknown)}")
     run = SdkRun()
     with served_by_batchinfer(), tempfile.TemporaryDirectory(prefix="sdk-local-") as root:
-        session = LocalSession(
-            boto_session=boto3.Session(region_name=REGION), sagemaker_config=SDK_CONFIG
-        )
+        session = LocalSession(boto_session=boto3.Session(region_name=REGION))
         # The SDK's working and download directories go below ``root``, removed at the end.
         session.config = {"local": {"local_code": True, "container_root": root}}
         _recording(session, run)
