@@ -29,11 +29,6 @@ from tests.support.aws import REGION
 
 START_TIMEOUT = 60.0
 HOST = "127.0.0.1"
-# No telemetry from the SDK: the suite reaches no network.
-SDK_CONFIG = {
-    "SchemaVersion": "1.0",
-    "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}},
-}
 # Settings by batchinfer's name -> the Transformer constructor's keyword.
 TRANSFORMER_KEYWORDS = {
     "batch_strategy": "strategy",
