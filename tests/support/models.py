@@ -80,6 +80,41 @@ WIDE = textwrap.dedent(
 
 def write_row_sum_model(model_dir: Path) -> Path:
     """Model M as a model directory with ``code/inference.py``."""
+    return write_model(model_dir, ROW_SUM)
+
+
+# Model E, "echo": answers each request with its body, byte for byte, so the output shows
+# exactly what the container received.
+ECHO = textwrap.dedent(
+    """
+    def model_fn(model_dir):
+        return None
+
+
+    def transform_fn(model, body, content_type, accept):
+        data = body.encode() if isinstance(body, str) else bytes(body)
+        return data, accept or content_type
+    """
+)
+
+
+# Model B, "brackets": answers each request with its body between "[" and "]", so the output
+# shows where one request ends and the next begins.
+BRACKETS = textwrap.dedent(
+    """
+    def model_fn(model_dir):
+        return None
+
+
+    def transform_fn(model, body, content_type, accept):
+        data = body.encode() if isinstance(body, str) else bytes(body)
+        return b"[" + data + b"]", accept or content_type
+    """
+)
+
+
+def write_model(model_dir: Path, source: str) -> Path:
+    """A model directory whose ``code/inference.py`` is ``source``."""
     (model_dir / "code").mkdir(parents=True)
-    (model_dir / "code" / "inference.py").write_text(ROW_SUM)
+    (model_dir / "code" / "inference.py").write_text(source)
     return model_dir
