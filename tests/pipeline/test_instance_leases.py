@@ -3,10 +3,13 @@ acquirers, expired leases give their instances back, a step run again takes and 
 its instances once, and the admission steps and the failure recorder use them."""
 
 import threading
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from unittest import mock
 
 import pytest
+from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
 
 from batchinfer.pipeline.acquire_instances import acquire_instances
 from batchinfer.pipeline.instance_leases import InstanceLeases
@@ -14,6 +17,7 @@ from batchinfer.pipeline.record_failure import record_ended_execution, record_fa
 from batchinfer.pipeline.release_instances import release_instances
 from batchinfer.pipeline.run_errors import InstancesUnavailable
 from batchinfer.pipeline.status_table import ADMITTED, WAITING_FOR_INSTANCES
+from tests.support.atomic_dynamodb import atomic_writes
 from tests.support.run_state import example_plan, example_round
 
 TYPE = "ml.m5.xlarge"
@@ -126,13 +130,50 @@ def test_racing_acquirers_never_pass_the_budget(account):
         results[key] = _acquire(InstanceLeases(table), key).granted
 
     threads = [threading.Thread(target=ask, args=(f"run-{i}",)) for i in range(12)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with atomic_writes():
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     granted = sorted(k for k, ok in results.items() if ok)
     assert len(granted) == 2
     assert sorted(InstanceLeases(table).held(TYPE)) == granted
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_moto_lets_a_racing_conditional_write_through_unless_writes_are_atomic(account, atomic):
+    """A rival acquirer writes while the first is between its condition check and its
+    update (moto's UpdateExpressionExecutor): moto alone applies both and passes the
+    budget; DynamoDB, and moto under atomic_writes, makes the rival read again."""
+    table = account.table.table
+    _acquire(InstanceLeases(table), "first", count=1)  # the item exists, version 1
+    original = UpdateExpressionExecutor.execute
+    rival: list[threading.Thread] = []
+    outcome = {}
+
+    def execute(self, node=None):
+        if not rival:  # the first acquirer's update, its condition already checked
+            rival.append(threading.Thread(target=lambda: outcome.update(
+                rival=_acquire(InstanceLeases(table), "rival", count=4).granted
+            )))  # fmt: skip
+            rival[0].start()
+            # Without the lock the rival ends here; with it, it waits for this write.
+            rival[0].join(timeout=1 if atomic else None)
+        return original(self, node)
+
+    with ExitStack() as stack:
+        if atomic:
+            stack.enter_context(atomic_writes())
+        stack.enter_context(mock.patch.object(UpdateExpressionExecutor, "execute", execute))
+        outcome["first"] = _acquire(InstanceLeases(table), "late", count=4).granted
+        rival[0].join()
+    in_use = sum(int(v["count"]) for v in InstanceLeases(table).held(TYPE).values())
+    if atomic:
+        assert outcome == {"first": True, "rival": False}, "the rival read again: no room"
+        assert in_use == 5
+    else:
+        assert outcome == {"first": True, "rival": True}, "both passed the same condition"
+        assert in_use == 9, "over the budget of 8"
 
 
 # --- the admission steps ---
