@@ -647,6 +647,15 @@ def _check_admission(config: PipelineConfig, where: str) -> None:
         )
         _int_range(budget, 1, 10_000, f"{where}.instance_budget.{instance_type}")
     _int_range(admission.default_budget, 1, 10_000, f"{where}.default_budget")
+    settings = config.settings
+    budget = admission.instance_budget.get(settings.instance_type, admission.default_budget)
+    _require(
+        settings.instance_count <= budget,
+        f"{where}.instance_budget",
+        dict(admission.instance_budget),
+        f"a budget of at least {settings.instance_count} {settings.instance_type} (the "
+        f"default transform.instance_count of a run), or no run could ever start",
+    )
     _int_range(admission.poll_seconds, 1, 3600, f"{where}.poll_seconds")
     _int_range(admission.max_wait_minutes, 1, 7 * 24 * 60, f"{where}.max_wait_minutes")
     events = longest_history(

@@ -17,11 +17,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 ENV = "dev"
 RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_delay_seconds": 1}
-# A budget of 8 of the dev instance type, shared by the runs of one stack; waiting runs try
-# again every second.
+# A budget of 8 of the dev instance type (beside the environment's own budgets), shared by
+# the runs of one stack; waiting runs try again every second.
 INSTANCE_TYPE = "ml.m5.large"
 BUDGET = 8
-ADMISSION = {"instance_budget": {INSTANCE_TYPE: BUDGET}, "poll_seconds": 1, "max_wait_minutes": 10}
+ADMISSION = {"poll_seconds": 1, "max_wait_minutes": 10}
 
 
 def synthesize(env: str, directory: Path) -> dict[str, Any]:
@@ -30,7 +30,10 @@ def synthesize(env: str, directory: Path) -> dict[str, Any]:
 
     context = cdk_json_context()
     environments = context["batchinfer:environments"]
-    config = environments[env] | {"retry": RETRY, "max_rounds": 3, "admission": ADMISSION}
+    admission = environments[env].get("admission", {})
+    budget = admission.get("instance_budget", {}) | {INSTANCE_TYPE: BUDGET}
+    admission = admission | ADMISSION | {"instance_budget": budget}
+    config = environments[env] | {"retry": RETRY, "max_rounds": 3, "admission": admission}
     context = context | {"env": env, "batchinfer:environments": {env: config}}
     app, stack = build_app(context, outdir=str(directory), nag=False)
     assembly = app.synth()

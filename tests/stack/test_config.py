@@ -300,3 +300,15 @@ def test_admission_defaults_and_budgets():
     config = _parse(admission={"instance_budget": {"ml.m5.xlarge": 8}})
     assert dict(config.admission.instance_budget) == {"ml.m5.xlarge": 8}
     assert config.admission.default_budget == 2 and config.admission.poll_seconds == 60
+
+
+def test_a_budget_below_the_default_instance_count_is_refused():
+    """prod's runs take 4 ml.c5.2xlarge by default: a budget of 2 would fail them all."""
+    prod = copy.deepcopy(CONTEXT["batchinfer:environments"]["prod"])
+    prod["admission"] = {"instance_budget": {"ml.c5.2xlarge": 2}}
+    with pytest.raises(
+        ValidationError,
+        match=r"prod\.admission\.instance_budget: \{'ml\.c5\.2xlarge': 2\} is not allowed; "
+        r"allowed: a budget of at least 4 ml\.c5\.2xlarge",
+    ):
+        parse_config("prod", prod, REPO_ROOT)
