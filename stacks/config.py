@@ -16,6 +16,7 @@ from batchinfer.engines import ENGINES
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline import data_places
 from batchinfer.pipeline.data_places import DATA, DataPlace
+from batchinfer.pipeline.instance_types import accepted, nearest
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE
@@ -23,6 +24,7 @@ from batchinfer.pipeline.run_model import PACKAGE_GROUP, PACKAGE_VERSION
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import is_s3_uri, parse_s3_uri
+from stacks.execution_history import HISTORY_LIMIT, history_allowance, longest_history
 from stacks.framework_images import FRAMEWORKS, HANDLER_ENVIRONMENT
 
 ENVIRONMENTS_KEY = "batchinfer:environments"
@@ -104,6 +106,19 @@ class RetryConfig:
 
 
 @dataclass(frozen=True)
+class AdmissionConfig:
+    """How many instances of each type the stack's runs may hold at once, and how a run
+    waits for them. SageMaker's per-account quota is "<type> for transform job usage" (and
+    "... for processing job usage"), per region, in Service Quotas; new accounts often
+    have 0 for most types, so the default budget is small (docs/scaling.md)."""
+
+    instance_budget: Mapping[str, int] = field(default_factory=dict)
+    default_budget: int = 2  # for types not in instance_budget
+    poll_seconds: int = 60  # the Wait between two tries of a waiting run
+    max_wait_minutes: int = 360  # a run waiting longer for one job fails (InstancesUnavailable)
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     """One deployable environment of the pipeline."""
 
@@ -130,6 +145,7 @@ class PipelineConfig:
     processing_max_runtime_hours: int = 24
     timeout_hours: int = 48
     retry: RetryConfig = field(default_factory=RetryConfig)
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     shard_expiry_days: int = 7
     artefact_expiry_days: int = 90
     log_retention_days: int = 90
@@ -236,6 +252,8 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
     )
     if "retry" in values:
         values["retry"] = _retry(values["retry"], f"{where}.retry")
+    if "admission" in values:
+        values["admission"] = _admission(values["admission"], f"{where}.admission")
     values["schedules"] = tuple(
         _schedule(item, f"{where}.schedules[{i}]")
         for i, item in enumerate(_list(values.get("schedules", []), f"{where}.schedules"))
@@ -322,6 +340,7 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
         retry.backoff_rate,
         "a number from 1 to 10",
     )
+    _check_admission(config, f"{where}.admission")
     _require(
         re.fullmatch(r"[a-z][a-z0-9.-]{0,63}", config.event_source) is not None
         and not config.event_source.startswith("aws."),
@@ -616,6 +635,59 @@ def _retry(raw: Any, where: str) -> RetryConfig:
     if not isinstance(raw, Mapping):
         raise ValidationError(f"{where}: expected an object")
     return RetryConfig(**_known_keys(raw, RetryConfig, where))
+
+
+def _admission(raw: Any, where: str) -> AdmissionConfig:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object")
+    values = _known_keys(raw, AdmissionConfig, where)
+    budget = values.get("instance_budget", {})
+    if not isinstance(budget, Mapping):
+        raise ValidationError(f"{where}.instance_budget: expected an object")
+    return AdmissionConfig(**values)
+
+
+def _check_admission(config: PipelineConfig, where: str) -> None:
+    """Budgets of known instance types; a Wait loop whose longest run stays inside the
+    execution history (stacks/execution_history.py)."""
+    admission = config.admission
+    known = set(accepted("transform")) | set(accepted("processing"))
+    for instance_type, budget in admission.instance_budget.items():
+        _require(
+            instance_type in known,
+            f"{where}.instance_budget",
+            instance_type,
+            f"SageMaker job instance types, e.g. {', '.join(nearest(instance_type, known))}",
+        )
+        _int_range(budget, 1, 10_000, f"{where}.instance_budget.{instance_type}")
+    _int_range(admission.default_budget, 1, 10_000, f"{where}.default_budget")
+    settings = config.settings
+    budget = admission.instance_budget.get(settings.instance_type, admission.default_budget)
+    _require(
+        settings.instance_count <= budget,
+        f"{where}.instance_budget",
+        dict(admission.instance_budget),
+        f"a budget of at least {settings.instance_count} {settings.instance_type} (the "
+        f"default transform.instance_count of a run), or no run could ever start",
+    )
+    _int_range(admission.poll_seconds, 1, 3600, f"{where}.poll_seconds")
+    _int_range(admission.max_wait_minutes, 1, 7 * 24 * 60, f"{where}.max_wait_minutes")
+    events = longest_history(
+        max_rounds=config.max_rounds,
+        retry_attempts=config.retry.max_attempts,
+        max_wait_seconds=admission.max_wait_minutes * 60,
+        poll_seconds=admission.poll_seconds,
+    )
+    allowed = history_allowance()
+    _require(
+        events <= allowed,
+        f"{where}.poll_seconds",
+        admission.poll_seconds,
+        f"a wait of {admission.max_wait_minutes} minutes at this interval over "
+        f"{config.max_rounds} rounds can write {events:,} history events, more than the "
+        f"{allowed:,} allowed of a Standard execution's {HISTORY_LIMIT:,}; poll less often, "
+        "or lower max_wait_minutes or max_rounds",
+    )
 
 
 def _known_keys(

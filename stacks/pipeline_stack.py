@@ -63,6 +63,11 @@ class PipelineStack(Stack):
             event_bus_name=self.notifications.bus.event_bus_name,
             event_source=config.event_source,
             run_record_days=str(config.run_record_days),
+            instance_budget=_json(config.admission.instance_budget),
+            default_instance_budget=str(config.admission.default_budget),
+            admission_max_wait_seconds=str(config.admission.max_wait_minutes * 60),
+            # A lease outlives no execution: its run is gone once the execution timed out.
+            lease_seconds=str(config.timeout_hours * 3600),
             subnet_ids=",".join(config.vpc.subnet_ids) if config.vpc else "",
             security_group_ids=",".join(config.vpc.security_group_ids) if config.vpc else "",
             model_package_arn=config.model_package_arn or "",

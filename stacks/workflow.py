@@ -3,9 +3,14 @@ retries and missing-shard resubmission), Verify, Finalize, and the failure path.
 
 Data flow (everything per shard lives in S3 and DynamoDB; the state holds only small
 objects): ``$`` is the request; Plan adds ``$.plan``; Collect and Verify set ``$.round``
-(``number``, ``manifest``, ``complete``); each job attempt sets ``$.job`` (``name``,
-``status``, or the ``Error``/``Cause`` of a failed job); Finalize sets ``$.result``; every
+(``number``, ``manifest``, ``complete``); AcquireInstances sets ``$.admission``; each job
+attempt sets ``$.job`` (``name``, ``status``, or the ``Error``/``Cause`` of a failed job);
+Finalize sets ``$.result``; every
 Catch puts ``Error``/``Cause`` in ``$.error`` and leads to RecordFailure, then RunFailed.
+
+Admission: AcquireInstances leases the job's instances from the stack's budget (or the run
+waits in the WaitForInstances loop), ReleaseInstances returns them when the job has ended,
+completed or Failed; the failure path returns them when the run fails.
 
 One job name per attempt (R1): the Retry for SageMaker throttling and quota errors sits on
 the ``RunJob`` Parallel, so every retry re-runs PrepareJob, which names the job anew. A job
@@ -116,7 +121,9 @@ class Workflow(Construct):
                 payload=_payload(step),
                 payload_response_only=True,
                 result_selector=step.result_selector,
-                result_path=step.result_path,
+                result_path=sfn.JsonPath.DISCARD
+                if step.result_path == steps.DISCARD
+                else step.result_path,
             )
             # CDK retries the Lambda service errors; throttling needs a retry of its own.
             task.add_retry(
@@ -227,12 +234,30 @@ class Workflow(Construct):
 
         verify = invoke(steps.VERIFY)
         on_error(verify)
+        # Admission: the job's instances are leased before it and returned after it; a run
+        # the budget has no room for waits in this loop (bounded by the acquire step).
+        acquire = invoke(steps.ACQUIRE_INSTANCES)
+        on_error(acquire)
+        wait = sfn.Wait(
+            self,
+            "WaitForInstances",
+            time=sfn.WaitTime.duration(Duration.seconds(config.admission.poll_seconds)),
+        )
+        acquire.next(
+            sfn.Choice(self, "InstancesGranted")
+            .when(sfn.Condition.boolean_equals("$.admission.granted", True), run_job)
+            .otherwise(wait)
+        )
+        wait.next(acquire)
+        release = invoke(steps.RELEASE_INSTANCES)
+        on_error(release)
+        release.next(verify)
         job_api_error = sfn.Pass(
             self, "JobApiError", input_path="$.job", result_path="$.error"
         ).next(record_failure)
         check_job_error = (
             sfn.Choice(self, "CheckJobError")
-            .when(sfn.Condition.string_equals("$.job.Error", JOB_FAILED), verify)
+            .when(sfn.Condition.string_equals("$.job.Error", JOB_FAILED), release)
             .otherwise(job_api_error)
         )
         # States.TaskFailed matches every error but States.Timeout (no state here has a
@@ -246,12 +271,12 @@ class Workflow(Construct):
         all_done = (
             sfn.Choice(self, "AllShardsDone")
             .when(sfn.Condition.boolean_equals("$.round.complete", True), finalize)
-            .otherwise(run_job)
+            .otherwise(acquire)
         )
-        run_job.next(verify)
+        run_job.next(release)
         verify.next(all_done)
 
-        definition = plan.next(split_inputs).next(collect).next(run_job)
+        definition = plan.next(split_inputs).next(collect).next(acquire)
 
         self.log_group = logs.LogGroup(
             self,

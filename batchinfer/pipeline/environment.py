@@ -53,6 +53,13 @@ class PipelineEnvironment:
     # no processing mode), else empty.
     framework_image: str = ""
 
+    # Admission: the instance budget per type (JSON), the budget of other types, how long a
+    # run may wait for instances, and how long a lease lives unless released.
+    instance_budget: str = "{}"
+    default_instance_budget: str = "2"
+    admission_max_wait_seconds: str = "21600"
+    lease_seconds: str = "172800"
+
     @staticmethod
     def variable(name: str) -> str:
         """The environment variable that carries field ``name``."""
@@ -112,6 +119,11 @@ class PipelineEnvironment:
         if parse_s3_uri(uri).bucket == self.data_bucket:
             return self.kms_key_arn
         return data_places.place_of(uri, "output", self.output_places).kms_key_arn
+
+    def budget_for(self, instance_type: str) -> int:
+        """How many instances of ``instance_type`` the stack's runs may hold at once."""
+        budgets = json.loads(self.instance_budget)
+        return int(budgets.get(instance_type, self.default_instance_budget))
 
     @property
     def model_source_list(self) -> list[str]:

@@ -1,7 +1,7 @@
-"""The failure recorder: close a run with the cause and the failing job or shards, then
-announce it once. Called by the state machine's Catch path and, for executions that ended
-without it (timed out, aborted, or failed with an error no Catch can take), by an
-EventBridge rule.
+"""The failure recorder: close a run with the cause and the failing job or shards, return
+the instances its job leased to the budget, then announce it once. Called by the state
+machine's Catch path and, for executions that ended without it (timed out, aborted, or
+failed with an error no Catch can take), by an EventBridge rule.
 
 How the run ends: REJECTED when the request failed before Plan accepted it (the run id is
 not taken), ABORTED when a job or the execution was stopped on purpose, FAILED otherwise.
@@ -12,6 +12,7 @@ from typing import Any
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.instance_leases import InstanceLeases
 from batchinfer.pipeline.notify import announce
 from batchinfer.pipeline.plan import run_id_of
 from batchinfer.pipeline.run_errors import JobStopped
@@ -20,6 +21,7 @@ from batchinfer.pipeline.state import Failure, JobOutcome, RunEnd, RunPlan
 from batchinfer.pipeline.status_table import (
     ABORTED,
     FAILED,
+    INSTANCE_LEASE,
     MISSING,
     REJECTED,
     NotRunOwner,
@@ -158,9 +160,12 @@ def _record(
             raise
         # Another execution owns this run id: leave its record and its subscribers alone.
         return Failure(error, f"run {run_id} (not this execution's): {cause}")
-    model = (table.get_run(run_id) or {}).get("run_model")
-    if model:
-        delete_run_model(model, sagemaker)
+    item = table.get_run(run_id) or {}
+    if item.get(INSTANCE_LEASE):
+        # The job's instances go back to the budget (ReleaseInstances did not run).
+        InstanceLeases(table.table).release(item[INSTANCE_LEASE], run_id)
+    if item.get("run_model"):
+        delete_run_model(item["run_model"], sagemaker)
     announce(run, env=env, events=events, sns=sns, table=table)
     return Failure(error, f"run {run_id}: {cause}"[:CAUSE_LIMIT])
 

@@ -16,3 +16,8 @@ class JobStopped(BatchInferError):
 class DataFailure(InputError):
     """A job failed because of the data (the container refused records, SageMaker says
     ClientError): another round would fail the same way and be billed again."""
+
+
+class InstancesUnavailable(BatchInferError):
+    """The run could not lease its instances: it waited longer than admission allows, or it
+    asks for more than the whole budget of its instance type."""

@@ -3,7 +3,8 @@
 The execution's state is JSON: the request at ``$``, then ``$.plan`` (:class:`RunPlan`,
 written by Plan), ``$.round`` (:class:`Round`, by Collect and Verify), ``$.job`` (a
 :class:`JobRequest` from PrepareJob, then the job task's :class:`JobOutcome`),
-``$.result`` (:class:`RunEnd`, by Finalize) and ``$.failure`` (:class:`Failure`, by
+``$.admission`` (:class:`Admission`, by AcquireInstances and ReleaseInstances around each
+job), ``$.result`` (:class:`RunEnd`, by Finalize) and ``$.failure`` (:class:`Failure`, by
 RecordFailure). The split Map's items are :class:`SplitTask` objects in S3 and each
 SplitObject answers a :class:`SplitResult`.
 
@@ -156,6 +157,20 @@ class JobOutcome(StatePart):
         if self.error is None:
             return f"{what} ended {self.status or 'without a status'}"
         return f"{what} failed ({self.error}): {self.reason or 'no reason given'}"
+
+
+@dataclass(frozen=True)
+class Admission(StatePart):
+    """Whether the run holds its instances (``$.admission``): AcquireInstances answers
+    ``granted`` (or not yet, and since when the run has waited), ReleaseInstances answers
+    ``granted`` false once they are returned."""
+
+    granted: bool
+    instance_type: str
+    instance_count: int
+    in_use: int  # instances of the type leased when it was decided
+    budget: int
+    waiting_since: str | None = None
 
 
 @dataclass(frozen=True)

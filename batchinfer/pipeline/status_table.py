@@ -41,6 +41,11 @@ PENDING = "PENDING"
 MISSING = "MISSING"
 RUN_STATUSES = (RUNNING, SUCCEEDED, FAILED, ABORTED, REJECTED)
 ANNOUNCED_PREFIX = "announced_"  # + the channel: event, sns
+# A RUN item's ``admission`` while it waits for instances and once it holds them, and the
+# attribute naming the instance type it leases (instance_leases.py).
+WAITING_FOR_INSTANCES = "waiting for instances"
+ADMITTED = "instances leased"
+INSTANCE_LEASE = "instance_lease"
 
 
 class RunAlreadyExists(BatchInferError):
@@ -182,6 +187,62 @@ class StatusTable:
             ExpressionAttributeNames={"#announced": ANNOUNCED_PREFIX + channel},
             ConditionExpression=Attr("execution_arn").eq(execution_arn),
         )
+
+    def mark_waiting(self, run_id: str, execution_arn: str, waiting_for: str) -> str:
+        """Show the run as waiting for instances (``admission``, ``waiting_for``) and answer
+        since when it has waited (``waiting_since``, kept from the first wait)."""
+        answer = self._update_owned(
+            run_id,
+            execution_arn,
+            "SET #admission = :waiting, #for = :for, #since = if_not_exists(#since, :now)",
+            {"#admission": "admission", "#for": "waiting_for", "#since": "waiting_since"},
+            {":waiting": WAITING_FOR_INSTANCES, ":for": waiting_for, ":now": now()},
+            ReturnValues="ALL_NEW",
+        )
+        return answer["Attributes"]["waiting_since"]
+
+    def mark_admitted(self, run_id: str, execution_arn: str, instance_type: str) -> None:
+        """Show the run as holding instances of ``instance_type`` (``instance_lease``, which
+        the failure recorder releases) and no longer waiting."""
+        self._update_owned(
+            run_id,
+            execution_arn,
+            "SET #admission = :admitted, #lease = :type REMOVE #since, #for",
+            {
+                "#admission": "admission",
+                "#lease": INSTANCE_LEASE,
+                "#since": "waiting_since",
+                "#for": "waiting_for",
+            },
+            {":admitted": ADMITTED, ":type": instance_type},
+        )
+
+    def _update_owned(
+        self,
+        run_id: str,
+        execution_arn: str,
+        expression: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """One UpdateItem of the RUN item owned by ``execution_arn`` (:class:`NotRunOwner`
+        otherwise)."""
+        try:
+            return self.table.update_item(
+                Key={PARTITION_KEY: run_id, SORT_KEY: RUN_SK},
+                UpdateExpression=expression,
+                ExpressionAttributeNames={**names, "#owner": "execution_arn"},
+                ExpressionAttributeValues={**values, ":owner": execution_arn},
+                ConditionExpression="#owner = :owner",
+                **kwargs,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            raise NotRunOwner(
+                f"run {run_id!r}: not updated; it belongs to another execution than {execution_arn}"
+            ) from None
 
     def put_shard(self, run_id: str, number: int, attributes: Mapping[str, Any]) -> None:
         self.table.put_item(Item=self._shard_item(run_id, number, attributes))

@@ -21,6 +21,8 @@ from batchinfer.pipeline.layout import (
 # context object (``$$.Execution...``).
 EXECUTION = {"execution": "$$.Execution.Id"}
 EXECUTION_NAME = {"execution_name": "$$.Execution.Name"}
+# A result_path that drops the answer: the state passes its input on unchanged.
+DISCARD = "DISCARD"
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class Step:
     timeout_seconds: int
     # The event: key -> path. None: the state's input as it is (the split Map's item).
     payload: dict[str, str] | None
-    result_path: str | None  # where the answer goes in the state (None: replaces it)
+    result_path: str | None  # where the answer goes (None: replaces the state; DISCARD)
     result_selector: dict[str, str] | None = None  # reshapes the answer before that
     reads: tuple[str, ...] = ()  # data-bucket prefixes it reads
     writes: tuple[str, ...] = ()  # data-bucket prefixes it writes
@@ -109,6 +111,27 @@ PREPARE_JOB = Step(
     result_path="$.job",
     reads=(RUNS_PREFIX,),  # the run's container environment
 )
+ACQUIRE_INSTANCES = Step(
+    name="acquire_instances",
+    state="AcquireInstances",
+    description="Lease the next job's instances from the stack's budget, or wait",
+    memory_mb=256,
+    timeout_seconds=60,
+    payload={"plan": "$.plan", "round": "$.round", **EXECUTION},
+    result_path="$.admission",
+    # The lease item (read, created, updated) and the RUN item (waiting or admitted).
+    table=("GetItem", "PutItem", "UpdateItem"),
+)
+RELEASE_INSTANCES = Step(
+    name="release_instances",
+    state="ReleaseInstances",
+    description="Return the ended job's instances to the stack's budget",
+    memory_mb=256,
+    timeout_seconds=60,
+    payload={"plan": "$.plan"},
+    result_path=DISCARD,
+    table=("UpdateItem",),
+)
 VERIFY = Step(
     name="verify",
     state="Verify",
@@ -149,4 +172,14 @@ RECORD_FAILURE = Step(
     deletes_run_models=True,
 )
 
-STEPS = (PLAN, SPLIT_OBJECT, COLLECT, PREPARE_JOB, VERIFY, FINALIZE, RECORD_FAILURE)
+STEPS = (
+    PLAN,
+    SPLIT_OBJECT,
+    COLLECT,
+    ACQUIRE_INSTANCES,
+    PREPARE_JOB,
+    RELEASE_INSTANCES,
+    VERIFY,
+    FINALIZE,
+    RECORD_FAILURE,
+)

@@ -1,6 +1,7 @@
 """The e2e fixtures: templates synthesized once per test session (per xdist worker) from the
-dev and prod environments of cdk.json, with a 1-second retry interval so that moto, which waits out
-Retry intervals for real, runs the retry path quickly; the spec's model M as a model.tar.gz."""
+dev and prod environments of cdk.json, with a 1-second retry interval and admission polling
+interval so that moto, which waits out Retry intervals and Wait states for real, runs those
+paths quickly; the spec's model M as a model.tar.gz."""
 
 import json
 from collections.abc import Iterator
@@ -16,6 +17,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 ENV = "dev"
 RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_delay_seconds": 1}
+# A budget of 8 of the dev instance type (beside the environment's own budgets), shared by
+# the runs of one stack; waiting runs try again every second.
+INSTANCE_TYPE = "ml.m5.large"
+BUDGET = 8
+ADMISSION = {"poll_seconds": 1, "max_wait_minutes": 10}
 
 
 def synthesize(env: str, directory: Path) -> dict[str, Any]:
@@ -24,7 +30,10 @@ def synthesize(env: str, directory: Path) -> dict[str, Any]:
 
     context = cdk_json_context()
     environments = context["batchinfer:environments"]
-    config = environments[env] | {"retry": RETRY, "max_rounds": 3}
+    admission = environments[env].get("admission", {})
+    budget = admission.get("instance_budget", {}) | {INSTANCE_TYPE: BUDGET}
+    admission = admission | ADMISSION | {"instance_budget": budget}
+    config = environments[env] | {"retry": RETRY, "max_rounds": 3, "admission": admission}
     context = context | {"env": env, "batchinfer:environments": {env: config}}
     app, stack = build_app(context, outdir=str(directory), nag=False)
     assembly = app.synth()

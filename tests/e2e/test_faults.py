@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from batchinfer.pipeline.instance_leases import InstanceLeases
 from batchinfer.pipeline.status_table import (
     ABORTED,
     FAILED,
@@ -23,10 +24,20 @@ from tests.support.offline import (
     StopJob,
 )
 
+from .conftest import INSTANCE_TYPE
 from .test_happy_path import csv_rows
 
 # Every Lambda step of the definition; record_failure runs only when a run fails.
-STEPS = ("plan", "split_object", "collect", "prepare_job", "verify", "finalize")
+STEPS = (
+    "plan",
+    "split_object",
+    "collect",
+    "acquire_instances",
+    "prepare_job",
+    "release_instances",
+    "verify",
+    "finalize",
+)
 
 
 def outcome(stack: OfflineStack, run_id: str) -> dict:
@@ -62,7 +73,8 @@ def put_input(stack: OfflineStack, run_id: str, rows: int = 30) -> dict:
 def test_a_lambda_service_error_is_retried_and_the_run_completes_once(stack, step, when):
     """Lambda.ServiceException before the handler ran, or after it ran with its answer
     lost: Step Functions runs the step again; the run succeeds with one job, one message,
-    one event, and its output is complete."""
+    one event, and its output is complete; the instances it leased are back in the budget
+    (an acquire or release run again takes or returns them once)."""
     run_id = f"{step.replace('_', '-')}-{when}"
     stack.lambdas.faults.append(LambdaFault(step, when))
     execution = stack.run(put_input(stack, run_id), run_id)
@@ -70,6 +82,8 @@ def test_a_lambda_service_error_is_retried_and_the_run_completes_once(stack, ste
     assert len(stack.lambdas.events_of(step)) >= 2, "the step ran again"
     assert outcome(stack, run_id) == succeeded_once()
     assert stack.get(f"s3://{stack.bucket}/output/{run_id}/a.csv.out").count(b"\n") == 30
+    leases = InstanceLeases(StatusTable.named(stack.table_name).table)
+    assert leases.held(INSTANCE_TYPE) == {}
 
 
 @pytest.mark.parametrize("when", ["before", "after"])

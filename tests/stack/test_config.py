@@ -267,3 +267,57 @@ def test_a_package_or_an_existing_model_configures_without_model_data():
     existing = _parse(model_data=None, model_name="scoring-v3", model_sources=[])
     assert package.model_source_list == ["s3://m/p/"]
     assert existing.model_name == "scoring-v3" and existing.model_source_list == []
+
+
+@pytest.mark.parametrize(
+    ("admission", "message"),
+    [
+        (
+            {"instance_budget": {"ml.m5.xlarg": 8}},
+            r"environments\.dev\.admission\.instance_budget: 'ml\.m5\.xlarg' is not allowed; "
+            r"allowed: SageMaker job instance types, e\.g\. ml\.m5\.xlarge",
+        ),
+        (
+            {"instance_budget": {"ml.m5.xlarge": 0}},
+            r"admission\.instance_budget\.ml\.m5\.xlarge: 0 is not allowed",
+        ),
+        ({"instance_budget": [8]}, r"admission\.instance_budget: expected an object"),
+        ({"poll_second": 5}, r"admission: unknown key 'poll_second'"),
+        ({"default_budget": 0}, r"admission\.default_budget: 0 is not allowed"),
+    ],
+)
+def test_admission_errors_name_the_key(admission, message):
+    with pytest.raises(ValidationError, match=message):
+        _parse(admission=admission)
+
+
+def test_a_wait_loop_that_could_fill_the_execution_history_is_refused():
+    """Polling every 5 s for 6 hours over 3 rounds: 3 x 4,321 turns of the loop, far past
+    what a Standard execution's 25,000 history events hold."""
+    with pytest.raises(
+        ValidationError,
+        match=r"admission\.poll_seconds: 5 is not allowed; allowed: a wait of 360 minutes at "
+        r"this interval over 3 rounds can write 117,[0-9]{3} history events, more than the "
+        r"20,000 allowed",
+    ):
+        _parse(admission={"poll_seconds": 5})
+    config = _parse(admission={"poll_seconds": 5, "max_wait_minutes": 30})
+    assert config.admission.poll_seconds == 5
+
+
+def test_admission_defaults_and_budgets():
+    config = _parse(admission={"instance_budget": {"ml.m5.xlarge": 8}})
+    assert dict(config.admission.instance_budget) == {"ml.m5.xlarge": 8}
+    assert config.admission.default_budget == 2 and config.admission.poll_seconds == 60
+
+
+def test_a_budget_below_the_default_instance_count_is_refused():
+    """prod's runs take 4 ml.c5.2xlarge by default: a budget of 2 would fail them all."""
+    prod = copy.deepcopy(CONTEXT["batchinfer:environments"]["prod"])
+    prod["admission"] = {"instance_budget": {"ml.c5.2xlarge": 2}}
+    with pytest.raises(
+        ValidationError,
+        match=r"prod\.admission\.instance_budget: \{'ml\.c5\.2xlarge': 2\} is not allowed; "
+        r"allowed: a budget of at least 4 ml\.c5\.2xlarge",
+    ):
+        parse_config("prod", prod, REPO_ROOT)

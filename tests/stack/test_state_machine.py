@@ -46,14 +46,16 @@ def test_run_flow_plan_split_collect_job_verify_finalize(definition, states):
     assert definition["StartAt"] == "Plan"
     assert states["Plan"]["Next"] == "SplitInputs"
     assert states["SplitInputs"]["Next"] == "Collect"
-    assert states["Collect"]["Next"] == "RunJob"
-    assert states["RunJob"]["Next"] == "Verify"
+    assert states["Collect"]["Next"] == "AcquireInstances"
+    assert states["AcquireInstances"]["Next"] == "InstancesGranted"
+    assert states["RunJob"]["Next"] == "ReleaseInstances"
+    assert states["ReleaseInstances"]["Next"] == "Verify"
     assert states["Verify"]["Next"] == "AllShardsDone"
     choice = states["AllShardsDone"]
     assert choice["Choices"] == [
         {"Variable": "$.round.complete", "BooleanEquals": True, "Next": "Finalize"}
     ]
-    assert choice["Default"] == "RunJob", "missing shards go back to a new job round"
+    assert choice["Default"] == "AcquireInstances", "missing shards go to a new job round"
     assert states["Finalize"]["Next"] == "Done" and states["Done"]["Type"] == "Succeed"
 
 
@@ -133,8 +135,8 @@ def test_failed_job_goes_to_verify_and_api_errors_to_the_failure_path(states):
     assert len(catches) == 1, "TaskFailed takes every error a state without a timeout has"
     check = states["CheckJobError"]
     assert check["Choices"] == [
-        {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed", "Next": "Verify"}
-    ]
+        {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed", "Next": "ReleaseInstances"}
+    ], "a Failed job returns its instances, then Verify resubmits its missing shards"
     assert check["Default"] == "JobApiError"
     assert states["JobApiError"]["Next"] == "RecordFailure"
 
@@ -161,14 +163,22 @@ def test_generic_sagemaker_errors_are_retried_only_when_transient_S3(states):
 
 def test_every_lambda_task_retries_throttling_and_service_errors(states):
     lambdas = [n for n, s in states.items() if ":lambda:" in s.get("Resource", "")]
-    assert len(lambdas) == 7
+    assert len(lambdas) == 9
     for name in lambdas:
         retried = {e for r in states[name]["Retry"] for e in r["ErrorEquals"]}
         assert {"Lambda.TooManyRequestsException", "Lambda.ServiceException"} <= retried, name
 
 
 def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(states):
-    for name in ("Plan", "SplitInputs", "Collect", "Verify", "Finalize"):
+    for name in (
+        "Plan",
+        "SplitInputs",
+        "Collect",
+        "AcquireInstances",
+        "ReleaseInstances",
+        "Verify",
+        "Finalize",
+    ):
         last = states[name]["Catch"][-1]
         assert last["ErrorEquals"] == ["States.ALL"], name
         assert last["Next"] == "RecordFailure", name
@@ -228,3 +238,22 @@ def test_asl_validator_is_pinned_in_package_json():
     assert package["devDependencies"]["aws-cdk"].startswith("2.1148.")
     assert shutil.which("node") is not None
     assert Path(REPO_ROOT / "package-lock.json").exists()
+
+
+def test_a_run_without_instances_waits_in_a_loop_of_the_configured_interval(synthesized, states):
+    """AcquireInstances answers ``$.admission``; a run not granted waits ``poll_seconds``
+    and asks again; the bound on the wait is the acquire step's (InstancesUnavailable,
+    caught into the failure path)."""
+    acquire = states["AcquireInstances"]
+    assert acquire["ResultPath"] == "$.admission"
+    granted = states["InstancesGranted"]
+    assert granted["Choices"] == [
+        {"Variable": "$.admission.granted", "BooleanEquals": True, "Next": "RunJob"}
+    ]
+    assert granted["Default"] == "WaitForInstances"
+    wait = states["WaitForInstances"]
+    assert wait["Type"] == "Wait" and wait["Next"] == "AcquireInstances"
+    assert wait["Seconds"] == synthesized.stack.config.admission.poll_seconds
+    release = states["ReleaseInstances"]
+    assert release["ResultPath"] is None, "releasing leaves the state as it was"
+    assert release["Parameters"] == {"plan.$": "$.plan"}

@@ -1,6 +1,7 @@
 """Every path the synthesized state machine reads from the run's state (``$.plan...``,
-``$.round...``, ``$.job...``, ``$.result...``, ``$.failure...``, ``$.error...``) exists in
-what the typed state writes there (``to_state``), so renaming a field of
+``$.round...``, ``$.admission...``, ``$.job...``, ``$.result...``, ``$.failure...``,
+``$.error...``) exists in what the typed state writes there (``to_state``), so renaming a
+field of
 :mod:`batchinfer.pipeline.state` fails here, not in a run."""
 
 import re
@@ -10,13 +11,13 @@ import pytest
 
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.prepare_job import JOB_TASKS, prepare_job
-from batchinfer.pipeline.state import Failure, JobOutcome, RunEnd
+from batchinfer.pipeline.state import Admission, Failure, JobOutcome, RunEnd
 from tests.support.run_state import BUCKET, example_plan, example_round
 
 from .definition import all_states, definitions
 
 # A path into the state: $.<part> then .name or ['name'] segments.
-_PATH = re.compile(r"^\$\.(plan|round|job|result|failure|error)((?:\.[A-Za-z_]\w*)*)$")
+_PATH = re.compile(r"^\$\.(plan|round|admission|job|result|failure|error)((?:\.[A-Za-z_]\w*)*)$")
 
 # A join makes PrepareJob choose the task with DataProcessing.
 JOIN = {"join_source": "Input"}
@@ -36,6 +37,7 @@ def _written() -> dict[str, list[Any]]:
     return {
         "plan": [example_plan().to_state()],
         "round": [round_.to_state()],
+        "admission": [Admission(True, "ml.m5.large", 1, 1, 2).to_state()],
         "job": [*jobs, JobOutcome("j", "Completed").to_state(), failed],
         "result": [RunEnd("r-1", "SUCCEEDED", "s3://b/output/r-1/", "arn", 1, 1, 1).to_state()],
         "failure": [Failure("E", "cause").to_state()],
@@ -80,7 +82,7 @@ def paths(synthesized) -> set[str]:
 
 def test_the_definition_reads_the_state_parts_steps_write(paths):
     parts = {_PATH.match(path).group(1) for path in paths}
-    assert parts == {"plan", "round", "job", "failure", "error"}
+    assert parts == {"plan", "round", "admission", "job", "failure", "error"}
     assert "$.plan.inputs_key" in paths and "$.job.request.TransformJobName" in paths
 
 

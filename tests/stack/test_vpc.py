@@ -5,6 +5,8 @@ roles may manage the network interfaces that takes; cdk-nag stays clean."""
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
+from batchinfer.pipeline.steps import STEPS
+
 from .conftest import pipeline_environment, pipeline_functions, synthesize_prod
 
 VPC = {"subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
@@ -29,7 +31,7 @@ def test_the_model_and_every_pipeline_lambda_run_in_the_subnets(synthesized):
         "SecurityGroupIds": VPC["security_group_ids"],
     }
     pipeline = pipeline_functions(template)
-    assert len(pipeline) == 7
+    assert len(pipeline) == len(STEPS)
     arrivals = [
         f for f in _of_type(template, "AWS::Lambda::Function") if f["Handler"] == "arrivals.handler"
     ]
@@ -58,6 +60,6 @@ def test_roles_may_manage_network_interfaces_and_nag_is_clean(synthesized):
         for statement in policy["PolicyDocument"]["Statement"]
         if statement.get("Sid") == "NetworkInterfaces"
     ]
-    assert len(network) == 9, "seven step Lambda roles, the arrivals Lambda's and the jobs' role"
+    assert len(network) == len(STEPS) + 2, "every step's role, the arrivals Lambda's, the jobs'"
     report = AwsSolutionsChecks(app).validate_scope(stack)
     assert [v.rule_name for v in report.violations] == []

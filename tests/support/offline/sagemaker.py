@@ -99,6 +99,9 @@ class SageMakerJobs:
     stop_while_waiting: set[str] = field(default_factory=set)
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     described: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Instances of jobs running now, by instance type, and the most there ever were.
+    in_flight: dict[str, int] = field(default_factory=dict)
+    most_in_flight: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._model = botocore.session.get_session().get_service_model("sagemaker")
@@ -129,6 +132,25 @@ class SageMakerJobs:
             if isinstance(fault, ApiError):
                 raise _client_error(fault.code, fault.message, operation)
             self.described[name] = {}  # the name is taken, whatever happens next
+            instance_type, count = _instances(request)
+            self.in_flight[instance_type] = self.in_flight.get(instance_type, 0) + count
+            self.most_in_flight[instance_type] = max(
+                self.most_in_flight.get(instance_type, 0), self.in_flight[instance_type]
+            )
+        try:
+            return self._run(kind, name, request, fault)
+        finally:
+            with self._lock:
+                self.in_flight[instance_type] -= count
+
+    def _run(
+        self,
+        kind: str,
+        name: str,
+        request: dict[str, Any],
+        fault: ApiError | FailInputs | StopJob | StopExecution | None,
+    ) -> dict[str, Any]:
+        """Run the accepted job to its end; its Describe*Job response."""
         started = _millis()
         fail = fault.count if isinstance(fault, FailInputs) else 0
         if isinstance(fault, StopExecution):
@@ -289,6 +311,12 @@ class SageMakerJobs:
             missing = self._upload(files, work / "output", output, lost, config.get("KmsKeyId"))
         errors = [o.error for o in report.outcomes if o.error]
         return _ending(missing, errors, "AlgorithmError")
+
+
+def _instances(request: dict[str, Any]) -> tuple[str, int]:
+    """The instance type and count a Create*Job request asks for."""
+    resources = request.get("TransformResources") or request["ProcessingResources"]["ClusterConfig"]
+    return resources["InstanceType"], resources["InstanceCount"]
 
 
 def _ending(missing: list[str], errors: list[str], kind: str) -> tuple[str, str | None]:

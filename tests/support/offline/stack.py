@@ -24,6 +24,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
 
 from batchinfer.pipeline.clients import services
 from batchinfer.uris import parse_s3_uri
+from tests.support.atomic_dynamodb import atomic_writes
 from tests.support.offline.arrivals import (
     Batch,
     EventSourceMapping,
@@ -356,6 +357,8 @@ class OfflineStack:
 
         self._exit.enter_context(mock.patch.object(Program, "eval", run_as_machine))
         self._exit.enter_context(corrected())
+        # Executions run in threads: their conditional writes must be atomic, as in DynamoDB.
+        self._exit.enter_context(atomic_writes())
         self._exit.enter_context(mock.patch.dict(os.environ, self.lambdas.environment()))
         services.cache_clear()
         self._exit.callback(services.cache_clear)

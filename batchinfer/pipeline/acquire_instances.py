@@ -1,0 +1,58 @@
+"""AcquireInstances: lease the instances of the run's next job from the stack's budget
+(:mod:`batchinfer.pipeline.instance_leases`) before the job is created. A run the budget has
+no room for is marked waiting on its RUN item and polls again after the state machine's
+Wait; past ``admission_max_wait_seconds`` of waiting it fails with
+:class:`InstancesUnavailable`."""
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+
+from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.pipeline.instance_leases import InstanceLeases
+from batchinfer.pipeline.run_errors import InstancesUnavailable
+from batchinfer.pipeline.state import Admission, Round, RunPlan
+from batchinfer.pipeline.status_table import StatusTable
+
+
+def acquire_instances(
+    plan: RunPlan,
+    round_: Round,
+    *,
+    execution: str,
+    env: PipelineEnvironment,
+    table: StatusTable,
+    clock: Callable[[], float] = time.time,
+) -> Admission:
+    """Lease ``instance_count`` instances of the run's ``instance_type``, or say it waits."""
+    instance_type = plan.settings.instance_type
+    count = plan.settings.instance_count
+    budget = env.budget_for(instance_type)
+    if count > budget:
+        raise InstancesUnavailable(
+            f"instance_count: run {plan.run_id} asks for {count} x {instance_type}, more than "
+            f"the stack's budget of {budget} for that type (admission.instance_budget in "
+            "cdk.json); ask for fewer instances or raise the budget"
+        )
+    grant = InstanceLeases(table.table, clock).acquire(
+        instance_type,
+        plan.run_id,
+        count,
+        budget,
+        execution=execution,
+        round_number=round_.number,
+        lease_seconds=int(env.lease_seconds),
+    )
+    if grant.granted:
+        table.mark_admitted(plan.run_id, execution, instance_type)
+        return Admission(True, instance_type, count, grant.in_use, budget)
+    since = table.mark_waiting(plan.run_id, execution, f"{count} x {instance_type}")
+    waited = int(clock() - datetime.fromisoformat(since).timestamp())
+    allowed = int(env.admission_max_wait_seconds)
+    if waited > allowed:
+        raise InstancesUnavailable(
+            f"run {plan.run_id}: waited {waited} s (since {since}) for {count} x "
+            f"{instance_type}, longer than admission.max_wait_minutes allows ({allowed} s); "
+            f"other runs held {grant.in_use} of the budget of {budget} all that time"
+        )
+    return Admission(False, instance_type, count, grant.in_use, budget, since)

@@ -1,0 +1,296 @@
+"""Instance leases in the status table (moto DynamoDB): the budget holds under racing
+acquirers, expired leases give their instances back, a step run again takes and returns
+its instances once, and the admission steps and the failure recorder use them."""
+
+import threading
+from contextlib import ExitStack
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from unittest import mock
+
+import pytest
+from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
+
+from batchinfer.pipeline.acquire_instances import acquire_instances
+from batchinfer.pipeline.instance_leases import InstanceLeases
+from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
+from batchinfer.pipeline.release_instances import release_instances
+from batchinfer.pipeline.run_errors import InstancesUnavailable
+from batchinfer.pipeline.status_table import ADMITTED, WAITING_FOR_INSTANCES
+from tests.support.atomic_dynamodb import atomic_writes
+from tests.support.run_state import example_plan, example_round
+
+TYPE = "ml.m5.xlarge"
+EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:"
+HOUR = 3600
+
+
+class Clock:
+    """A settable time.time."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _acquire(leases, key, count=4, budget=8, seconds=HOUR):
+    return leases.acquire(
+        TYPE, key, count, budget, execution=EXECUTION + key, round_number=1, lease_seconds=seconds
+    )
+
+
+def test_the_budget_is_shared_and_returned(account):
+    leases = InstanceLeases(account.table.table)
+    assert _acquire(leases, "a").granted and _acquire(leases, "b").granted
+    refused = _acquire(leases, "c")
+    assert not refused.granted and refused.in_use == 8
+    assert leases.release(TYPE, "a")
+    granted = _acquire(leases, "c")
+    assert granted.granted and granted.in_use == 8
+    assert set(leases.held(TYPE)) == {"b", "c"}
+
+
+def test_other_instance_types_have_budgets_of_their_own(account):
+    leases = InstanceLeases(account.table.table)
+    assert _acquire(leases, "a", count=8).granted
+    other = leases.acquire(
+        "ml.c5.xlarge", "b", 8, 8, execution=EXECUTION + "b", round_number=1, lease_seconds=HOUR
+    )
+    assert other.granted
+
+
+def test_acquiring_twice_takes_the_instances_once(account):
+    leases = InstanceLeases(account.table.table)
+    assert _acquire(leases, "a").granted
+    again = _acquire(leases, "a")
+    assert again.granted and again.in_use == 4
+    assert _acquire(leases, "b").granted, "the repeated acquire took nothing more"
+    assert sum(int(v["count"]) for v in leases.held(TYPE).values()) == 8
+
+
+def test_releasing_twice_returns_the_instances_once(account):
+    leases = InstanceLeases(account.table.table)
+    _acquire(leases, "a")
+    _acquire(leases, "b")
+    assert leases.release(TYPE, "a") is True
+    assert leases.release(TYPE, "a") is False
+    assert set(leases.held(TYPE)) == {"b"}
+    assert leases.release("ml.c5.large", "a") is False, "no item for that type at all"
+
+
+def test_a_lease_whose_run_is_gone_expires(account):
+    clock = Clock()
+    leases = InstanceLeases(account.table.table, clock)
+    assert _acquire(leases, "gone", count=8, seconds=HOUR).granted
+    assert not _acquire(leases, "next").granted
+    clock.now += HOUR + 1
+    assert leases.held(TYPE) == {}
+    assert _acquire(leases, "next").granted
+    item = account.table.table.get_item(Key=InstanceLeases.key_of(TYPE))["Item"]
+    assert set(item["leases"]) == {"next"}, "the acquire dropped the expired lease"
+
+
+def test_a_write_that_lost_the_race_reads_again_and_sees_the_winner(account):
+    """Between this acquirer's read and its write another one takes the last instances:
+    the conditional write fails, the second read sees them taken, the lease is refused."""
+    table = account.table.table
+    rival = InstanceLeases(table)
+    _acquire(rival, "first", count=4)
+
+    class RacingTable:
+        def __init__(self) -> None:
+            self.raced = False
+
+        def get_item(self, **kwargs):
+            answer = table.get_item(**kwargs)
+            if not self.raced:
+                self.raced = True
+                assert _acquire(rival, "rival", count=4).granted
+            return answer
+
+        def __getattr__(self, name):
+            return getattr(table, name)
+
+    racing = RacingTable()
+    refused = _acquire(InstanceLeases(racing), "late", count=4)
+    assert racing.raced and not refused.granted and refused.in_use == 8
+    assert set(InstanceLeases(table).held(TYPE)) == {"first", "rival"}
+
+
+def test_racing_acquirers_never_pass_the_budget(account):
+    """Twelve threads ask for 4 of a budget of 8 at once: exactly two get them."""
+    table = account.table.table
+    results = {}
+    start = threading.Barrier(12)
+
+    def ask(key: str) -> None:
+        start.wait()
+        results[key] = _acquire(InstanceLeases(table), key).granted
+
+    threads = [threading.Thread(target=ask, args=(f"run-{i}",)) for i in range(12)]
+    with atomic_writes():
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    granted = sorted(k for k, ok in results.items() if ok)
+    assert len(granted) == 2
+    assert sorted(InstanceLeases(table).held(TYPE)) == granted
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_moto_lets_a_racing_conditional_write_through_unless_writes_are_atomic(account, atomic):
+    """A rival acquirer writes while the first is between its condition check and its
+    update (moto's UpdateExpressionExecutor): moto alone applies both and passes the
+    budget; DynamoDB, and moto under atomic_writes, makes the rival read again."""
+    table = account.table.table
+    _acquire(InstanceLeases(table), "first", count=1)  # the item exists, version 1
+    original = UpdateExpressionExecutor.execute
+    rival: list[threading.Thread] = []
+    outcome = {}
+
+    def execute(self, node=None):
+        if not rival:  # the first acquirer's update, its condition already checked
+            rival.append(threading.Thread(target=lambda: outcome.update(
+                rival=_acquire(InstanceLeases(table), "rival", count=4).granted
+            )))  # fmt: skip
+            rival[0].start()
+            # Without the lock the rival ends here; with it, it waits for this write.
+            rival[0].join(timeout=1 if atomic else None)
+        return original(self, node)
+
+    with ExitStack() as stack:
+        if atomic:
+            stack.enter_context(atomic_writes())
+        stack.enter_context(mock.patch.object(UpdateExpressionExecutor, "execute", execute))
+        outcome["first"] = _acquire(InstanceLeases(table), "late", count=4).granted
+        rival[0].join()
+    in_use = sum(int(v["count"]) for v in InstanceLeases(table).held(TYPE).values())
+    if atomic:
+        assert outcome == {"first": True, "rival": False}, "the rival read again: no room"
+        assert in_use == 5
+    else:
+        assert outcome == {"first": True, "rival": True}, "both passed the same condition"
+        assert in_use == 9, "over the budget of 8"
+
+
+# --- the admission steps ---
+
+
+def _env(account, **changes):
+    return replace(
+        account.env,
+        instance_budget='{"ml.m5.xlarge": 8}',
+        admission_max_wait_seconds=str(HOUR),
+        lease_seconds=str(2 * HOUR),
+        **changes,
+    )
+
+
+def _plan(run_id, count=4):
+    return example_plan(run_id=run_id, instance_type=TYPE, instance_count=count)
+
+
+def test_a_run_without_room_waits_visibly_then_is_admitted(account):
+    clock = Clock(datetime(2026, 11, 1, tzinfo=UTC).timestamp())
+    env = _env(account)
+    for run_id in ("a", "b", "c"):
+        account.table.create_run(run_id, EXECUTION + run_id)
+    for run_id in ("a", "b"):
+        admission = acquire_instances(
+            _plan(run_id), example_round(), execution=EXECUTION + run_id, env=env,
+            table=account.table, clock=clock,
+        )  # fmt: skip
+        assert admission.granted
+    waiting = acquire_instances(
+        _plan("c"), example_round(), execution=EXECUTION + "c", env=env, table=account.table,
+        clock=clock,
+    )  # fmt: skip
+    assert not waiting.granted and waiting.in_use == 8 and waiting.budget == 8
+    item = account.table.get_run("c")
+    assert item["admission"] == WAITING_FOR_INSTANCES and item["waiting_for"] == "4 x " + TYPE
+    assert item["waiting_since"] == waiting.waiting_since
+    assert release_instances(_plan("a"), table=account.table)
+    admitted = acquire_instances(
+        _plan("c"), example_round(), execution=EXECUTION + "c", env=env, table=account.table,
+        clock=clock,
+    )  # fmt: skip
+    assert admitted.granted
+    item = account.table.get_run("c")
+    assert item["admission"] == ADMITTED and item["instance_lease"] == TYPE
+    assert "waiting_since" not in item
+
+
+def test_waiting_past_the_bound_fails_with_instances_unavailable(account):
+    env = _env(account)
+    account.table.create_run("hog", EXECUTION + "hog")
+    account.table.create_run("late", EXECUTION + "late")
+    acquire_instances(
+        _plan("hog", 8), example_round(), execution=EXECUTION + "hog", env=env, table=account.table
+    )
+    first = acquire_instances(
+        _plan("late"), example_round(), execution=EXECUTION + "late", env=env, table=account.table
+    )
+    since = datetime.fromisoformat(first.waiting_since)
+    later = Clock((since + timedelta(seconds=HOUR + 1)).timestamp())
+    with pytest.raises(InstancesUnavailable, match=r"run late: waited 3601 s .* 4 x ml\.m5"):
+        acquire_instances(
+            _plan("late"), example_round(), execution=EXECUTION + "late", env=env,
+            table=account.table, clock=later,
+        )  # fmt: skip
+
+
+def test_a_run_asking_more_than_the_whole_budget_fails_at_once(account):
+    account.table.create_run("big", EXECUTION + "big")
+    with pytest.raises(InstancesUnavailable, match=r"instance_count: .* 9 x ml\.m5\.xlarge.* 8"):
+        acquire_instances(
+            _plan("big", 9), example_round(), execution=EXECUTION + "big", env=_env(account),
+            table=account.table,
+        )  # fmt: skip
+
+
+def test_types_without_a_budget_of_their_own_take_the_default(account):
+    env = _env(account, default_instance_budget="1")
+    assert env.budget_for("ml.c5.large") == 1 and env.budget_for(TYPE) == 8
+
+
+def _clients(account):
+    return {
+        "env": account.env,
+        "table": account.table,
+        "events": account.events,
+        "sns": account.sns,
+        "sagemaker": account.sagemaker,
+    }
+
+
+def test_a_failed_run_returns_its_instances(account):
+    env = _env(account)
+    account.table.create_run("r", EXECUTION + "r")
+    acquire_instances(
+        _plan("r", 8), example_round(), execution=EXECUTION + "r", env=env, table=account.table
+    )
+    state = {"plan": _plan("r", 8).to_state(), "error": {"Error": "States.Timeout", "Cause": "x"}}
+    record_failure(state, execution=EXECUTION + "r", execution_name="r", **_clients(account))
+    assert InstanceLeases(account.table.table).held(TYPE) == {}
+
+
+def test_an_aborted_execution_returns_its_instances(account):
+    env = _env(account)
+    account.table.create_run("stop", EXECUTION + "stop")
+    acquire_instances(
+        _plan("stop"), example_round(), execution=EXECUTION + "stop", env=env, table=account.table
+    )
+    event = {
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": {
+            "name": "stop",
+            "status": "ABORTED",
+            "executionArn": EXECUTION + "stop",
+            "input": '{"input": "s3://b/input/", "run_id": "stop"}',
+        },
+    }
+    record_ended_execution(event, **_clients(account))
+    assert InstanceLeases(account.table.table).held(TYPE) == {}

@@ -1,0 +1,36 @@
+"""moto's DynamoDB checks a write's ConditionExpression and then applies the write with
+nothing to keep another thread out in between, so two conditional writes racing in threads
+can both pass their condition. DynamoDB never allows that: a write to an item, its condition
+included, is atomic. While :func:`atomic_writes` is open, moto's item writes run one at a
+time, as DynamoDB's do for one item (the offline stack, whose executions run in threads,
+keeps it open; ``tests/pipeline/test_instance_leases.py`` shows the divergence)."""
+
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+from unittest import mock
+
+from moto.dynamodb.models import DynamoDBBackend
+
+WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+
+
+@contextmanager
+def atomic_writes() -> Iterator[None]:
+    """moto's DynamoDB item writes one at a time while open."""
+    lock = threading.RLock()
+
+    def atomic(name: str) -> Any:
+        original = getattr(DynamoDBBackend, name)
+
+        def write(self: DynamoDBBackend, *args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return original(self, *args, **kwargs)
+
+        return write
+
+    with ExitStack() as stack:
+        for name in WRITES:
+            stack.enter_context(mock.patch.object(DynamoDBBackend, name, atomic(name)))
+        yield
