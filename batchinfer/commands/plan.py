@@ -102,13 +102,14 @@ def show(console: Console, plan: Plan) -> None:
     def line(*parts: str, style: str = "") -> None:
         console.print(Text("".join(parts), style=style), highlight=False)
 
-    total = sum(i.bytes for i in plan.inputs)
+    job = plan.job
+    assert job is not None, "make_plan estimates every plan it returns"
     records = "" if plan.records is None else f", {_count(plan.records, 'record')}"
     line(
-        f"{_count(len(plan.inputs), 'object')}, {_size(total)}{records} -> "
-        f"{_count(plan.units, 'shard')} on "
-        f"{settings.instance_count} x {settings.instance_type} ({plan.busy_instances} busy), "
-        f"1 {plan.request.engine} job",
+        f"{_count(job.objects, 'object')}, {_size(job.bytes)}{records} -> "
+        f"{_count(job.shards, 'shard')} on "
+        f"{job.instances} x {job.instance_type} ({job.busy_instances} busy), "
+        f"{job.jobs} {plan.request.engine} job",
         style="bold",
     )
     console.print(_files_table(plan))
@@ -145,8 +146,13 @@ def _show_estimate(line: Any, plan: Plan) -> None:
     assert e is not None
     busy = ", ".join(_duration(s) for s in e.instance_seconds[:FILES_SHOWN])
     more = " ..." if len(e.instance_seconds) > FILES_SHOWN else ""
+    speed = (
+        f"{_size(e.bytes_per_second)}/s"
+        if e.rows_per_second is None
+        else f"{e.rows_per_second:,.0f} rows/s"
+    )
     line(
-        f"estimate: {e.rows_per_second:,.0f} rows/s per {e.instance_type} ({e.busy_cpus} "
+        f"estimate: {speed} per {e.instance_type} ({e.busy_cpus} "
         f"vCPUs busy); busy per instance: "
         f"{busy}{more}; job: {_duration(e.job_seconds)}"
     )

@@ -19,7 +19,7 @@ from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.planning import advice
 from batchinfer.planning.advice import Advice
 from batchinfer.planning.calibrate import Calibration, CalibrationFailed, calibrate
-from batchinfer.planning.estimate import Estimate, Unit, estimate
+from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estimate
 from batchinfer.planning.prices import Price, hourly_price
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
@@ -51,7 +51,7 @@ class Plan:
     spec: InstanceSpec | None
     price: Price | None
     calibration: Calibration | None = None
-    estimate: Estimate | None = None
+    job: JobEstimate | None = None
     warnings: list[Advice] = field(default_factory=list)
 
     @property
@@ -60,8 +60,8 @@ class Plan:
         return sum(i.shards for i in self.inputs)
 
     @property
-    def busy_instances(self) -> int:
-        return min(self.request.settings.instance_count, self.units)
+    def estimate(self) -> Estimate | None:
+        return None if self.job is None else self.job.duration
 
     @property
     def records(self) -> int | None:
@@ -69,19 +69,20 @@ class Plan:
         return None if None in counts else sum(c or 0 for c in counts)
 
     def to_json(self) -> dict[str, Any]:
-        request = self.request
+        request, job = self.request, self.job
+        assert job is not None, "make_plan estimates every plan it returns"
         return {
             "inputs": request.inputs,
             "engine": request.engine,
             "region": request.region,
             "settings": request.settings.to_state(),
-            "objects": len(self.inputs),
-            "bytes": sum(i.bytes for i in self.inputs),
+            "objects": job.objects,
+            "bytes": job.bytes,
             "records": self.records,
-            "shards": self.units,
-            "instances": request.settings.instance_count,
-            "busy_instances": self.busy_instances,
-            "jobs": 1,
+            "shards": job.shards,
+            "instances": job.instances,
+            "busy_instances": job.busy_instances,
+            "jobs": job.jobs,
             "files": [asdict(i) for i in self.inputs],
             "largest_record": largest_record(self),
             "instance": {"type": request.settings.instance_type}
@@ -150,15 +151,16 @@ def make_plan(request: PlanRequest, on_stage: Callable[[str], None] = lambda _s:
     if calibrating:
         on_stage("calibrate")
         plan.calibration = _calibrate(request, files, reservoir, plan)
-    if plan.calibration is not None and plan.spec is not None and plan.records is not None:
-        plan.estimate = estimate(
-            _units(plan.inputs),
-            plan.calibration,
-            spec=plan.spec,
-            settings=settings,
-            engine=request.engine,
-            price=plan.price,
-        )
+    plan.job = job_estimate(
+        _units(plan.inputs),
+        objects=len(plan.inputs),
+        bytes=sum(i.bytes for i in plan.inputs),
+        settings=settings,
+        engine=request.engine,
+        price=plan.price,
+        spec=plan.spec,
+        throughput=None if plan.calibration is None else plan.calibration.throughput,
+    )
     return plan
 
 
@@ -227,8 +229,9 @@ def _units(inputs: list[InputSurvey]) -> list[Unit]:
     """Each input, or each of its shards (an equal part of its records and bytes)."""
     units = []
     for survey in inputs:
-        records, data = survey.records or 0, survey.data_bytes or survey.bytes
+        records, data = survey.records, survey.data_bytes or survey.bytes
         for shard in range(survey.shards):
             name = survey.name if survey.shards == 1 else f"{survey.name}#{shard:05d}"
-            units.append(Unit(name, records / survey.shards, data / survey.shards))
+            part = None if records is None else records / survey.shards
+            units.append(Unit(name, part, data / survey.shards))
     return units
