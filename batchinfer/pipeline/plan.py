@@ -22,10 +22,17 @@ from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.pipeline.job_names import job_base
 from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
+from batchinfer.pipeline.run_estimate import (
+    ESTIMATE_KEY,
+    estimate_request,
+    run_estimate,
+    shard_units,
+)
 from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
 from batchinfer.pipeline.s3io import SpooledJson, list_objects, write_json
 from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
+from batchinfer.planning.estimate import Unit
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
@@ -33,7 +40,7 @@ from batchinfer.uris import S3Location, parse_s3_uri
 
 RUN_KEYS = frozenset(
     {"input", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
-) | frozenset(MODEL_KEYS)
+) | frozenset({ESTIMATE_KEY, *MODEL_KEYS})
 REQUEST_KEYS = RUN_KEYS | TransformSettings.request_keys()
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
@@ -78,9 +85,20 @@ def plan_run(
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
+    asked = estimate_request(request)
+    units: list[Unit] = []
     with SpooledJson("lines") as tasks:
-        total = _split_tasks(s3, source, layout, settings, split, tasks)
+        total = _split_tasks(s3, source, layout, settings, split, tasks, units)
         objects = tasks.count
+        job = run_estimate(
+            units,
+            objects=objects,
+            bytes=total,
+            settings=settings,
+            engine=engine,
+            region=s3.meta.region_name,
+            asked=asked,
+        )
         names = job_base(env.job_prefix, run_id)
         model_name = run_model_name(names) if model else None
         table.create_run(
@@ -93,6 +111,7 @@ def plan_run(
             objects=objects,
             bytes=total,
             settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
+            estimate=job.to_item(),
             **({"run_model": model_name, "model_data": model.model_data_url} if model else {}),
         )
         # Only the execution that claimed the run id writes the run's objects.
@@ -140,6 +159,7 @@ def check_request(request: Any) -> None:
     for key in ("header", "merge"):
         _flag(request, key)
     TransformSettings.check_given(_settings_of(request))
+    estimate_request(request)
 
 
 def _s3_uri(uri: Any, field: str) -> None:
@@ -240,8 +260,10 @@ def _split_tasks(
     settings: TransformSettings,
     split: dict[str, Any],
     tasks: SpooledJson,
+    units: list[Unit],
 ) -> int:
-    """Add one :class:`SplitTask` per input object to ``tasks``; the bytes of all objects."""
+    """Add one :class:`SplitTask` per input object to ``tasks`` and its shards to
+    ``units`` (for the estimate); the bytes of all objects."""
     base = source.key[: source.key.rfind("/") + 1]
     total = 0
     for obj in input_objects(s3, source):
@@ -255,6 +277,7 @@ def _split_tasks(
                 **split["size"],
             ).to_state()
         )
+        units += shard_units(obj["Key"], obj["Size"], split["size"])
         total += obj["Size"]
     return total
 
