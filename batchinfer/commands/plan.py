@@ -2,7 +2,6 @@
 duration and cost of the job, before it runs."""
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run import parse_engine, parse_shards
 from batchinfer.errors import ValidationError
@@ -104,10 +104,10 @@ def show(console: Console, plan: Plan) -> None:
 
     job = plan.job
     assert job is not None, "make_plan estimates every plan it returns"
-    records = "" if plan.records is None else f", {_count(plan.records, 'record')}"
+    records = "" if plan.records is None else f", {figures.count(plan.records, 'record')}"
     line(
-        f"{_count(job.objects, 'object')}, {_size(job.bytes)}{records} -> "
-        f"{_count(job.shards, 'shard')} on "
+        f"{figures.count(job.objects, 'object')}, {figures.size(job.bytes)}{records} -> "
+        f"{figures.count(job.shards, 'shard')} on "
         f"{job.instances} x {job.instance_type} ({job.busy_instances} busy), "
         f"{job.jobs} {plan.request.engine} job",
         style="bold",
@@ -131,8 +131,8 @@ def show(console: Console, plan: Plan) -> None:
     if plan.calibration is not None:
         c = plan.calibration
         line(
-            f"calibration: {c.records:,} records ({_size(c.bytes)}) in {c.seconds:.2f} s on one "
-            f"local {c.engine} instance, {c.busy_cpus} of {c.local_cpus} CPUs busy: "
+            f"calibration: {c.records:,} records ({figures.size(c.bytes)}) in {c.seconds:.2f} s "
+            f"on one local {c.engine} instance, {c.busy_cpus} of {c.local_cpus} CPUs busy: "
             f"{c.rows_per_second:,.0f} rows/s"
         )
     if plan.estimate is not None:
@@ -144,22 +144,22 @@ def show(console: Console, plan: Plan) -> None:
 def _show_estimate(line: Any, plan: Plan) -> None:
     e = plan.estimate
     assert e is not None
-    busy = ", ".join(_duration(s) for s in e.instance_seconds[:FILES_SHOWN])
+    busy = ", ".join(figures.duration(s) for s in e.instance_seconds[:FILES_SHOWN])
     more = " ..." if len(e.instance_seconds) > FILES_SHOWN else ""
     speed = (
-        f"{_size(e.bytes_per_second)}/s"
+        f"{figures.size(e.bytes_per_second)}/s"
         if e.rows_per_second is None
         else f"{e.rows_per_second:,.0f} rows/s"
     )
     line(
         f"estimate: {speed} per {e.instance_type} ({e.busy_cpus} "
         f"vCPUs busy); busy per instance: "
-        f"{busy}{more}; job: {_duration(e.job_seconds)}"
+        f"{busy}{more}; job: {figures.duration(e.job_seconds)}"
     )
     if e.price is not None and e.cost_usd is not None:
         line(
-            f"cost: {_decimal(e.instance_hours)} instance-hours x ${e.price.usd_per_hour:g}/h = "
-            f"{_usd(e.cost_usd)} ({e.price.source})",
+            f"cost: {figures.decimal(e.instance_hours)} instance-hours x "
+            f"${e.price.usd_per_hour:g}/h = {figures.usd(e.cost_usd)} ({e.price.source})",
             style="bold",
         )
     for assumption in e.assumptions:
@@ -172,7 +172,7 @@ def _files_table(plan: Plan) -> Table:
         largest = survey.largest
         table.add_row(
             Text(survey.name),
-            _size(survey.bytes),
+            figures.size(survey.bytes),
             "" if survey.records is None else f"{survey.records:,}",
             "" if largest is None else f"#{largest.number}: {largest.size:,} B",
             str(survey.shards),
@@ -180,35 +180,3 @@ def _files_table(plan: Plan) -> Table:
     if len(plan.inputs) > FILES_SHOWN:
         table.add_row(Text(f"... {len(plan.inputs) - FILES_SHOWN} more"), "", "", "", "")
     return table
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} TiB"
-
-
-def _usd(amount: float) -> str:
-    return "$" + _decimal(amount)
-
-
-def _decimal(x: float) -> str:
-    """Two decimals, or three significant digits below 1 (no exponent)."""
-    if x >= 1 or x == 0:
-        return f"{x:,.2f}"
-    places = max(2, 2 - math.floor(math.log10(x)))
-    return f"{x:.{places}f}"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
