@@ -13,6 +13,7 @@ from rich.text import Text
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run import parse_engine, parse_shards
+from batchinfer.commands.transform_options import option_name
 from batchinfer.errors import ValidationError
 from batchinfer.planning.plan import (
     DEFAULT_SAMPLE_RECORDS,
@@ -24,6 +25,7 @@ from batchinfer.planning.plan import (
 )
 from batchinfer.planning.prices import parse_price_overrides
 from batchinfer.planning.survey import Sharding
+from batchinfer.planning.tune import TunePoint, recommend
 from batchinfer.transform.settings import MIB, TransformSettings
 from batchinfer.units import parse_size
 
@@ -61,6 +63,13 @@ def plan(
     sample_records: Annotated[
         int, typer.Option(help="Records sent through the model to calibrate.")
     ] = DEFAULT_SAMPLE_RECORDS,
+    tune: Annotated[
+        bool,
+        typer.Option(
+            help="With --model: sweep MaxPayloadInMB and MaxConcurrentTransforms on the "
+            "sample and recommend the fastest pair that fits the payload rule."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     *,
     transform: dict[str, Any],
@@ -86,9 +95,14 @@ def plan(
         region=region or default_region(),
         prices=parse_price_overrides(price),
         sample_records=sample_records,
+        tune=tune,
     )
     status = Console(stderr=True, quiet=as_json)
-    result = make_plan(request, on_stage=lambda s: status.print(f"[dim]{s}…[/]"))
+    result = make_plan(
+        request,
+        on_stage=lambda s: status.print(f"[dim]{s}…[/]"),
+        on_point=lambda p: status.print(f"[dim]  {_point_label(p)}: {_point_value(p)}[/]"),
+    )
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -137,8 +151,53 @@ def show(console: Console, plan: Plan) -> None:
         )
     if plan.estimate is not None:
         _show_estimate(line, plan)
+    if plan.tuning is not None:
+        _show_tuning(line, plan.tuning)
     for warning in plan.warnings:
         line(f"warning: {warning.message}", style="yellow")
+
+
+BAR_WIDTH = 30
+
+
+def _show_tuning(line: Any, points: list[TunePoint]) -> None:
+    """The measured curve as bars, one per MaxPayloadInMB x MaxConcurrentTransforms pair."""
+    best = recommend(points)
+    fastest = max((p.rows_per_second or 0.0 for p in points), default=0.0) or 1.0
+    line(
+        "tune: rows/s on the sample by MaxPayloadInMB (records per request) x "
+        "MaxConcurrentTransforms",
+        style="bold",
+    )
+    for point in points:
+        bar = ""
+        if point.rows_per_second is not None:
+            filled = round(BAR_WIDTH * point.rows_per_second / fastest)
+            bar = "█" * filled + "·" * (BAR_WIDTH - filled) + " "
+        mark = "  <- recommended" if point == best else ""
+        line(f"  {_point_label(point):<36} {bar}{_point_value(point)}{mark}")
+    if best is None:
+        line("tune: no pair fits the payload rule and was measured", style="yellow")
+        return
+    line(
+        f"recommended: {option_name('max_payload_mb')} {best.max_payload_mb} "
+        f"{option_name('max_concurrent_transforms')} {best.max_concurrent_transforms} "
+        f"({best.rows_per_second:,.0f} rows/s on the sample, the fastest pair that fits)",
+        style="bold",
+    )
+
+
+def _point_label(point: TunePoint) -> str:
+    return (
+        f"{point.max_payload_mb:>3} MB (~{point.records_per_request:,} rec) "
+        f"x {point.max_concurrent_transforms}"
+    )
+
+
+def _point_value(point: TunePoint) -> str:
+    if not point.fits:
+        return f"does not fit: {point.reason}"
+    return f"{point.rows_per_second:,.0f} rows/s"
 
 
 def _show_estimate(line: Any, plan: Plan) -> None:

@@ -33,6 +33,7 @@ class Calibration:
     local_cpus: int
     busy_cpus: int  # the local CPUs the sample's requests kept busy
     effective: dict[str, Any]
+    requests: int = 0  # the requests the sample took
 
     @property
     def rows_per_second(self) -> float:
@@ -104,4 +105,5 @@ def calibrate(
         local_cpus=local_cpus,
         busy_cpus=max(1, min(requests, busy_cpus(engine, local_cpus, settings))),
         effective=asdict(report.effective),
+        requests=sum(s.requests for s in stats),
     )
