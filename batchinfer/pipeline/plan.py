@@ -24,15 +24,14 @@ from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.run_estimate import (
     ESTIMATE_KEY,
+    ShardTally,
     estimate_request,
     run_estimate,
-    shard_units,
 )
 from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
 from batchinfer.pipeline.s3io import SpooledJson, list_objects, write_json
 from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
-from batchinfer.planning.estimate import Unit
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
@@ -86,12 +85,12 @@ def plan_run(
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
     asked = estimate_request(request)
-    units: list[Unit] = []
+    tally = ShardTally(split["size"], keep=asked.throughput is not None)
     with SpooledJson("lines") as tasks:
-        total = _split_tasks(s3, source, layout, settings, split, tasks, units)
+        total = _split_tasks(s3, source, layout, settings, split, tasks, tally)
         objects = tasks.count
         job = run_estimate(
-            units,
+            tally,
             objects=objects,
             bytes=total,
             settings=settings,
@@ -260,10 +259,10 @@ def _split_tasks(
     settings: TransformSettings,
     split: dict[str, Any],
     tasks: SpooledJson,
-    units: list[Unit],
+    tally: ShardTally,
 ) -> int:
     """Add one :class:`SplitTask` per input object to ``tasks`` and its shards to
-    ``units`` (for the estimate); the bytes of all objects."""
+    ``tally`` (for the estimate); the bytes of all objects."""
     base = source.key[: source.key.rfind("/") + 1]
     total = 0
     for obj in input_objects(s3, source):
@@ -277,7 +276,7 @@ def _split_tasks(
                 **split["size"],
             ).to_state()
         )
-        units += shard_units(obj["Key"], obj["Size"], split["size"])
+        tally.add(obj["Key"], obj["Size"])
         total += obj["Size"]
     return total
 

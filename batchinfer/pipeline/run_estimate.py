@@ -91,17 +91,30 @@ def _number(given: Mapping[str, Any], key: str, *, positive: bool) -> float | No
     return float(number)
 
 
-def shard_units(name: str, size: int, split: Mapping[str, Any]) -> list[Unit]:
-    """The shards the split options ask of an object of ``size`` bytes, as equal units
-    (records not counted); ``split`` is ``{"shards": n}`` or ``{"shard_size": bytes}``."""
-    count = shard_count(size, shards=split.get("shards"), shard_size=split.get("shard_size"))
-    return [
-        Unit(name if count == 1 else f"{name}#{i:05d}", None, size / count) for i in range(count)
-    ]
+class ShardTally:
+    """The shards the split options ask of each object Plan lists: counted, and kept as
+    equal units (records not counted) only when a throughput needs them, so Plan's memory
+    grows with the shards only for a run that asks for a duration."""
+
+    def __init__(self, split: Mapping[str, Any], keep: bool) -> None:
+        self.shards = split.get("shards")
+        self.shard_size = split.get("shard_size")
+        self.keep = keep
+        self.count = 0
+        self.units: list[Unit] = []
+
+    def add(self, name: str, size: int) -> None:
+        count = shard_count(size, shards=self.shards, shard_size=self.shard_size)
+        self.count += count
+        if self.keep:
+            self.units += [
+                Unit(name if count == 1 else f"{name}#{i:05d}", None, size / count)
+                for i in range(count)
+            ]
 
 
 def run_estimate(
-    units: list[Unit],
+    tally: ShardTally,
     *,
     objects: int,
     bytes: int,
@@ -122,9 +135,10 @@ def run_estimate(
     except ValidationError:
         spec = None  # counts and price only; batchinfer plan names the missing specification
     return job_estimate(
-        units,
+        tally.units,
         objects=objects,
         bytes=bytes,
+        shards=tally.count,
         settings=settings,
         engine=engine,
         price=price,

@@ -220,14 +220,15 @@ def job_estimate(
     *,
     objects: int,
     bytes: int,
+    shards: int,
     settings: TransformSettings,
     engine: str,
     price: Price | None,
     spec: InstanceSpec | None,
     throughput: Throughput | None,
 ) -> JobEstimate:
-    """The estimate of one job over ``units`` (the shards of ``objects`` inputs of
-    ``bytes`` in all); the duration and cost need ``throughput`` and ``spec``."""
+    """The estimate of one job over ``shards`` units of ``objects`` inputs of ``bytes`` in
+    all; the duration and cost need ``throughput``, ``spec`` and every unit in ``units``."""
     units = list(units)
     duration = None
     if throughput is not None and spec is not None:
@@ -237,7 +238,7 @@ def job_estimate(
     return JobEstimate(
         objects=objects,
         bytes=bytes,
-        shards=len(units),
+        shards=shards,
         instance_type=settings.instance_type,
         instances=settings.instance_count,
         price=price,

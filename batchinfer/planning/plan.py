@@ -169,6 +169,7 @@ def make_plan(
         _units(plan.inputs),
         objects=len(plan.inputs),
         bytes=sum(i.bytes for i in plan.inputs),
+        shards=plan.units,
         settings=settings,
         engine=request.engine,
         price=plan.price,

@@ -14,9 +14,9 @@ from batchinfer.commands import figures
 from batchinfer.commands.transform_options import option_name
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.plan import check_request
-from batchinfer.pipeline.run_estimate import EstimateRequest, run_estimate
+from batchinfer.pipeline.run_estimate import EstimateRequest, ShardTally, run_estimate
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
-from batchinfer.planning.estimate import Throughput, Unit
+from batchinfer.planning.estimate import Throughput
 from batchinfer.planning.prices import table_price
 from batchinfer.transform.settings import PASCAL, TransformSettings
 from tests.support.aws import create_output_stack
@@ -321,8 +321,11 @@ def _estimated_run(deployed, run_id: str, status: str, throughput, **attributes)
     settings = TransformSettings.from_request(
         {"instance_count": 2, "instance_type": "ml.m5.xlarge"}
     )
+    tally = ShardTally({"shard_size": 1_000_000}, keep=True)
+    for name in ("a.csv", "b.csv"):
+        tally.add(name, 2_000_000)
     job = run_estimate(
-        [Unit(f"s{i}", None, 1_000_000) for i in range(4)],
+        tally,
         objects=2,
         bytes=4_000_000,
         settings=settings,
