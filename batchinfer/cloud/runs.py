@@ -36,6 +36,7 @@ RUN_KEYS = (
     "failed_job",
     "failed_shards",
     "settings",
+    "estimate",
 )
 SHARD_KEYS = (
     "shard",

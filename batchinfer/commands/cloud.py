@@ -6,6 +6,8 @@ are reported as one line with their exit code (:mod:`batchinfer.cloud.aws_errors
 """
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -14,6 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from batchinfer.cloud.actuals import actual
 from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.cloud.runs import (
     RUN_KEYS,
@@ -26,10 +29,13 @@ from batchinfer.cloud.runs import (
     watch_run,
 )
 from batchinfer.cloud.stack import DeployedStack
+from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.plan import check_request
+from batchinfer.pipeline.run_estimate import ESTIMATE_KEY, EstimateRequest
 from batchinfer.pipeline.status_table import RUN_STATUSES
+from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
 Stack = Annotated[
@@ -65,6 +71,17 @@ def submit(
         bool | None, typer.Option("--merge/--no-merge", help="One output per input object.")
     ] = None,
     region: Region = None,
+    estimate_model: Annotated[
+        Path | None,
+        typer.Option(
+            help="Model directory or model.tar.gz: measure its throughput on "
+            "--estimate-sample so the run's status holds a duration and cost estimate."
+        ),
+    ] = None,
+    estimate_sample: Annotated[
+        Path | None,
+        typer.Option(help="Local files like the input's, to measure the throughput on."),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check and print the request; start nothing.")
     ] = False,
@@ -73,7 +90,9 @@ def submit(
 ) -> None:
     """Start a run on the stack; print its run id and console link. Options left out take
     the stack's defaults. The request is checked here as the state machine's Plan checks it,
-    except what depends on the stack's defaults (the Plan checks that)."""
+    except what depends on the stack's defaults (the Plan checks that). With
+    --estimate-model the request carries the throughput measured as ``batchinfer plan``
+    measures it."""
     parse_s3_uri(input, field="--input")
     if output is not None:
         parse_s3_uri(output, field="--output")
@@ -88,6 +107,12 @@ def submit(
         "merge": merge,
     }
     request = {key: value for key, value in values.items() if value is not None} | transform
+    if (estimate_model is None) != (estimate_sample is None):
+        raise ValidationError("--estimate-model, --estimate-sample: give both or neither")
+    if estimate_model is not None and estimate_sample is not None:
+        request[ESTIMATE_KEY] = measured_throughput(
+            estimate_model, estimate_sample, request.get("engine", "transform"), transform
+        )
     deployed = _stack(stack, region)
     state_machine = deployed.state_machine_arn
     check_request(request)
@@ -104,6 +129,28 @@ def submit(
     typer.echo(f"console:   {console_link(execution)}")
 
 
+def measured_throughput(
+    model: Path, sample: Path, engine: str, transform: dict[str, Any]
+) -> dict[str, Any]:
+    """The request's ``estimate``: the model's throughput on ``sample``, calibrated as
+    ``batchinfer plan --model`` calibrates it."""
+    from batchinfer.commands.run import parse_engine
+    from batchinfer.planning.plan import PlanRequest, make_plan
+
+    request = PlanRequest(
+        inputs=[str(sample)],
+        settings=TransformSettings.from_request(transform),
+        engine=parse_engine(engine),
+        model=model,
+    )
+    Console(stderr=True).print("[dim]measuring the model's throughput on the sample…[/]")
+    plan = make_plan(request)
+    if plan.calibration is None:
+        reasons = "; ".join(w.message for w in plan.warnings) or "no records"
+        raise ValidationError(f"--estimate-sample {sample}: no throughput measured: {reasons}")
+    return EstimateRequest(plan.calibration.throughput).to_request()
+
+
 @aws_errors()
 def status(
     run_id: Annotated[str, typer.Argument(help="The run id.", show_default=False)],
@@ -113,8 +160,9 @@ def status(
     region: Region = None,
     as_json_: Json = False,
 ) -> None:
-    """The run and its shards (status, attempts, record counts, failures). --json prints
-    {"run": {...}, "shards": [...]}; with --watch, one such line per refresh."""
+    """The run, its estimate beside what it took, and its shards (status, attempts, record
+    counts, failures). --json prints {"run": {...}, "actual": {...}, "shards": [...]}; with
+    --watch, one such line per refresh."""
     deployed = _stack(stack, region)
     table = deployed.status_table()
 
@@ -125,7 +173,7 @@ def status(
 
         def show(run: dict[str, Any]) -> None:
             shards = [as_json(item, SHARD_KEYS) for item in table.shards(run_id)]
-            document = {"run": as_json(run, RUN_KEYS), "shards": shards}
+            document = {"run": as_json(run, RUN_KEYS), "actual": actual(run), "shards": shards}
             typer.echo(json.dumps(document, indent=None if watch else 2))
 
         if watch:
@@ -135,7 +183,7 @@ def status(
         return
 
     def view(run: dict[str, Any]) -> Group:
-        return Group(run_table(run), shard_table(table.shards(run_id)))
+        return Group(run_table(run), estimate_table(run), shard_table(table.shards(run_id)))
 
     console = Console()
     if not watch:
@@ -198,6 +246,69 @@ def run_table(run: dict[str, Any]) -> Table:
         if value not in (None, ""):
             view.add_row(label, value if isinstance(value, Text) else _text(value))
     return view
+
+
+def estimate_table(run: dict[str, Any]) -> Table:
+    """Plan's estimate beside what the run took (instance-hours and cost: at most)."""
+    estimate, taken = as_json(run, ("estimate",))["estimate"] or {}, actual(run)
+    view = Table("", "estimate", "actual", title=Text("estimate and actual"))
+    instances = (
+        "" if taken["instances"] is None else f"{taken['instances']} x {taken['instance_type']}"
+    )
+    seconds = estimate.get("job_seconds")
+    so_far = "" if taken["finished"] else " so far"
+    rows = [
+        ("objects", estimate.get("objects"), run.get("objects")),
+        (
+            "bytes",
+            _figure(figures.size, estimate.get("bytes")),
+            _figure(figures.size, run.get("bytes")),
+        ),
+        ("shards", estimate.get("shards"), taken["shards"]),
+        (
+            "instances",
+            f"{estimate.get('instances')} x {estimate.get('instance_type')}" if estimate else None,
+            instances,
+        ),
+        (
+            "duration",
+            "needs a measured throughput"
+            if estimate and seconds is None
+            else _figure(figures.duration, seconds),
+            _figure(figures.duration, taken["duration_seconds"]) + so_far,
+        ),
+        (
+            "instance-hours",
+            _figure(figures.decimal, estimate.get("instance_hours")),
+            _at_most(figures.decimal, taken["instance_hours_at_most"]),
+        ),
+        (
+            "cost",
+            _figure(figures.usd, estimate.get("cost_usd")),
+            _at_most(figures.usd, taken["cost_usd_at_most"]),
+        ),
+        (
+            "price",
+            _figure(_hourly, estimate.get("usd_per_hour")),
+            _figure(_hourly, taken["usd_per_hour"]),
+        ),
+        ("records in / out", "", f"{_text(taken['records_in'])} / {_text(taken['records_out'])}"),
+    ]
+    for label, expected, got in rows:
+        view.add_row(label, _text(expected), _text(got))
+    return view
+
+
+def _figure(show: Callable[[Any], str], value: Any) -> str:
+    return "" if value is None else show(value)
+
+
+def _at_most(show: Callable[[Any], str], value: Any) -> str:
+    return "" if value is None else f"at most {show(value)}"
+
+
+def _hourly(usd: float) -> str:
+    return f"${usd:g}/h"
 
 
 def shard_table(items: list[dict[str, Any]]) -> Table:

@@ -2,7 +2,6 @@
 duration and cost of the job, before it runs."""
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,8 +10,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run import parse_engine, parse_shards
+from batchinfer.commands.transform_options import option_name
 from batchinfer.errors import ValidationError
 from batchinfer.planning.plan import (
     DEFAULT_SAMPLE_RECORDS,
@@ -24,6 +25,7 @@ from batchinfer.planning.plan import (
 )
 from batchinfer.planning.prices import parse_price_overrides
 from batchinfer.planning.survey import Sharding
+from batchinfer.planning.tune import TunePoint, recommend
 from batchinfer.transform.settings import MIB, TransformSettings
 from batchinfer.units import parse_size
 
@@ -61,6 +63,13 @@ def plan(
     sample_records: Annotated[
         int, typer.Option(help="Records sent through the model to calibrate.")
     ] = DEFAULT_SAMPLE_RECORDS,
+    tune: Annotated[
+        bool,
+        typer.Option(
+            help="With --model: sweep MaxPayloadInMB and MaxConcurrentTransforms on the "
+            "sample and recommend the fastest pair that fits the payload rule."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     *,
     transform: dict[str, Any],
@@ -86,9 +95,14 @@ def plan(
         region=region or default_region(),
         prices=parse_price_overrides(price),
         sample_records=sample_records,
+        tune=tune,
     )
     status = Console(stderr=True, quiet=as_json)
-    result = make_plan(request, on_stage=lambda s: status.print(f"[dim]{s}…[/]"))
+    result = make_plan(
+        request,
+        on_stage=lambda s: status.print(f"[dim]{s}…[/]"),
+        on_point=lambda p: status.print(f"[dim]  {_point_label(p)}: {_point_value(p)}[/]"),
+    )
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -102,13 +116,14 @@ def show(console: Console, plan: Plan) -> None:
     def line(*parts: str, style: str = "") -> None:
         console.print(Text("".join(parts), style=style), highlight=False)
 
-    total = sum(i.bytes for i in plan.inputs)
-    records = "" if plan.records is None else f", {_count(plan.records, 'record')}"
+    job = plan.job
+    assert job is not None, "make_plan estimates every plan it returns"
+    records = "" if plan.records is None else f", {figures.count(plan.records, 'record')}"
     line(
-        f"{_count(len(plan.inputs), 'object')}, {_size(total)}{records} -> "
-        f"{_count(plan.units, 'shard')} on "
-        f"{settings.instance_count} x {settings.instance_type} ({plan.busy_instances} busy), "
-        f"1 {plan.request.engine} job",
+        f"{figures.count(job.objects, 'object')}, {figures.size(job.bytes)}{records} -> "
+        f"{figures.count(job.shards, 'shard')} on "
+        f"{job.instances} x {job.instance_type} ({job.busy_instances} busy), "
+        f"{job.jobs} {plan.request.engine} job",
         style="bold",
     )
     console.print(_files_table(plan))
@@ -130,30 +145,80 @@ def show(console: Console, plan: Plan) -> None:
     if plan.calibration is not None:
         c = plan.calibration
         line(
-            f"calibration: {c.records:,} records ({_size(c.bytes)}) in {c.seconds:.2f} s on one "
-            f"local {c.engine} instance, {c.busy_cpus} of {c.local_cpus} CPUs busy: "
+            f"calibration: {c.records:,} records ({figures.size(c.bytes)}) in {c.seconds:.2f} s "
+            f"on one local {c.engine} instance, {c.busy_cpus} of {c.local_cpus} CPUs busy: "
             f"{c.rows_per_second:,.0f} rows/s"
         )
     if plan.estimate is not None:
         _show_estimate(line, plan)
+    if plan.tuning is not None:
+        _show_tuning(line, plan.tuning)
     for warning in plan.warnings:
         line(f"warning: {warning.message}", style="yellow")
+
+
+BAR_WIDTH = 30
+
+
+def _show_tuning(line: Any, points: list[TunePoint]) -> None:
+    """The measured curve as bars, one per MaxPayloadInMB x MaxConcurrentTransforms pair."""
+    best = recommend(points)
+    fastest = max((p.rows_per_second or 0.0 for p in points), default=0.0) or 1.0
+    line(
+        "tune: rows/s on the sample by MaxPayloadInMB (records per request) x "
+        "MaxConcurrentTransforms",
+        style="bold",
+    )
+    for point in points:
+        bar = ""
+        if point.rows_per_second is not None:
+            filled = round(BAR_WIDTH * point.rows_per_second / fastest)
+            bar = "█" * filled + "·" * (BAR_WIDTH - filled) + " "
+        mark = "  <- recommended" if point == best else ""
+        line(f"  {_point_label(point):<36} {bar}{_point_value(point)}{mark}")
+    if best is None:
+        line("tune: no pair fits the payload rule and was measured", style="yellow")
+        return
+    line(
+        f"recommended: {option_name('max_payload_mb')} {best.max_payload_mb} "
+        f"{option_name('max_concurrent_transforms')} {best.max_concurrent_transforms} "
+        f"({best.rows_per_second:,.0f} rows/s on the sample, the fastest pair that fits)",
+        style="bold",
+    )
+
+
+def _point_label(point: TunePoint) -> str:
+    return (
+        f"{point.max_payload_mb:>3} MB (~{point.records_per_request:,} rec) "
+        f"x {point.max_concurrent_transforms}"
+    )
+
+
+def _point_value(point: TunePoint) -> str:
+    if not point.fits:
+        return f"does not fit: {point.reason}"
+    return f"{point.rows_per_second:,.0f} rows/s"
 
 
 def _show_estimate(line: Any, plan: Plan) -> None:
     e = plan.estimate
     assert e is not None
-    busy = ", ".join(_duration(s) for s in e.instance_seconds[:FILES_SHOWN])
+    busy = ", ".join(figures.duration(s) for s in e.instance_seconds[:FILES_SHOWN])
     more = " ..." if len(e.instance_seconds) > FILES_SHOWN else ""
+    speed = (
+        f"{figures.size(e.bytes_per_second)}/s"
+        if e.rows_per_second is None
+        else f"{e.rows_per_second:,.0f} rows/s"
+    )
     line(
-        f"estimate: {e.rows_per_second:,.0f} rows/s per {e.instance_type} ({e.busy_cpus} "
+        f"estimate: {speed} per {e.instance_type} ({e.busy_cpus} "
         f"vCPUs busy); busy per instance: "
-        f"{busy}{more}; job: {_duration(e.job_seconds)}"
+        f"{busy}{more}; job: {figures.duration(e.job_seconds)}"
     )
     if e.price is not None and e.cost_usd is not None:
         line(
-            f"cost: {_decimal(e.instance_hours)} instance-hours x ${e.price.usd_per_hour:g}/h = "
-            f"{_usd(e.cost_usd)} ({e.price.source})",
+            f"cost: {figures.decimal(e.instance_hours)} instance-hours x "
+            f"${e.price.usd_per_hour:g}/h = {figures.usd(e.cost_usd)} ({e.price.source})",
             style="bold",
         )
     for assumption in e.assumptions:
@@ -166,7 +231,7 @@ def _files_table(plan: Plan) -> Table:
         largest = survey.largest
         table.add_row(
             Text(survey.name),
-            _size(survey.bytes),
+            figures.size(survey.bytes),
             "" if survey.records is None else f"{survey.records:,}",
             "" if largest is None else f"#{largest.number}: {largest.size:,} B",
             str(survey.shards),
@@ -174,35 +239,3 @@ def _files_table(plan: Plan) -> Table:
     if len(plan.inputs) > FILES_SHOWN:
         table.add_row(Text(f"... {len(plan.inputs) - FILES_SHOWN} more"), "", "", "", "")
     return table
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024:
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} TiB"
-
-
-def _usd(amount: float) -> str:
-    return "$" + _decimal(amount)
-
-
-def _decimal(x: float) -> str:
-    """Two decimals, or three significant digits below 1 (no exponent)."""
-    if x >= 1 or x == 0:
-        return f"{x:,.2f}"
-    places = max(2, 2 - math.floor(math.log10(x)))
-    return f"{x:.{places}f}"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -14,29 +14,17 @@ import tempfile
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Protocol, TypeVar
+from typing import IO
 
 from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.key_split import shard_by_key
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
 from batchinfer.engine.transform_engine import default_workers_per_instance
 from batchinfer.errors import BatchInferError
-from batchinfer.serving.wsgi_app import execution_parameters
+from batchinfer.serving.limits import execution_parameters
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.settings import TransformSettings
-
-
-class _Keyed(Protocol):
-    name: str
-
-
-Keyed = TypeVar("Keyed", bound=_Keyed)
-
-
-def shard_by_key(files: list[Keyed], instances: int) -> list[list[Keyed]]:
-    """Disjoint, complete assignment of files (sorted by key) to instances (P4)."""
-    ordered = sorted(files, key=lambda f: f.name)
-    return [ordered[i::instances] for i in range(instances)]
 
 
 def run_processing(

@@ -22,8 +22,8 @@ from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.serving.handlers import InferenceHandler, load_handler
+from batchinfer.serving.limits import execution_parameters
 from batchinfer.serving.server_errors import error_answer
-from batchinfer.serving.wsgi_app import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")

@@ -25,6 +25,12 @@ from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.pipeline.job_names import job_base
 from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
+from batchinfer.pipeline.run_estimate import (
+    ESTIMATE_KEY,
+    ShardTally,
+    estimate_request,
+    run_estimate,
+)
 from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
 from batchinfer.pipeline.s3io import SpooledJson, list_objects, named_objects, write_json
 from batchinfer.pipeline.state import RunPlan, SplitTask
@@ -36,7 +42,7 @@ from batchinfer.uris import S3Location, parse_s3_uri
 
 RUN_KEYS = frozenset(
     {"input", "names", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
-) | frozenset(MODEL_KEYS)
+) | frozenset({ESTIMATE_KEY, *MODEL_KEYS})
 REQUEST_KEYS = RUN_KEYS | TransformSettings.request_keys()
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
@@ -82,11 +88,22 @@ def plan_run(
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
+    asked = estimate_request(request)
+    tally = ShardTally(split["size"], keep=asked.throughput is not None)
     with SpooledJson("lines") as tasks:
-        total = _split_tasks(s3, source, names, layout, settings, split, tasks)
+        total = _split_tasks(s3, source, names, layout, settings, split, tasks, tally)
         objects = tasks.count
-        names = job_base(env.job_prefix, run_id)
-        model_name = run_model_name(names) if model else None
+        job = run_estimate(
+            tally,
+            objects=objects,
+            bytes=total,
+            settings=settings,
+            engine=engine,
+            region=s3.meta.region_name,
+            asked=asked,
+        )
+        jobs_base = job_base(env.job_prefix, run_id)
+        model_name = run_model_name(jobs_base) if model else None
         table.create_run(
             run_id,
             execution,
@@ -97,6 +114,7 @@ def plan_run(
             objects=objects,
             bytes=total,
             settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
+            estimate=job.to_item(),
             **({"run_model": model_name, "model_data": model.model_data_url} if model else {}),
         )
         # Only the execution that claimed the run id writes the run's objects.
@@ -121,7 +139,7 @@ def plan_run(
         settings=replace(settings, environment={}),
         merge=merge,
         max_rounds=int(env.max_rounds),
-        job_base=names,
+        job_base=jobs_base,
         environment_uri=environment,
         model_name=model_name,
         model_data_url=model.model_data_url if model else None,
@@ -145,6 +163,7 @@ def check_request(request: Any) -> None:
     for key in ("header", "merge"):
         _flag(request, key)
     TransformSettings.check_given(_settings_of(request))
+    estimate_request(request)
 
 
 def _s3_uri(uri: Any, field: str) -> None:
@@ -269,8 +288,10 @@ def _split_tasks(
     settings: TransformSettings,
     split: dict[str, Any],
     tasks: SpooledJson,
+    tally: ShardTally,
 ) -> int:
-    """Add one :class:`SplitTask` per input object to ``tasks``; the bytes of all objects."""
+    """Add one :class:`SplitTask` per input object to ``tasks`` and its shards to
+    ``tally`` (for the estimate); the bytes of all objects."""
     base = source.key[: source.key.rfind("/") + 1]
     total = 0
     for obj in input_objects(s3, source, names):
@@ -284,6 +305,7 @@ def _split_tasks(
                 **split["size"],
             ).to_state()
         )
+        tally.add(obj["Key"], obj["Size"])
         total += obj["Size"]
     return total
 

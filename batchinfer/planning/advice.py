@@ -112,3 +112,11 @@ def calibration_failed(reason: str) -> Advice:
         f"--model: the model failed on the calibration sample (records drawn from the "
         f"inputs), as the job would: {reason}",
     )
+
+
+def small_tune_sample(sample_bytes: int, payload_mb: int) -> Advice:
+    return Advice(
+        "small-tune-sample",
+        f"--tune: the sample ({sample_bytes:,} bytes) fits in one request of {payload_mb} MB, "
+        "so the batch settings barely change its speed; raise --sample-records",
+    )

@@ -18,7 +18,7 @@ from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.local_job import run_engine
 from batchinfer.engines import Engine
 from batchinfer.model_artifact import prepare_model_dir
-from batchinfer.serving.wsgi_app import execution_parameters
+from batchinfer.planning.estimate import Throughput, busy_cpus
 from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_NAME = "calibration-sample"
@@ -33,6 +33,7 @@ class Calibration:
     local_cpus: int
     busy_cpus: int  # the local CPUs the sample's requests kept busy
     effective: dict[str, Any]
+    requests: int = 0  # the requests the sample took
 
     @property
     def rows_per_second(self) -> float:
@@ -42,21 +43,21 @@ class Calibration:
     def bytes_per_second(self) -> float:
         return self.bytes / self.seconds
 
+    @property
+    def throughput(self) -> Throughput:
+        return Throughput(
+            self.rows_per_second,
+            self.bytes_per_second,
+            self.busy_cpus,
+            f"one local {self.engine} instance on {self.records:,} sampled records, "
+            f"{self.busy_cpus} of {self.local_cpus} CPUs busy",
+        )
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self) | {
             "rows_per_second": self.rows_per_second,
             "bytes_per_second": self.bytes_per_second,
         }
-
-
-def busy_cpus(engine: str, cpus: int, settings: TransformSettings) -> int:
-    """The CPUs an instance of ``cpus`` keeps busy on a large input: one worker per CPU, fed
-    MaxConcurrentTransforms requests at a time (the job's, else what its model server
-    answers, R10) by a transform job, or one request per worker by a processing job."""
-    if engine == "processing":
-        return cpus
-    answer = execution_parameters(cpus, settings.container_environment({}))
-    return max(1, min(cpus, settings.resolve(answer).max_concurrent_transforms))
 
 
 class CalibrationFailed(Exception):
@@ -104,4 +105,5 @@ def calibrate(
         local_cpus=local_cpus,
         busy_cpus=max(1, min(requests, busy_cpus(engine, local_cpus, settings))),
         effective=asdict(report.effective),
+        requests=sum(s.requests for s in stats),
     )

@@ -3,30 +3,59 @@
 Each unit (an input, or a shard of one) is transformed whole by one instance (R3). A
 transform job's instances take the next unit as they become free (as the local engine
 does); a processing job's are given units by key (ShardedByS3Key, P4). An instance's speed
-is the calibrated speed per busy CPU times the CPUs it keeps busy (:func:`busy_cpus`);
+is the measured speed per busy CPU times the CPUs it keeps busy (:func:`busy_cpus`);
 every instance is billed until the job's last unit is done.
+
+:func:`job_estimate` is the one estimate of a job: ``batchinfer plan`` shows it and the
+pipeline's Plan step writes it into the run's status item (:meth:`JobEstimate.to_item`).
+This module imports no model-serving code, so the pipeline's Lambdas can use it.
 """
 
 import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
-from batchinfer.engine.processing_engine import shard_by_key
+from batchinfer.engine.key_split import shard_by_key
 from batchinfer.pipeline.instance_specs import InstanceSpec
-from batchinfer.planning.calibrate import Calibration, busy_cpus
 from batchinfer.planning.prices import Price
+from batchinfer.serving.limits import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 SECONDS_PER_HOUR = 3600.0
+SIGNIFICANT_DIGITS = 6  # of the numbers kept in a status item
 
 
 @dataclass(frozen=True)
 class Unit:
-    """The work of one input or shard: its records (Line) and decompressed bytes."""
+    """The work of one input or shard: its records (Line; None when not counted) and
+    decompressed bytes."""
 
     name: str
-    records: float
+    records: float | None
     bytes: float
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A measured speed: records (None when not counted) and bytes a second while
+    ``busy_cpus`` CPUs were busy, and where the figures come from."""
+
+    rows_per_second: float | None
+    bytes_per_second: float
+    busy_cpus: int
+    source: str
+
+
+def busy_cpus(engine: str, cpus: int, settings: TransformSettings) -> int:
+    """The CPUs an instance of ``cpus`` keeps busy on a large input: one worker per CPU, fed
+    MaxConcurrentTransforms requests at a time (the job's, else what its model server
+    answers, R10) by a transform job, or one request per worker by a processing job."""
+    if engine == "processing":
+        return cpus
+    answer = execution_parameters(cpus, settings.container_environment({}))
+    return max(1, min(cpus, settings.resolve(answer).max_concurrent_transforms))
 
 
 @dataclass(frozen=True)
@@ -34,8 +63,8 @@ class Estimate:
     instance_type: str
     instance_count: int
     busy_cpus: int  # per instance
-    basis: str  # "records" (SplitType Line) or "bytes" (None: objects differ in size)
-    rows_per_second: float  # per instance
+    basis: str  # "records" (SplitType Line, records counted) or "bytes"
+    rows_per_second: float | None  # per instance
     bytes_per_second: float  # per instance
     instance_seconds: list[float]
     price: Price | None
@@ -73,7 +102,7 @@ class Estimate:
 
 def estimate(
     units: list[Unit],
-    calibration: Calibration,
+    throughput: Throughput,
     *,
     spec: InstanceSpec,
     settings: TransformSettings,
@@ -82,34 +111,43 @@ def estimate(
 ) -> Estimate:
     """Seconds per instance for ``units`` on the ``settings``' instances, of ``spec``."""
     busy = busy_cpus(engine, spec.vcpus, settings)
-    scale = busy / calibration.busy_cpus
-    rows, throughput = calibration.rows_per_second * scale, calibration.bytes_per_second * scale
-    by_records = settings.split_type == "Line"
+    scale = busy / throughput.busy_cpus
+    rows = None if throughput.rows_per_second is None else throughput.rows_per_second * scale
+    speed = throughput.bytes_per_second * scale
+    by_records = (
+        settings.split_type == "Line"
+        and rows is not None
+        and all(u.records is not None for u in units)
+    )
     instance_count = settings.instance_count
 
     def seconds(unit: Unit) -> float:
-        return unit.records / rows if by_records else unit.bytes / throughput
+        if by_records:
+            assert rows is not None and unit.records is not None
+            return unit.records / rows
+        return unit.bytes / speed
 
     if engine == "processing":
         seconds_each = [sum(map(seconds, part)) for part in shard_by_key(units, instance_count)]
     else:
         seconds_each = _shared_queue([seconds(u) for u in units], instance_count)
     assumptions = [
-        f"a vCPU of {settings.instance_type} is as fast as a CPU of this machine, which "
-        f"kept {calibration.busy_cpus} of its {calibration.local_cpus} CPUs busy on the "
-        f"sample; an instance keeps {busy} of its {spec.vcpus} vCPUs busy"
+        f"a vCPU of {settings.instance_type} is as fast as a CPU of the measurement "
+        f"({throughput.source}); an instance keeps {busy} of its {spec.vcpus} vCPUs busy"
         + ("; its GPUs are not counted" if spec.gpus else ""),
         "each input or shard is large enough to keep that many requests in flight",
         "instance start-up and model loading (minutes per job, billed too) are not included",
         "every instance is billed until the job's last unit is done",
     ]
+    if not by_records:
+        assumptions.append("records take time in proportion to their bytes")
     return Estimate(
         instance_type=settings.instance_type,
         instance_count=instance_count,
         busy_cpus=busy,
         basis="records" if by_records else "bytes",
         rows_per_second=rows,
-        bytes_per_second=throughput,
+        bytes_per_second=speed,
         instance_seconds=seconds_each,
         price=price,
         assumptions=assumptions,
@@ -125,3 +163,84 @@ def _shared_queue(durations: list[float], instances: int) -> list[float]:
         busy[instance] += duration
         heapq.heappush(free, (at + duration, instance))
     return busy
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """What one job over some inputs would do, and with a throughput how long it would take
+    and cost: the counts need no measurement, the duration does."""
+
+    objects: int
+    bytes: int
+    shards: int
+    instance_type: str
+    instances: int
+    price: Price | None
+    duration: Estimate | None
+    jobs: int = 1
+
+    @property
+    def busy_instances(self) -> int:
+        return min(self.instances, self.shards)
+
+    def to_item(self) -> dict[str, Any]:
+        """The estimate as a status-table map: DynamoDB numbers (Decimal), absent values
+        left out; no per-instance lists, so the item stays small."""
+        values: dict[str, Any] = {
+            "objects": self.objects,
+            "bytes": self.bytes,
+            "shards": self.shards,
+            "instances": self.instances,
+            "jobs": self.jobs,
+            "instance_type": self.instance_type,
+        }
+        if self.price is not None:
+            values |= {"usd_per_hour": self.price.usd_per_hour, "price_source": self.price.source}
+        if self.duration is not None:
+            d = self.duration
+            values |= {
+                "basis": d.basis,
+                "rows_per_second": d.rows_per_second,
+                "bytes_per_second": d.bytes_per_second,
+                "job_seconds": d.job_seconds,
+                "instance_hours": d.instance_hours,
+                "cost_usd": d.cost_usd,
+            }
+        return {key: _number(value) for key, value in values.items() if value is not None}
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(f"{value:.{SIGNIFICANT_DIGITS}g}")
+    return value
+
+
+def job_estimate(
+    units: Iterable[Unit],
+    *,
+    objects: int,
+    bytes: int,
+    shards: int,
+    settings: TransformSettings,
+    engine: str,
+    price: Price | None,
+    spec: InstanceSpec | None,
+    throughput: Throughput | None,
+) -> JobEstimate:
+    """The estimate of one job over ``shards`` units of ``objects`` inputs of ``bytes`` in
+    all; the duration and cost need ``throughput``, ``spec`` and every unit in ``units``."""
+    units = list(units)
+    duration = None
+    if throughput is not None and spec is not None:
+        duration = estimate(
+            units, throughput, spec=spec, settings=settings, engine=engine, price=price
+        )
+    return JobEstimate(
+        objects=objects,
+        bytes=bytes,
+        shards=shards,
+        instance_type=settings.instance_type,
+        instances=settings.instance_count,
+        price=price,
+        duration=duration,
+    )

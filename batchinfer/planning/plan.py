@@ -19,11 +19,12 @@ from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.planning import advice
 from batchinfer.planning.advice import Advice
 from batchinfer.planning.calibrate import Calibration, CalibrationFailed, calibrate
-from batchinfer.planning.estimate import Estimate, Unit, estimate
+from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estimate
 from batchinfer.planning.prices import Price, hourly_price
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
-from batchinfer.transform.settings import TransformSettings
+from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, sweep, tune_json
+from batchinfer.transform.settings import MIB, TransformSettings
 from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 DEFAULT_REGION = "us-east-1"
@@ -42,6 +43,7 @@ class PlanRequest:
     region: str = DEFAULT_REGION
     prices: dict[str, float] = field(default_factory=dict)
     sample_records: int = DEFAULT_SAMPLE_RECORDS
+    tune: bool = False
 
 
 @dataclass
@@ -51,8 +53,9 @@ class Plan:
     spec: InstanceSpec | None
     price: Price | None
     calibration: Calibration | None = None
-    estimate: Estimate | None = None
+    job: JobEstimate | None = None
     warnings: list[Advice] = field(default_factory=list)
+    tuning: list[TunePoint] | None = None
 
     @property
     def units(self) -> int:
@@ -60,8 +63,8 @@ class Plan:
         return sum(i.shards for i in self.inputs)
 
     @property
-    def busy_instances(self) -> int:
-        return min(self.request.settings.instance_count, self.units)
+    def estimate(self) -> Estimate | None:
+        return None if self.job is None else self.job.duration
 
     @property
     def records(self) -> int | None:
@@ -69,19 +72,20 @@ class Plan:
         return None if None in counts else sum(c or 0 for c in counts)
 
     def to_json(self) -> dict[str, Any]:
-        request = self.request
+        request, job = self.request, self.job
+        assert job is not None, "make_plan estimates every plan it returns"
         return {
             "inputs": request.inputs,
             "engine": request.engine,
             "region": request.region,
             "settings": request.settings.to_state(),
-            "objects": len(self.inputs),
-            "bytes": sum(i.bytes for i in self.inputs),
+            "objects": job.objects,
+            "bytes": job.bytes,
             "records": self.records,
-            "shards": self.units,
-            "instances": request.settings.instance_count,
-            "busy_instances": self.busy_instances,
-            "jobs": 1,
+            "shards": job.shards,
+            "instances": job.instances,
+            "busy_instances": job.busy_instances,
+            "jobs": job.jobs,
             "files": [asdict(i) for i in self.inputs],
             "largest_record": largest_record(self),
             "instance": {"type": request.settings.instance_type}
@@ -90,6 +94,7 @@ class Plan:
             "calibration": None if self.calibration is None else self.calibration.to_json(),
             "estimate": None if self.estimate is None else self.estimate.to_json(),
             "warnings": [asdict(w) for w in self.warnings],
+            "tune": None if self.tuning is None else tune_json(self.tuning),
         }
 
 
@@ -113,8 +118,13 @@ def default_region() -> str:
     return os.environ.get("AWS_REGION") or DEFAULT_REGION
 
 
-def make_plan(request: PlanRequest, on_stage: Callable[[str], None] = lambda _s: None) -> Plan:
-    """Survey, check, calibrate (with a model) and estimate; invalid requests raise
+def make_plan(
+    request: PlanRequest,
+    on_stage: Callable[[str], None] = lambda _s: None,
+    on_point: Callable[[TunePoint], None] = lambda _p: None,
+) -> Plan:
+    """Survey, check, calibrate (with a model), estimate and with ``tune`` sweep the batch
+    settings (each point measured goes to ``on_point``); invalid requests raise
     ValidationError naming the option."""
     settings = request.settings
     check_instance_type(settings.instance_type, request.engine)
@@ -125,6 +135,8 @@ def make_plan(request: PlanRequest, on_stage: Callable[[str], None] = lambda _s:
         raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
     if request.model is not None and not request.model.exists():
         raise InputError(f"--model {request.model}: no such file or directory")
+    if request.tune:
+        _check_tune(request, any(remote))
     warnings = advice.sharding(request.settings, request.sharding, request.merge)
     calibrating = request.model is not None and not any(remote)
     reservoir = Reservoir(request.sample_records if calibrating else 0)
@@ -150,16 +162,56 @@ def make_plan(request: PlanRequest, on_stage: Callable[[str], None] = lambda _s:
     if calibrating:
         on_stage("calibrate")
         plan.calibration = _calibrate(request, files, reservoir, plan)
-    if plan.calibration is not None and plan.spec is not None and plan.records is not None:
-        plan.estimate = estimate(
-            _units(plan.inputs),
-            plan.calibration,
-            spec=plan.spec,
-            settings=settings,
-            engine=request.engine,
-            price=plan.price,
-        )
+    if request.tune and plan.calibration is not None:
+        on_stage("tune")
+        plan.tuning = _tune(request, reservoir.sample(), plan, on_point)
+    plan.job = job_estimate(
+        _units(plan.inputs),
+        objects=len(plan.inputs),
+        bytes=sum(i.bytes for i in plan.inputs),
+        shards=plan.units,
+        settings=settings,
+        engine=request.engine,
+        price=plan.price,
+        spec=plan.spec,
+        throughput=None if plan.calibration is None else plan.calibration.throughput,
+    )
     return plan
+
+
+def _check_tune(request: PlanRequest, remote: bool) -> None:
+    needs = [
+        (request.model is None, "--model (the model whose server is measured)"),
+        (remote, "local inputs (the sample is drawn from them)"),
+        (request.engine != "transform", "--engine transform (a processing job has no batches)"),
+        (request.settings.split_type != "Line", "--split-type Line (records to batch)"),
+    ]
+    for missing, what in needs:
+        if missing:
+            raise ValidationError(f"--tune: needs {what}")
+
+
+def _tune(
+    request: PlanRequest, sample: list[bytes], plan: Plan, on_point: Callable[[TunePoint], None]
+) -> list[TunePoint] | None:
+    assert request.model is not None
+    largest = largest_record(plan)
+    calibration = plan.calibration
+    assert calibration is not None
+    if calibration.bytes <= PAYLOADS_MB[0] * MIB:
+        plan.warnings.append(advice.small_tune_sample(calibration.bytes, PAYLOADS_MB[0]))
+    try:
+        return sweep(
+            request.model,
+            request.settings,
+            sample,
+            0 if largest is None else largest["bytes"],
+            calibration.local_cpus,
+            on_point,
+        )
+    except CalibrationFailed as exc:
+        plan.warnings.append(advice.calibration_failed(str(exc)))
+        return None
 
 
 def _survey_s3(request: PlanRequest) -> list[InputSurvey]:
@@ -227,8 +279,9 @@ def _units(inputs: list[InputSurvey]) -> list[Unit]:
     """Each input, or each of its shards (an equal part of its records and bytes)."""
     units = []
     for survey in inputs:
-        records, data = survey.records or 0, survey.data_bytes or survey.bytes
+        records, data = survey.records, survey.data_bytes or survey.bytes
         for shard in range(survey.shards):
             name = survey.name if survey.shards == 1 else f"{survey.name}#{shard:05d}"
-            units.append(Unit(name, records / survey.shards, data / survey.shards))
+            part = None if records is None else records / survey.shards
+            units.append(Unit(name, part, data / survey.shards))
     return units

@@ -113,8 +113,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
 
         def load(self) -> Any:
             from batchinfer.serving.handlers import load_handler
+            from batchinfer.serving.limits import ServerLimits
             from batchinfer.serving.server_errors import ModelLoadError
-            from batchinfer.serving.wsgi_app import InferenceApp, ServerLimits
+            from batchinfer.serving.wsgi_app import InferenceApp
 
             try:
                 handler = load_handler(settings.model_dir)

@@ -7,15 +7,12 @@ Error bodies are plain UTF-8 text.
 
 import json
 import logging
-import os
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from batchinfer.serving.handlers import InferenceHandler
-from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
+from batchinfer.serving.limits import ServerLimits
 from batchinfer.serving.server_errors import RequestError, error_answer
-from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB
 
 LOG = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -32,43 +29,6 @@ _REASONS = {
 }
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-
-
-@dataclass(frozen=True)
-class ServerLimits:
-    """What ``/execution-parameters`` advertises and ``/invocations`` enforces.
-
-    ``max_payload_mb`` is in MiB (1 MB = 1,048,576 bytes, the larger reading, so every body a
-    client sized by either reading fits); 0 means no limit (spec R8).
-    """
-
-    workers: int
-    max_payload_mb: int
-
-    @property
-    def max_body_bytes(self) -> int | None:
-        return self.max_payload_mb * MIB if self.max_payload_mb else None
-
-    def execution_parameters(self) -> dict[str, Any]:
-        """MaxConcurrentTransforms = workers (capped so that it times MaxPayloadInMB stays
-        within 100, spec R1), BatchStrategy MULTI_RECORD, MaxPayloadInMB."""
-        concurrency = self.workers
-        if self.max_payload_mb:
-            concurrency = max(
-                1, min(concurrency, MAX_PAYLOAD_X_CONCURRENCY_MB // self.max_payload_mb)
-            )
-        return {
-            "MaxConcurrentTransforms": concurrency,
-            "BatchStrategy": BATCH_STRATEGY,
-            "MaxPayloadInMB": self.max_payload_mb,
-        }
-
-
-def execution_parameters(workers: int, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """What ``GET /execution-parameters`` answers for a server of ``workers`` workers whose
-    environment is ``env`` (default: this process's)."""
-    env = os.environ if env is None else env
-    return ServerLimits(workers, max_payload_mb(env)).execution_parameters()
 
 
 class InferenceApp:

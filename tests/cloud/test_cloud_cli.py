@@ -8,13 +8,20 @@ from typing import Any
 
 import pytest
 
-from batchinfer.cloud.runs import RUN_KEYS, SHARD_KEYS
+from batchinfer.cloud.actuals import ACTUAL_KEYS, actual
+from batchinfer.cloud.runs import RUN_KEYS, SHARD_KEYS, as_json
+from batchinfer.commands import figures
 from batchinfer.commands.transform_options import option_name
 from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline.plan import check_request
+from batchinfer.pipeline.run_estimate import EstimateRequest, ShardTally, run_estimate
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
-from batchinfer.transform.settings import PASCAL
+from batchinfer.planning.estimate import Throughput
+from batchinfer.planning.prices import table_price
+from batchinfer.transform.settings import PASCAL, TransformSettings
 from tests.support.aws import create_output_stack
 from tests.support.cli import run_cli
+from tests.support.example import write_example
 
 from .conftest import REGION, STACK
 
@@ -270,7 +277,7 @@ def test_status_json_has_every_run_and_shard_key_with_numbers_as_numbers(invoke,
     result = invoke("status", "j1", "--stack", STACK, "--json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
-    assert set(document) == {"run", "shards"}
+    assert set(document) == {"run", "actual", "shards"}
     run = document["run"]
     assert tuple(run) == RUN_KEYS
     assert run["run_id"] == "j1" and run["run_status"] == FAILED
@@ -306,4 +313,131 @@ def test_runs_json_is_a_list_of_runs_newest_first(invoke, deployed):
     assert found[0]["error"] == "X" and found[1]["records_out"] == 5
     assert (
         json.loads(invoke("runs", "--stack", STACK, "--status", "ABORTED", "--json").output) == []
+    )
+
+
+def _estimated_run(deployed, run_id: str, status: str, throughput, **attributes) -> dict:
+    """A run item as Plan writes it: the estimate of 4 shards of 1 MB on 2 m5.xlarge."""
+    settings = TransformSettings.from_request(
+        {"instance_count": 2, "instance_type": "ml.m5.xlarge"}
+    )
+    tally = ShardTally({"shard_size": 1_000_000}, keep=True)
+    for name in ("a.csv", "b.csv"):
+        tally.add(name, 2_000_000)
+    job = run_estimate(
+        tally,
+        objects=2,
+        bytes=4_000_000,
+        settings=settings,
+        engine="transform",
+        region=REGION,
+        asked=EstimateRequest(throughput),
+    )
+    _record_run(
+        deployed,
+        run_id,
+        status,
+        estimate=job.to_item(),
+        settings={"instance_count": 2, "instance_type": "ml.m5.xlarge"},
+        started_at="2025-01-01T00:00:00+00:00",
+        **attributes,
+    )
+    return job.to_item()
+
+
+def test_status_json_shows_the_estimate_beside_what_the_run_took(invoke, deployed):
+    throughput = Throughput(None, 1000.0, 1, "test")
+    estimate = _estimated_run(
+        deployed, "e1", SUCCEEDED, throughput, finished_at="2025-01-01T00:30:00+00:00",
+        shards=4, records_in=900, records_out=900,
+    )  # fmt: skip
+    document = json.loads(invoke("status", "e1", "--stack", STACK, "--json").output)
+    price = table_price("ml.m5.xlarge", REGION)
+    # 1,000 B/s per busy CPU x 4 vCPUs: each 1 MB shard 250 s; 2 per instance
+    assert document["run"]["estimate"] == as_json(estimate, tuple(estimate))
+    assert document["run"]["estimate"]["job_seconds"] == 500
+    assert document["actual"] == {
+        "finished": True,
+        "duration_seconds": 1800.0,
+        "instance_type": "ml.m5.xlarge",
+        "instances": 2,
+        "instance_hours_at_most": 1.0,  # 2 instances for the run's half hour
+        "usd_per_hour": price,
+        "cost_usd_at_most": price,
+        "shards": 4,
+        "records_in": 900,
+        "records_out": 900,
+    }
+    assert tuple(document["actual"]) == ACTUAL_KEYS
+
+
+def test_status_shows_the_estimate_and_actual_side_by_side(invoke, deployed):
+    throughput = Throughput(None, 1000.0, 1, "test")
+    _estimated_run(
+        deployed, "e2", SUCCEEDED, throughput, finished_at="2025-01-01T00:30:00+00:00",
+        shards=4, records_out=900,
+    )  # fmt: skip
+    result = invoke("status", "e2", "--stack", STACK)
+    assert result.exit_code == 0, result.output
+    cells = [line.replace("│", " ").split() for line in result.output.splitlines()]
+    row = {words[0]: " ".join(words) for words in cells if words}
+    assert "estimate and actual" in result.output
+    assert "8.3 min" in row["duration"] and "30.0 min" in row["duration"]
+    hours = 2 * 500 / 3600
+    assert (
+        figures.decimal(hours) in row["instance-hours"] and "at most 1.00" in row["instance-hours"]
+    )
+    price = table_price("ml.m5.xlarge", REGION)
+    assert (
+        figures.usd(hours * price) in row["cost"]
+        and f"at most {figures.usd(price)}" in (row["cost"])
+    )
+
+
+def test_a_running_run_without_a_throughput_shows_what_the_estimate_lacks(invoke, deployed):
+    _estimated_run(deployed, "e3", RUNNING, None)
+    result = invoke("status", "e3", "--stack", STACK)
+    assert result.exit_code == 0, result.output
+    assert "needs a measured throughput" in result.output and "so far" in result.output
+    document = json.loads(invoke("status", "e3", "--stack", STACK, "--json").output)
+    assert "job_seconds" not in document["run"]["estimate"]
+    assert document["run"]["estimate"]["shards"] == 4
+    assert document["actual"]["finished"] is False
+    assert document["actual"]["duration_seconds"] > 0
+
+
+def test_a_run_item_without_an_estimate_is_priced_from_the_table_of_its_region(deployed):
+    _record_run(
+        deployed, "old", SUCCEEDED, settings={"instance_count": 1, "instance_type": "ml.c5.xlarge"},
+        started_at="2025-01-01T00:00:00Z", finished_at="2025-01-01T02:00:00Z",
+    )  # fmt: skip
+    taken = actual(deployed.table.get_run("old"))
+    assert taken["instance_hours_at_most"] == 2.0
+    assert taken["usd_per_hour"] == table_price("ml.c5.xlarge", REGION)
+
+
+def test_submit_measures_the_throughput_the_run_is_estimated_with(invoke, deployed, tmp_path):
+    example = write_example(tmp_path / "example", 2000)
+    result = invoke(
+        "submit", "--stack", STACK, "--input", "s3://test-data/input/daily/", "--dry-run",
+        "--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line",
+        "--estimate-model", str(example / "model"), "--estimate-sample", str(example / "input"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    start = result.output.index('{\n  "state_machine_arn"')  # after the progress line
+    request = json.JSONDecoder().raw_decode(result.output[start:])[0]["request"]
+    measured = request["estimate"]
+    assert set(measured) == {"bytes_per_second", "rows_per_second", "busy_cpus"}
+    assert measured["bytes_per_second"] > measured["rows_per_second"] > 0
+    assert measured["busy_cpus"] >= 1
+    check_request(request)  # the Plan takes it
+
+
+def test_submit_needs_both_the_estimate_model_and_its_sample(invoke, deployed, tmp_path):
+    result = invoke(
+        "submit", "--stack", STACK, "--input", "s3://test-data/input/daily/",
+        "--estimate-model", str(tmp_path),
+    )  # fmt: skip
+    assert result.exit_code == 2 and "--estimate-model, --estimate-sample: give both" in (
+        result.output
     )

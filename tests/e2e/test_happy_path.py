@@ -46,6 +46,7 @@ def assert_succeeded(stack: OfflineStack, run_id: str, records: int, shards: int
     assert run["run_status"] == SUCCEEDED
     assert run["records_in"] == run["records_out"] == records
     assert run["shards"] == run["shards_done"] == shards
+    assert run["estimate"]["shards"] == shards, "Plan's estimate counts the shards Split makes"
     items = table.shards(run_id)
     assert len(items) == shards
     assert all(item["status"] == SUCCEEDED for item in items)

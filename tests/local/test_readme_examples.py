@@ -2,6 +2,7 @@
 (R15 filters and a join, R16 the filter language, R18 the JSON join)."""
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -42,3 +43,37 @@ def test_the_json_lines_example_runs_as_written_r15_r16_r18(tmp_path):
         first = next(lines)
     assert json.loads(first) == json.loads(comments[0])
     assert (tmp_path / ".demo-jsonl" / "output" / "_SUCCESS").exists()
+
+
+def test_the_plan_transcript_runs_as_written_and_its_counts_are_what_plan_prints(tmp_path):
+    """The ``batchinfer plan`` transcript under "Before you pay": its commands run as
+    written, and the lines that do not depend on this machine's speed are printed as shown."""
+    text = README.read_text()
+    section = text[text.index("## Before you pay") :]
+    block = re.search(r"```console\n(.*?)```", section, re.DOTALL)
+    assert block, "no console block under 'Before you pay'"
+    joined = block.group(1).replace("\\\n", " ")
+    lines = joined.splitlines()
+    commands = [shlex.split(line[2:]) for line in lines if line.startswith("$ ")]
+    shown = [line for line in lines if not line.startswith("$ ")]
+    assert [argv[:2] for argv in commands] == [["batchinfer", "example"], ["batchinfer", "plan"]]
+    for argv in commands:
+        done = subprocess.run(
+            [sys.executable, "-m", "batchinfer", *argv[1:]],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=os.environ | {"COLUMNS": "200"},
+        )
+        assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr}"
+    printed = [line.rstrip() for line in done.stdout.splitlines()]
+    measured = ("calibration:", "estimate:", "cost:")
+    for line in shown:
+        if not line.startswith(measured) and "CPUs busy" not in line:  # this machine's
+            assert line.rstrip() in printed, f"the README shows {line!r}; plan printed {printed}"
+    assert [line.split(":")[0] for line in printed if line.startswith(measured)] == [
+        "calibration",
+        "estimate",
+        "cost",
+    ]

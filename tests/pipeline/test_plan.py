@@ -2,6 +2,7 @@
 claimed once: a second start neither redoes nor overwrites the first run."""
 
 from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 
@@ -10,6 +11,8 @@ from batchinfer.pipeline import data_places
 from batchinfer.pipeline.data_places import DataPlace
 from batchinfer.pipeline.plan import plan_run
 from batchinfer.pipeline.status_table import RUNNING, RunAlreadyExists
+from batchinfer.planning.price_table import AS_OF
+from batchinfer.planning.prices import table_price
 
 from .conftest import BUCKET
 
@@ -85,6 +88,39 @@ def plan(account, request, name="exec-1"):
             {"input": f"s3://{BUCKET}/input/d.csv", "shards": 2, "shard_size": "1MiB"},
             ValidationError,
             r"give one of them",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/d.csv", "estimate": 5},
+            ValidationError,
+            r"estimate: expected an object",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/d.csv", "estimate": {"rows_per_sec": 5}},
+            ValidationError,
+            r"estimate: unknown key 'rows_per_sec'; known keys: busy_cpus, bytes_per_second",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/d.csv", "estimate": {"rows_per_second": 5}},
+            ValidationError,
+            r"estimate\.bytes_per_second: required with rows_per_second",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/d.csv", "estimate": {"bytes_per_second": 0}},
+            ValidationError,
+            r"estimate\.bytes_per_second: 0 is not a number above 0",
+        ),
+        (
+            {
+                "input": f"s3://{BUCKET}/input/d.csv",
+                "estimate": {"bytes_per_second": 1, "busy_cpus": 1.5},
+            },
+            ValidationError,
+            r"estimate\.busy_cpus: 1\.5 is not an integer >= 1",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/d.csv", "estimate": {"usd_per_hour": "cheap"}},
+            ValidationError,
+            r"estimate\.usd_per_hour: 'cheap' is not a number 0 or more",
         ),
         (
             {"input": f"s3://{BUCKET}/input/nothing/"},
@@ -234,3 +270,62 @@ def test_places_not_configured_are_refused_listing_the_allowed_ones(with_places,
     with_places.s3.put_object(Bucket="acme-lake", Key="scoring/a.csv", Body=b"1,2\n")
     with pytest.raises(ValidationError, match=message):
         plan(with_places, request_)
+
+
+def _two_objects(account) -> dict:
+    account.put("input/day/a.csv", b"1,2\n" * 750)  # 3,000 bytes
+    account.put("input/day/b.csv", b"1,2\n" * 250)  # 1,000 bytes
+    return {
+        "input": f"s3://{BUCKET}/input/day/",
+        "shards": 2,
+        "instance_count": 2,
+        "instance_type": "ml.m5.xlarge",
+    }
+
+
+def test_the_run_item_holds_the_estimate_that_needs_no_throughput(account):
+    plan(account, _two_objects(account))
+    estimate = account.table.get_run("exec-1")["estimate"]
+    assert estimate == {
+        "objects": 2,
+        "bytes": 4000,
+        "shards": 4,  # two per object, as asked
+        "instances": 2,
+        "jobs": 1,
+        "instance_type": "ml.m5.xlarge",
+        "usd_per_hour": Decimal(str(table_price("ml.m5.xlarge", "eu-west-1"))),
+        "price_source": f"indicative list price, eu-west-1, as of {AS_OF}",
+    }
+
+
+def test_a_measured_throughput_in_the_request_gives_the_duration_and_cost(account):
+    request = _two_objects(account) | {
+        "estimate": {"bytes_per_second": 500, "rows_per_second": 125, "busy_cpus": 2}
+    }
+    plan(account, request)
+    estimate = account.table.get_run("exec-1")["estimate"]
+    # 250 B/s per busy CPU; an m5.xlarge keeps its 4 vCPUs busy (MaxConcurrentTransforms
+    # as its server answers, R10): 1,000 B/s. Shards of 1,500, 1,500, 500 and 500 bytes
+    # from a queue on 2 instances: 1.5 s + 0.5 s each.
+    assert estimate["basis"] == "bytes"
+    assert estimate["bytes_per_second"] == 1000 and estimate["rows_per_second"] == 250
+    assert estimate["job_seconds"] == 2
+    hours = 2 * 2.0 / 3600
+    assert estimate["instance_hours"] == Decimal(f"{hours:.6g}")
+    price = table_price("ml.m5.xlarge", "eu-west-1")
+    assert estimate["cost_usd"] == Decimal(f"{hours * price:.6g}")
+    assert all(not isinstance(v, float) for v in estimate.values())
+
+
+def test_the_request_may_set_the_hourly_price(account):
+    request = _two_objects(account) | {
+        "instance_type": "ml.m5.large",
+        "estimate": {"bytes_per_second": 4000, "usd_per_hour": 0.5},
+    }
+    plan(account, request)
+    estimate = account.table.get_run("exec-1")["estimate"]
+    assert estimate["usd_per_hour"] == Decimal("0.5")
+    assert estimate["price_source"] == "the request's estimate.usd_per_hour"
+    # 4,000 B/s on one busy CPU; an m5.large keeps 2 busy: 8,000 B/s; 2,000 bytes each
+    assert estimate["job_seconds"] == Decimal("0.25")
+    assert estimate["cost_usd"] == Decimal(f"{2 * 0.25 / 3600 * 0.5:.6g}")

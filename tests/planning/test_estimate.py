@@ -4,8 +4,8 @@ queue of a transform job and the key split of a processing job (R3, R9, R10, P4)
 import pytest
 
 from batchinfer.pipeline.instance_specs import instance_spec
-from batchinfer.planning.calibrate import Calibration, busy_cpus
-from batchinfer.planning.estimate import Unit, estimate
+from batchinfer.planning.calibrate import Calibration
+from batchinfer.planning.estimate import Unit, busy_cpus, estimate
 from batchinfer.planning.prices import Price
 from batchinfer.transform.settings import TransformSettings
 
@@ -35,7 +35,7 @@ def test_a_transform_job_shares_units_from_a_queue_and_bills_every_instance_to_t
     )
     units = [Unit("a", 40_000, 0), Unit("b", 10_000, 0), Unit("c", 10_000, 0)]
     result = estimate(
-        units, _calibration(), spec=instance_spec("ml.m5.xlarge"), settings=settings,
+        units, _calibration().throughput, spec=instance_spec("ml.m5.xlarge"), settings=settings,
         engine="transform", price=Price(0.5, "test"),
     )  # fmt: skip
     # 1000 rows/s on 2 busy CPUs: 500 per CPU; an m5.xlarge keeps 4 busy: 2000 rows/s
@@ -50,8 +50,8 @@ def test_a_processing_job_splits_units_by_key_and_split_none_goes_by_bytes():
     settings = TransformSettings.from_request({"instance_count": 2})
     units = [Unit(name, 1, size) for name, size in (("a", 400_000), ("b", 0), ("c", 200_000))]
     result = estimate(
-        units, _calibration(busy=4), spec=instance_spec("ml.m5.xlarge"), settings=settings,
-        engine="processing", price=None,
+        units, _calibration(busy=4).throughput, spec=instance_spec("ml.m5.xlarge"),
+        settings=settings, engine="processing", price=None,
     )  # fmt: skip
     # 100,000 B/s on 4 busy CPUs; an m5.xlarge processing instance keeps its 4 busy
     assert result.basis == "bytes" and result.bytes_per_second == 100_000
