@@ -3,15 +3,18 @@ retries and missing-shard resubmission), Verify, Finalize, and the failure path.
 
 Data flow (everything per shard lives in S3 and DynamoDB; the state holds only small
 objects): ``$`` is the request; Plan adds ``$.plan``; Collect and Verify set ``$.round``
-(``number``, ``manifest``, ``complete``); each job attempt sets ``$.job`` (``name``,
-``status``, or the ``Error``/``Cause`` of a failed job); Finalize sets ``$.result``; every
-Catch puts ``Error``/``Cause`` in ``$.error`` and leads to RecordFailure, then RunFailed.
+(``number``, ``manifest``, ``shards_key``, ``complete``); each job attempt sets ``$.job``
+(``name``, ``status``, or the ``Error``/``Cause`` of a failed job); the CountShards Map
+checks each shard of the round (one CountShard a shard, items from ``$.round.shards_key``)
+and sets ``$.counts`` to its result manifest, which Verify reads; Finalize sets
+``$.result``; every Catch puts ``Error``/``Cause`` in ``$.error`` and leads to
+RecordFailure, then RunFailed.
 
 One job name per attempt (R1): the Retry for SageMaker throttling and quota errors sits on
 the ``RunJob`` Parallel, so every retry re-runs PrepareJob, which names the job anew. A job
 that ends Failed fails its task with ``States.TaskFailed`` (the Cause is the Describe*Job
-response): that goes to Verify, which resubmits only the shards without output; any other
-error of the job task goes to the failure path.
+response): that goes to CountShards and Verify, which resubmit only the shards without
+output; any other error of the job task goes to the failure path.
 """
 
 from typing import Any
@@ -225,14 +228,38 @@ class Workflow(Construct):
             jitter_strategy=sfn.JitterType.FULL,
         )
 
+        count_shards = sfn.DistributedMap(
+            self,
+            "CountShards",
+            item_reader=RunItemReader(
+                bucket=storage.data_bucket, key=sfn.JsonPath.string_at("$.round.shards_key")
+            ),
+            item_selector={
+                "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
+                "job_output": sfn.JsonPath.string_at("$.plan.job_output"),
+                "shards_prefix": sfn.JsonPath.string_at("$.plan.shards_prefix"),
+                "settings": sfn.JsonPath.object_at("$.plan.settings"),
+            },
+            result_writer_v2=RunResultWriter(
+                bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
+            ),
+            max_concurrency=config.verify_concurrency,
+            tolerated_failure_percentage=0,
+            map_execution_type=sfn.StateMachineType.STANDARD,
+            result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
+            result_path="$.counts",
+        )
+        count_shards.item_processor(invoke(steps.COUNT_SHARD))
+        on_error(count_shards)
         verify = invoke(steps.VERIFY)
         on_error(verify)
+        count_shards.next(verify)
         job_api_error = sfn.Pass(
             self, "JobApiError", input_path="$.job", result_path="$.error"
         ).next(record_failure)
         check_job_error = (
             sfn.Choice(self, "CheckJobError")
-            .when(sfn.Condition.string_equals("$.job.Error", JOB_FAILED), verify)
+            .when(sfn.Condition.string_equals("$.job.Error", JOB_FAILED), count_shards)
             .otherwise(job_api_error)
         )
         # States.TaskFailed matches every error but States.Timeout (no state here has a
@@ -248,7 +275,7 @@ class Workflow(Construct):
             .when(sfn.Condition.boolean_equals("$.round.complete", True), finalize)
             .otherwise(run_job)
         )
-        run_job.next(verify)
+        run_job.next(count_shards)
         verify.next(all_done)
 
         definition = plan.next(split_inputs).next(collect).next(run_job)

@@ -12,6 +12,7 @@ from batchinfer.pipeline.state import JobOutcome
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.transform.settings import validate_job_name
 from tests.support.lambdas import load_handler
+from tests.support.map_results import count_shards
 
 from .conftest import BUCKET
 
@@ -73,6 +74,18 @@ def collected(
     return plan, handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
 
 
+def verify_event(account, handlers, plan, round_, outcome) -> dict[str, Any]:
+    """Verify's event after the CountShards Map checked each shard of ``round_``."""
+    counts = count_shards(account.s3, BUCKET, handlers["count_shard"].handler, plan, round_)
+    return {
+        "plan": plan,
+        "round": round_,
+        "job": outcome,
+        "counts": counts["manifest"],
+        "execution": EXECUTION,
+    }
+
+
 @pytest.fixture
 def handlers(account, monkeypatch):
     for key, value in account.env.to_variables().items():
@@ -84,6 +97,7 @@ def handlers(account, monkeypatch):
             "split_object",
             "collect",
             "prepare_job",
+            "count_shard",
             "verify",
             "finalize",
             "record_failure",
@@ -138,7 +152,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     outcome = run_job(account, job_1, skip={"a.part-00001.csv"})
 
     round_2 = handlers["verify"].handler(
-        {"plan": plan, "round": round_1, "job": outcome, "execution": EXECUTION}, None
+        verify_event(account, handlers, plan, round_1, outcome), None
     )
     assert round_2["complete"] is False and round_2["number"] == 2
     assert json.loads(account.get(round_2["manifest"])) == [manifest[0], "a.part-00001.csv"]
@@ -149,9 +163,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     job_2 = handlers["prepare_job"].handler({"plan": plan, "round": round_2}, None)
     assert job_2["name"] != job_1["name"] and "-r2-" in job_2["name"]
     outcome = run_job(account, job_2)
-    done = handlers["verify"].handler(
-        {"plan": plan, "round": round_2, "job": outcome, "execution": EXECUTION}, None
-    )
+    done = handlers["verify"].handler(verify_event(account, handlers, plan, round_2, outcome), None)
     assert done["complete"] is True
 
     result = handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
@@ -206,7 +218,7 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(accou
     assert account.keys("shards/r-1/one.csv") != [], "the unsplit object was copied"
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
     handlers["verify"].handler(
-        {"plan": plan, "round": round_1, "job": run_job(account, job), "execution": EXECUTION},
+        verify_event(account, handlers, plan, round_1, run_job(account, job)),
         None,
     )
     handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
@@ -218,7 +230,7 @@ def test_last_round_without_output_fails_naming_shard_and_job(account, handlers)
     for _ in range(int(account.env.max_rounds)):
         job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
         outcome = run_job(account, job, skip={"x.part-00001.csv"})
-        event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+        event = verify_event(account, handlers, plan, round_, outcome)
         if round_["number"] < int(account.env.max_rounds):
             round_ = handlers["verify"].handler(event, None)
             continue
@@ -260,7 +272,7 @@ def test_a_job_failed_for_its_data_fails_the_run_without_a_new_round(account, ha
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
     reason = "ClientError: y.part-00001.csv: record 3: HTTP 400: not a number"
     outcome = run_job(account, job, skip={"y.part-00001.csv"}, reason=reason)
-    event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+    event = verify_event(account, handlers, plan, round_, outcome)
     with pytest.raises(Exception, match="no new round") as err:
         handlers["verify"].handler(event, None)
     assert type(err.value).__name__ == "DataFailure"
@@ -275,7 +287,7 @@ def test_a_job_stopped_from_outside_stops_the_run(account, handlers):
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
     cause = {"TransformJobName": job["name"], "TransformJobStatus": "Stopped"}
     outcome = {"Error": "States.TaskFailed", "Cause": json.dumps(cause)}
-    event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+    event = verify_event(account, handlers, plan, round_, outcome)
     with pytest.raises(Exception, match="stopped from outside") as err:
         handlers["verify"].handler(event, None)
     assert type(err.value).__name__ == "JobStopped"
@@ -307,7 +319,16 @@ def test_every_step_run_again_after_it_ran_gives_the_same_result_once(account, h
     round_ = twice("collect", {"plan": plan, "execution": EXECUTION})
     job = twice("prepare_job", {"plan": plan, "round": round_})
     outcome = run_job(account, job)
-    done = twice("verify", {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION})
+    (shard, *_) = account.json_lines(f"s3://{BUCKET}/{round_['shards_key']}")
+    check = {
+        "shard": shard,
+        "job_output": plan["job_output"],
+        "shards_prefix": plan["shards_prefix"],
+        "settings": plan["settings"],
+    }
+    lines = account.get(plan["shards_prefix"] + shard["name"]).count(b"\n")
+    assert twice("count_shard", check)["records"] == {"records_in": lines, "records_out": lines}
+    done = twice("verify", verify_event(account, handlers, plan, round_, outcome))
     assert done["complete"] is True
     result = twice("finalize", {"plan": plan, "execution": EXECUTION})
     assert result["status"] == SUCCEEDED and result["records_out"] == 40

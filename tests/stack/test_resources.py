@@ -110,7 +110,7 @@ def test_lambdas_latest_python_json_logs_xray_own_roles(resources):
         for k, v in of_type(resources, "AWS::Lambda::Function").items()
         if k.startswith("Functions")
     }
-    assert len(functions) == 7
+    assert len(functions) == 8
     roles = set()
     for function in functions.values():
         props = function["Properties"]
@@ -119,7 +119,7 @@ def test_lambdas_latest_python_json_logs_xray_own_roles(resources):
         assert props["LoggingConfig"]["LogFormat"] == "JSON"
         assert "BATCHINFER_TABLE_NAME" in props["Environment"]["Variables"]
         roles.add(props["Role"]["Fn::GetAtt"][0])
-    assert len(roles) == 7, "one least-privilege role per Lambda"
+    assert len(roles) == 8, "one least-privilege role per Lambda"
 
 
 def test_lambdas_know_the_model_environment_R10_R21(synthesized, resources):
@@ -201,7 +201,7 @@ def test_topic_is_kms_encrypted_and_tls_only(synthesized, resources):
 def test_alarms_on_failed_timed_out_aborted_runs_and_lambda_errors(resources):
     alarms = of_type(resources, "AWS::CloudWatch::Alarm").values()
     metrics = sorted(a["Properties"]["MetricName"] for a in alarms)
-    assert metrics.count("Errors") == 7
+    assert metrics.count("Errors") == 8
     assert {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"} <= set(metrics)
     for alarm in alarms:
         assert alarm["Properties"]["AlarmActions"], "every alarm notifies the topic"

@@ -47,7 +47,8 @@ def test_run_flow_plan_split_collect_job_verify_finalize(definition, states):
     assert states["Plan"]["Next"] == "SplitInputs"
     assert states["SplitInputs"]["Next"] == "Collect"
     assert states["Collect"]["Next"] == "RunJob"
-    assert states["RunJob"]["Next"] == "Verify"
+    assert states["RunJob"]["Next"] == "CountShards"
+    assert states["CountShards"]["Next"] == "Verify"
     assert states["Verify"]["Next"] == "AllShardsDone"
     choice = states["AllShardsDone"]
     assert choice["Choices"] == [
@@ -133,7 +134,7 @@ def test_failed_job_goes_to_verify_and_api_errors_to_the_failure_path(states):
     assert len(catches) == 1, "TaskFailed takes every error a state without a timeout has"
     check = states["CheckJobError"]
     assert check["Choices"] == [
-        {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed", "Next": "Verify"}
+        {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed", "Next": "CountShards"}
     ]
     assert check["Default"] == "JobApiError"
     assert states["JobApiError"]["Next"] == "RecordFailure"
@@ -161,14 +162,14 @@ def test_generic_sagemaker_errors_are_retried_only_when_transient_S3(states):
 
 def test_every_lambda_task_retries_throttling_and_service_errors(states):
     lambdas = [n for n, s in states.items() if ":lambda:" in s.get("Resource", "")]
-    assert len(lambdas) == 7
+    assert len(lambdas) == 8
     for name in lambdas:
         retried = {e for r in states[name]["Retry"] for e in r["ErrorEquals"]}
         assert {"Lambda.TooManyRequestsException", "Lambda.ServiceException"} <= retried, name
 
 
 def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(states):
-    for name in ("Plan", "SplitInputs", "Collect", "Verify", "Finalize"):
+    for name in ("Plan", "SplitInputs", "Collect", "CountShards", "Verify", "Finalize"):
         last = states[name]["Catch"][-1]
         assert last["ErrorEquals"] == ["States.ALL"], name
         assert last["Next"] == "RecordFailure", name
@@ -210,6 +211,15 @@ def test_per_shard_data_stays_out_of_the_state(states):
     assert states["RunJob"]["ResultSelector"] == {"name.$": "$[0].name", "status.$": "$[0].status"}
     for task in ("TransformJob", "ProcessingJob"):
         assert set(states[task]["ResultSelector"]) == {"name.$", "status.$"}
+    count = states["CountShards"]
+    assert count["ItemReader"]["Parameters"]["Key.$"] == "$.round.shards_key"
+    assert count["ItemReader"]["ReaderConfig"]["InputType"] == "JSONL"
+    assert count["ItemSelector"]["shard.$"] == "$$.Map.Item.Value", "one shard per child"
+    assert count["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    assert count["ResultWriter"]["Parameters"]["Prefix"] == "runs/_map-results"
+    assert count["ResultSelector"] == {"manifest.$": "$.ResultWriterDetails.Key"}
+    assert count["ResultPath"] == "$.counts", "the results stay in S3, only their key here"
+    assert count.get("ToleratedFailurePercentage", 0) == 0, "one failed check fails the Map"
 
 
 def test_lambda_payloads_reference_only_state_that_exists(states):
@@ -219,6 +229,7 @@ def test_lambda_payloads_reference_only_state_that_exists(states):
     assert states["PrepareJob"]["Parameters"] == {"plan.$": "$.plan", "round.$": "$.round"}
     verify = states["Verify"]["Parameters"]
     assert {verify["plan.$"], verify["round.$"], verify["job.$"]} == {"$.plan", "$.round", "$.job"}
+    assert verify["counts.$"] == "$.counts.manifest"
     assert states["RecordFailure"]["Parameters"]["state.$"] == "$"
 
 

@@ -29,7 +29,7 @@ def test_the_model_and_every_pipeline_lambda_run_in_the_subnets(synthesized):
         "SecurityGroupIds": VPC["security_group_ids"],
     }
     pipeline = pipeline_functions(template)
-    assert len(pipeline) == 7
+    assert len(pipeline) == 8
     for function in pipeline:
         assert function["VpcConfig"] == {
             "SubnetIds": VPC["subnet_ids"],
@@ -54,6 +54,6 @@ def test_roles_may_manage_network_interfaces_and_nag_is_clean(synthesized):
         for statement in policy["PolicyDocument"]["Statement"]
         if statement.get("Sid") == "NetworkInterfaces"
     ]
-    assert len(network) == 8, "seven Lambda roles and the jobs' role"
+    assert len(network) == 9, "eight Lambda roles and the jobs' role"
     report = AwsSolutionsChecks(app).validate_scope(stack)
     assert [v.rule_name for v in report.violations] == []

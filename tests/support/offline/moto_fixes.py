@@ -58,6 +58,8 @@ from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 from moto.stepfunctions.parser.asl.utils.json_path import extract_json
 
+from tests.support.map_results import write_map_results
+
 MOTO_VERSION = "5.2.5"
 if moto.__version__ != MOTO_VERSION:
     raise ImportError(
@@ -187,36 +189,10 @@ def _put_results(env: Environment, resource_runtime_part: Any, state_credentials
         service="s3", region=resource_runtime_part.region, state_credentials=state_credentials
     )
     map_run_arn = env.map_run_record_pool_manager.get_all().pop().map_run_arn
-    folder = parameters["Prefix"].rstrip("/") + "/" if parameters["Prefix"] else ""
-    folder += map_run_arn.split(":")[-1] + "/"
-    results = [
-        {
-            "ExecutionArn": f"{map_run_arn}:{number}",
-            "Name": str(number),
-            "Output": json.dumps(output),
-            "OutputDetails": {"Included": True},
-            "Status": "SUCCEEDED",
-        }
-        for number, output in enumerate(outputs)
-    ]
-    files: list[dict[str, Any]] = []
-    if results:
-        body = json.dumps(results).encode()
-        key = f"{folder}SUCCEEDED_0.json"
-        s3.put_object(Bucket=parameters["Bucket"], Key=key, Body=body)
-        files.append({"Key": key, "Size": len(body)})
-    manifest = {
-        "DestinationBucket": parameters["Bucket"],
-        "MapRunArn": map_run_arn,
-        "ResultFiles": {"FAILED": [], "PENDING": [], "SUCCEEDED": files},
-    }
-    key = f"{folder}manifest.json"
-    s3.put_object(Bucket=parameters["Bucket"], Key=key, Body=json.dumps(manifest).encode())
+    bucket = parameters["Bucket"]
+    key = write_map_results(s3, bucket, parameters["Prefix"], map_run_arn, outputs)
     env.stack.append(
-        {
-            "MapRunArn": map_run_arn,
-            "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": key},
-        }
+        {"MapRunArn": map_run_arn, "ResultWriterDetails": {"Bucket": bucket, "Key": key}}
     )
 
 
