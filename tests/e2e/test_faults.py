@@ -26,7 +26,7 @@ from tests.support.offline import (
 from .test_happy_path import csv_rows
 
 # Every Lambda step of the definition; record_failure runs only when a run fails.
-STEPS = ("plan", "split_object", "collect", "prepare_job", "verify", "finalize")
+STEPS = ("plan", "split_object", "collect", "prepare_job", "count_shard", "verify", "finalize")
 
 
 def outcome(stack: OfflineStack, run_id: str) -> dict:

@@ -282,6 +282,48 @@ def test_a_job_failed_for_its_data_fails_the_run_without_a_new_round(account, ha
     assert shards == {"y.part-00000.csv": SUCCEEDED, "y.part-00001.csv": MISSING}
 
 
+def test_an_output_short_of_records_is_missing_named_by_its_counts(account, handlers):
+    """R6: a shard whose output has fewer Line records than its input has no valid output;
+    Verify names the shard and both counts, and resubmits it alone."""
+    plan, round_ = collected(account, handlers, "r-5", "input/w.csv", 30, 2)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    outcome = run_job(account, job)
+    short = "output/r-5/w.part-00001.csv.out"
+    lines = account.get(f"s3://{BUCKET}/{short}").splitlines(keepends=True)
+    account.put(short, b"".join(lines[:-1]))
+    round_2 = handlers["verify"].handler(
+        verify_event(account, handlers, plan, round_, outcome), None
+    )
+    assert round_2["number"] == 2 and round_2["missing"] == 1 and round_2["shards"] == 2
+    assert account.json_lines(f"s3://{BUCKET}/{round_2['shards_key']}") == [
+        s for s in account.json_lines(f"s3://{BUCKET}/runs/r-5/shards.jsonl") if s["number"] == 1
+    ]
+    reasons = {item["name"]: item.get("reason") for item in account.table.shards("r-5")}
+    assert reasons == {
+        "w.part-00000.csv": None,
+        "w.part-00001.csv": f"output has {len(lines) - 1} records, input {len(lines)}",
+    }
+
+
+def test_outputs_that_cannot_be_counted_need_only_exist(account, handlers):
+    """R17: with Accept application/json an answer is not one line per record, so a shard's
+    output is valid when it exists, whatever its lines, and no counts are recorded."""
+    account.put("input/v.csv", rows(12))
+    request = {"input": f"s3://{BUCKET}/input/v.csv", "run_id": "r-6", "accept": "application/json"}
+    start = {"execution": EXECUTION, "execution_name": "r-6", "started_at": "t"}
+    plan = handlers["plan"].handler({"request": request, **start}, None)
+    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
+    handlers["split_object"].handler(item, None)
+    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    outcome = run_job(account, job)
+    account.put("output/r-6/v.csv.out", b'[{"sums": "one document"}]')
+    event = verify_event(account, handlers, plan, round_, outcome)
+    assert handlers["verify"].handler(event, None)["complete"] is True
+    (shard,) = account.table.shards("r-6")
+    assert shard["status"] == SUCCEEDED and "records_in" not in shard
+
+
 def test_a_job_stopped_from_outside_stops_the_run(account, handlers):
     plan, round_ = collected(account, handlers, "r-4", "input/z.csv", 10, None)
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
