@@ -2,7 +2,6 @@
 dev and prod environments of cdk.json, with a 1-second retry interval so that moto, which waits out
 Retry intervals for real, runs the retry path quickly; the spec's model M as a model.tar.gz."""
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.models import ROW_SUM, write_row_sum_model
-from tests.support.offline import REGION, OfflineStack, model_archive, offline_stack
+from tests.support.offline import REGION, OfflineStack, model_archive, offline_stack, synthesized
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,17 +19,7 @@ RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_del
 
 def synthesize(env: str, directory: Path) -> dict[str, Any]:
     """The template of environment ``env`` of cdk.json, with quick retries."""
-    from app import build_app, cdk_json_context
-
-    context = cdk_json_context()
-    environments = context["batchinfer:environments"]
-    config = environments[env] | {"retry": RETRY, "max_rounds": 3}
-    context = context | {"env": env, "batchinfer:environments": {env: config}}
-    app, stack = build_app(context, outdir=str(directory), nag=False)
-    assembly = app.synth()
-    return json.loads(
-        Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text()
-    )
+    return synthesized.synthesize(env, directory, {"retry": RETRY, "max_rounds": 3})
 
 
 @pytest.fixture(scope="session")
