@@ -35,6 +35,7 @@ from tests.support.offline.synthesized import synthesize  # noqa: E402
 MB = 1_000_000
 GB = 1_000_000_000
 ROW = b"1234567,1234568,2469134\n"  # 24 bytes a row
+RUN_TIMEOUT = 4 * 3600.0  # seconds a run may take in moto (1,000 objects take many minutes)
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def run(template: dict, archive: Path, objects: dict[str, bytes], shards: int | 
         request: dict = {"input": f"s3://{stack.bucket}/input/bench/"}
         if shards:
             request["shards"] = shards
-        execution = stack.run(request, "bench")
+        execution = stack.wait(stack.start(request, "bench"), timeout=RUN_TIMEOUT)
         if execution.status != "SUCCEEDED":
             raise SystemExit(f"the run failed: {execution.error}: {execution.cause}")
         by_step = {step: read for step, read in stack.bytes_read_by_lambdas().items() if read}
