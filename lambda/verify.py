@@ -1,5 +1,6 @@
-"""Step Functions task: Verify. Event: ``{"plan", "round", "job", "execution"}``; answers
-the next round, or the same one ``complete``."""
+"""Step Functions task: Verify. Event: ``{"plan", "round", "job", "counts", "execution"}``
+(``counts``: the key of the CountShards Map's result manifest, ``$.counts.manifest``);
+answers the next round, or the same one ``complete``."""
 
 from typing import Any
 
@@ -14,6 +15,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         RunPlan.from_state(event["plan"]),
         Round.from_state(event["round"]),
         JobOutcome.from_state(event["job"]),
+        counts=event["counts"],
         execution=event["execution"],
         s3=aws.s3,
         table=aws.table,

@@ -141,6 +141,7 @@ class PipelineConfig:
     shard_size: str = "64MiB"
     max_rounds: int = 3
     split_concurrency: int = 8
+    verify_concurrency: int = 16  # shards checked at once by the CountShards Map
     processing_volume_gb: int = 30  # the largest volume; each job sizes its own from its input
     processing_max_runtime_hours: int = 24
     timeout_hours: int = 48
@@ -309,6 +310,7 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
     _require(size >= MIN_SHARD_SIZE, f"{where}.shard_size", config.shard_size, ">= 1MiB")
     _int_range(config.max_rounds, 1, MAX_ROUNDS, f"{where}.max_rounds")
     _int_range(config.split_concurrency, 1, 1000, f"{where}.split_concurrency")
+    _int_range(config.verify_concurrency, 1, 1000, f"{where}.verify_concurrency")
     _int_range(config.processing_volume_gb, 1, 16384, f"{where}.processing_volume_gb")
     _int_range(config.processing_max_runtime_hours, 1, 120, f"{where}.processing_max_runtime_hours")
     _int_range(config.timeout_hours, 1, 24 * 365, f"{where}.timeout_hours")

@@ -3,10 +3,12 @@ retries and missing-shard resubmission), Verify, Finalize, and the failure path.
 
 Data flow (everything per shard lives in S3 and DynamoDB; the state holds only small
 objects): ``$`` is the request; Plan adds ``$.plan``; Collect and Verify set ``$.round``
-(``number``, ``manifest``, ``complete``); AcquireInstances sets ``$.admission``; each job
-attempt sets ``$.job`` (``name``, ``status``, or the ``Error``/``Cause`` of a failed job);
-Finalize sets ``$.result``; every
-Catch puts ``Error``/``Cause`` in ``$.error`` and leads to RecordFailure, then RunFailed.
+(``number``, ``manifest``, ``shards_key``, ``complete``); AcquireInstances sets
+``$.admission``; each job attempt sets ``$.job`` (``name``, ``status``, or the
+``Error``/``Cause`` of a failed job); the CountShards Map checks each shard of the round
+(one CountShard a shard, items from ``$.round.shards_key``) and sets ``$.counts`` to its
+result manifest, which Verify reads; Finalize sets ``$.result``; every Catch puts
+``Error``/``Cause`` in ``$.error`` and leads to RecordFailure, then RunFailed.
 
 Admission: AcquireInstances leases the job's instances from the stack's budget (or the run
 waits in the WaitForInstances loop), ReleaseInstances returns them when the job has ended,
@@ -15,8 +17,8 @@ completed or Failed; the failure path returns them when the run fails.
 One job name per attempt (R1): the Retry for SageMaker throttling and quota errors sits on
 the ``RunJob`` Parallel, so every retry re-runs PrepareJob, which names the job anew. A job
 that ends Failed fails its task with ``States.TaskFailed`` (the Cause is the Describe*Job
-response): that goes to Verify, which resubmits only the shards without output; any other
-error of the job task goes to the failure path.
+response): that goes to CountShards and Verify, which resubmit only the shards without
+output; any other error of the job task goes to the failure path.
 """
 
 from typing import Any
@@ -232,6 +234,29 @@ class Workflow(Construct):
             jitter_strategy=sfn.JitterType.FULL,
         )
 
+        count_shards = sfn.DistributedMap(
+            self,
+            "CountShards",
+            item_reader=RunItemReader(
+                bucket=storage.data_bucket, key=sfn.JsonPath.string_at("$.round.shards_key")
+            ),
+            item_selector={
+                "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
+                "job_output": sfn.JsonPath.string_at("$.plan.job_output"),
+                "shards_prefix": sfn.JsonPath.string_at("$.plan.shards_prefix"),
+                "settings": sfn.JsonPath.object_at("$.plan.settings"),
+            },
+            result_writer_v2=RunResultWriter(
+                bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
+            ),
+            max_concurrency=config.verify_concurrency,
+            tolerated_failure_percentage=0,
+            map_execution_type=sfn.StateMachineType.STANDARD,
+            result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
+            result_path="$.counts",
+        )
+        count_shards.item_processor(invoke(steps.COUNT_SHARD))
+        on_error(count_shards)
         verify = invoke(steps.VERIFY)
         on_error(verify)
         # Admission: the job's instances are leased before it and returned after it; a run
@@ -251,7 +276,8 @@ class Workflow(Construct):
         wait.next(acquire)
         release = invoke(steps.RELEASE_INSTANCES)
         on_error(release)
-        release.next(verify)
+        release.next(count_shards)
+        count_shards.next(verify)
         job_api_error = sfn.Pass(
             self, "JobApiError", input_path="$.job", result_path="$.error"
         ).next(record_failure)

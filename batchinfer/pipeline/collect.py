@@ -32,14 +32,14 @@ MAX_COPY_OBJECT = 5 * 1024**3
 
 
 def collect(plan: RunPlan, *, execution: str, s3: Any, table: StatusTable) -> Round:
-    """Write ``shards.json``, SHARD items and ``round-1.manifest``; return round 1."""
+    """Write ``shards.jsonl``, SHARD items and ``round-1.manifest``; return round 1."""
     layout = plan.layout
     prefix = layout.shards.uri
     base = _input_base(plan.input)
     tasks = read_json_lines(s3, layout.inputs)
     gathered = ordered_map(partial(_gather, s3, plan), tasks, workers=PARALLEL_INDEXES)
     with (
-        SpooledJson("array") as shards,
+        SpooledJson("lines") as shards,
         SpooledJson("array") as manifest,
         table.shard_writer(plan.run_id) as put_shard,
     ):
@@ -68,7 +68,14 @@ def collect(plan: RunPlan, *, execution: str, s3: Any, table: StatusTable) -> Ro
         shards.upload(s3, layout.shard_list)
         uri = manifest.upload(s3, layout.round_manifest(1))
     table.update_run(plan.run_id, execution, {"shards": shards.count, "shards_done": 0})
-    return Round(number=1, manifest=uri, complete=False, shards=shards.count, missing=shards.count)
+    return Round(
+        number=1,
+        manifest=uri,
+        complete=False,
+        shards=shards.count,
+        missing=shards.count,
+        shards_key=layout.round_shards(1).key,
+    )
 
 
 def _gather(s3: Any, plan: RunPlan, task: dict[str, Any]) -> tuple[dict[str, Any], ShardIndex]:

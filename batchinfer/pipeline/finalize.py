@@ -13,7 +13,7 @@ from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.pipeline.merge import merge_objects
 from batchinfer.pipeline.notify import announce
 from batchinfer.pipeline.run_model import delete_run_model
-from batchinfer.pipeline.s3io import read_json, run_settings, write_json
+from batchinfer.pipeline.s3io import read_json_lines, run_settings, write_json
 from batchinfer.pipeline.state import RunEnd, RunPlan
 from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable, now
 from batchinfer.transform.assemble import output_name
@@ -36,7 +36,7 @@ def finalize(
     output = parse_s3_uri(plan.output)
     parts = parse_s3_uri(plan.job_output)
     items = {item["shard"]: item for item in table.shards(run_id)}
-    shards = read_json(s3, layout.shard_list)
+    shards = read_json_lines(s3, layout.shard_list)  # streamed, one input object at a time
     files = []
     for input_name, group in groupby(shards, key=lambda s: s["input_name"]):
         group = list(group)
@@ -62,7 +62,7 @@ def finalize(
         )
     totals = {
         "files": len(files),
-        "shards": len(shards),
+        "shards": sum(f["shards"] for f in files),
         "records_in": _total(files, "records_in"),
         "records_out": _total(files, "records_out"),
     }
@@ -87,7 +87,7 @@ def finalize(
         execution=execution,
         records_in=totals["records_in"],
         records_out=totals["records_out"],
-        shards=len(shards),
+        shards=totals["shards"],
     )
     attributes = {
         "run_status": SUCCEEDED,

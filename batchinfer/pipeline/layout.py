@@ -14,10 +14,10 @@ INPUT_PREFIX = "input/"
 SHARDS_PREFIX = "shards/"
 RUNS_PREFIX = "runs/"
 OUTPUT_PREFIX = "output/"
-# Step Functions writes the split Map's results below this prefix (one folder per Map run).
+# Step Functions writes the Maps' results below this prefix (one folder per Map run).
 MAP_RESULTS_PREFIX = "runs/_map-results/"
 INPUTS_FILE = "inputs.jsonl"  # JSON Lines: one split task per input object
-SHARDS_FILE = "shards.json"
+SHARDS_FILE = "shards.jsonl"  # JSON Lines: one shard a line, the first round's Map items
 ENVIRONMENT_FILE = "environment.json"
 RESULT_MANIFEST = "_manifest.json"
 SUCCESS_MARKER = "_SUCCESS"
@@ -60,3 +60,11 @@ class RunLayout:
 
     def round_manifest(self, round_number: int) -> S3Location:
         return self.artefacts.child(f"round-{round_number}.manifest")
+
+    def round_shards(self, round_number: int) -> S3Location:
+        """The shards a round's jobs run (JSON Lines, the CountShards Map's items): round 1
+        runs every shard (the shard list), a later one those the round before left
+        missing."""
+        if round_number == 1:
+            return self.shard_list
+        return self.artefacts.child(f"round-{round_number}.shards.jsonl")

@@ -4,9 +4,11 @@ The execution's state is JSON: the request at ``$``, then ``$.plan`` (:class:`Ru
 written by Plan), ``$.round`` (:class:`Round`, by Collect and Verify), ``$.job`` (a
 :class:`JobRequest` from PrepareJob, then the job task's :class:`JobOutcome`),
 ``$.admission`` (:class:`Admission`, by AcquireInstances and ReleaseInstances around each
-job), ``$.result`` (:class:`RunEnd`, by Finalize) and ``$.failure`` (:class:`Failure`, by
-RecordFailure). The split Map's items are :class:`SplitTask` objects in S3 and each
-SplitObject answers a :class:`SplitResult`.
+job), ``$.counts`` (where the CountShards Map's results are), ``$.result`` (:class:`RunEnd`,
+by Finalize) and ``$.failure`` (:class:`Failure`, by RecordFailure). The split Map's items
+are :class:`SplitTask` objects in S3 and each SplitObject answers a :class:`SplitResult`;
+each item of the CountShards Map is a :class:`ShardCheck` and CountShard answers a
+:class:`ShardCount`.
 
 Each class reads its part of the state with ``from_state`` and writes it with
 ``to_state``; the handlers of ``lambda/`` do nothing else with the state. Settings are
@@ -88,6 +90,7 @@ class Round(StatePart):
     complete: bool
     shards: int
     missing: int
+    shards_key: str  # the round's shards (JSON Lines), a key in the data bucket
 
 
 @dataclass(frozen=True)
@@ -260,3 +263,31 @@ class SplitResult(StatePart):
     etag: str | None
     compression_type: str
     copied: bool
+
+
+@dataclass(frozen=True)
+class ShardCheck(StatePart):
+    """One item of the CountShards Map: a shard of the round (a line of the round's shard
+    list) and what its check needs of the plan."""
+
+    shard: dict[str, Any]
+    job_output: str
+    shards_prefix: str
+    settings: TransformSettings
+
+    @classmethod
+    def from_state(cls, state: Any) -> "ShardCheck":
+        settings = TransformSettings.from_state(state["settings"])
+        return cls(**cls._fields_in(state) | {"settings": settings})
+
+
+@dataclass(frozen=True)
+class ShardCount(StatePart):
+    """What CountShard answers for one shard: the shard, its output, what is wrong with
+    that output (None: it is valid) and, when counted and valid, ``records_in`` and
+    ``records_out``."""
+
+    shard: dict[str, Any]
+    output: str
+    problem: str | None
+    records: dict[str, int]

@@ -132,17 +132,35 @@ RELEASE_INSTANCES = Step(
     result_path=DISCARD,
     table=("UpdateItem",),
 )
+COUNT_SHARD = Step(
+    name="count_shard",
+    state="CountShard",
+    description="Check one shard's output and count its records against its input",
+    memory_mb=512,
+    # Two streamed reads of one shard: its input and its output (a merged run's parts
+    # are under runs/).
+    timeout_seconds=900,
+    payload=None,
+    result_path=None,
+    reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
+)
 VERIFY = Step(
     name="verify",
     state="Verify",
-    description="Check every shard's output and record counts; resubmit missing",
+    description="Gather the round's shard checks; record them, resubmit missing shards",
     memory_mb=1024,
     timeout_seconds=900,
-    payload={"plan": "$.plan", "round": "$.round", "job": "$.job", **EXECUTION},
+    payload={
+        "plan": "$.plan",
+        "round": "$.round",
+        "job": "$.job",
+        "counts": "$.counts.manifest",
+        **EXECUTION,
+    },
     result_path="$.round",
-    reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
+    reads=(RUNS_PREFIX,),  # the CountShards Map's results
     writes=(RUNS_PREFIX,),
-    table=("Query", "BatchWriteItem", "UpdateItem"),
+    table=("BatchWriteItem", "UpdateItem"),
 )
 FINALIZE = Step(
     name="finalize",
@@ -179,6 +197,7 @@ STEPS = (
     ACQUIRE_INSTANCES,
     PREPARE_JOB,
     RELEASE_INSTANCES,
+    COUNT_SHARD,
     VERIFY,
     FINALIZE,
     RECORD_FAILURE,

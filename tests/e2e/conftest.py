@@ -3,7 +3,6 @@ dev and prod environments of cdk.json, with a 1-second retry interval and admiss
 interval so that moto, which waits out Retry intervals and Wait states for real, runs those
 paths quickly; the spec's model M as a model.tar.gz."""
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.models import ROW_SUM, write_row_sum_model
-from tests.support.offline import REGION, OfflineStack, model_archive, offline_stack
+from tests.support.offline import REGION, OfflineStack, model_archive, offline_stack, synthesized
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,20 +25,13 @@ ADMISSION = {"poll_seconds": 1, "max_wait_minutes": 10}
 
 def synthesize(env: str, directory: Path) -> dict[str, Any]:
     """The template of environment ``env`` of cdk.json, with quick retries."""
-    from app import build_app, cdk_json_context
+    from app import cdk_json_context
 
-    context = cdk_json_context()
-    environments = context["batchinfer:environments"]
-    admission = environments[env].get("admission", {})
+    admission = cdk_json_context()["batchinfer:environments"][env].get("admission", {})
     budget = admission.get("instance_budget", {}) | {INSTANCE_TYPE: BUDGET}
     admission = admission | ADMISSION | {"instance_budget": budget}
-    config = environments[env] | {"retry": RETRY, "max_rounds": 3, "admission": admission}
-    context = context | {"env": env, "batchinfer:environments": {env: config}}
-    app, stack = build_app(context, outdir=str(directory), nag=False)
-    assembly = app.synth()
-    return json.loads(
-        Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path).read_text()
-    )
+    overrides = {"retry": RETRY, "max_rounds": 3, "admission": admission}
+    return synthesized.synthesize(env, directory, overrides)
 
 
 @pytest.fixture(scope="session")

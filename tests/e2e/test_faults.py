@@ -35,6 +35,7 @@ STEPS = (
     "acquire_instances",
     "prepare_job",
     "release_instances",
+    "count_shard",
     "verify",
     "finalize",
 )

@@ -19,6 +19,7 @@ from tests.support.offline.moto_fixes import (
     definite_paths,
     json_lines_item_reader,
     keyword_path_bindings,
+    map_result_files,
     parallel_states_errors,
 )
 from tests.support.offline.stack import ended
@@ -35,6 +36,8 @@ class Case:
     state: dict[str, Any]
     aws: dict[str, Any]  # the execution's status and output on AWS
     objects: dict[str, bytes] = field(default_factory=dict)  # key -> body, in BUCKET
+    # A prefix of BUCKET: the run also reports the names of the objects written below it.
+    written: str | None = None
 
 
 def parallel(
@@ -120,12 +123,43 @@ CASES = {
         {"status": "SUCCEEDED", "output": [{"input": "s3://b/a.csv"}, {"input": "s3://b/b.csv"}]},
         objects={"items.jsonl": b'{"input": "s3://b/a.csv"}\n{"input": "s3://b/b.csv"}\n'},
     ),
+    # The CountShards Map's results, read by Verify: the manifest lists the result file.
+    "map-result-files": Case(
+        map_result_files,
+        {
+            "StartAt": "M",
+            "States": {
+                "M": {
+                    "Type": "Map",
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Item",
+                        "States": {"Item": {"Type": "Pass", "End": True}},
+                    },
+                    "ResultWriter": {
+                        "Resource": "arn:aws:states:::s3:putObject",
+                        "Parameters": {"Bucket": BUCKET, "Prefix": "results"},
+                    },
+                    "ResultPath": None,
+                    "End": True,
+                },
+            },
+        },
+        [{"n": 1}, {"n": 2}],
+        {
+            "status": "SUCCEEDED",
+            "output": [{"n": 1}, {"n": 2}],
+            "written": ["SUCCEEDED_0.json", "manifest.json"],
+        },
+        written="results/",
+    ),
 }
 
 
 def run(case: Case, corrected: bool) -> dict[str, Any]:
     """The status and output of ``case``'s definition run on moto, with or without its
-    correction (status REFUSED: moto refused the definition)."""
+    correction (status REFUSED: moto refused the definition), and the objects it wrote where
+    the case says."""
     with moto.mock_aws(config=MOTO_CONFIG), case.correction() if corrected else nullcontext():
         boto3.client("sqs", region_name=REGION).create_queue(QueueName=QUEUE)
         s3 = boto3.client("s3", region_name=REGION)
@@ -144,7 +178,11 @@ def run(case: Case, corrected: bool) -> dict[str, Any]:
         arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps(case.state))
         described = ended(sfn, arn["executionArn"], timeout=20)
         output = described.get("output")
-        return {"status": described["status"], "output": json.loads(output) if output else None}
+        result = {"status": described["status"], "output": json.loads(output) if output else None}
+        if case.written is not None:
+            listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=case.written).get("Contents", [])
+            result["written"] = sorted(item["Key"].rsplit("/", 1)[-1] for item in listed)
+        return result
 
 
 def test_every_correction_has_a_case():

@@ -12,6 +12,7 @@ from batchinfer.pipeline.state import JobOutcome
 from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.transform.settings import validate_job_name
 from tests.support.lambdas import load_handler
+from tests.support.map_results import count_shards
 
 from .conftest import BUCKET
 
@@ -73,6 +74,18 @@ def collected(
     return plan, handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
 
 
+def verify_event(account, handlers, plan, round_, outcome) -> dict[str, Any]:
+    """Verify's event after the CountShards Map checked each shard of ``round_``."""
+    counts = count_shards(account.s3, BUCKET, handlers["count_shard"].handler, plan, round_)
+    return {
+        "plan": plan,
+        "round": round_,
+        "job": outcome,
+        "counts": counts["manifest"],
+        "execution": EXECUTION,
+    }
+
+
 @pytest.fixture
 def handlers(account, monkeypatch):
     for key, value in account.env.to_variables().items():
@@ -84,6 +97,7 @@ def handlers(account, monkeypatch):
             "split_object",
             "collect",
             "prepare_job",
+            "count_shard",
             "verify",
             "finalize",
             "record_failure",
@@ -138,7 +152,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     outcome = run_job(account, job_1, skip={"a.part-00001.csv"})
 
     round_2 = handlers["verify"].handler(
-        {"plan": plan, "round": round_1, "job": outcome, "execution": EXECUTION}, None
+        verify_event(account, handlers, plan, round_1, outcome), None
     )
     assert round_2["complete"] is False and round_2["number"] == 2
     assert json.loads(account.get(round_2["manifest"])) == [manifest[0], "a.part-00001.csv"]
@@ -149,9 +163,7 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     job_2 = handlers["prepare_job"].handler({"plan": plan, "round": round_2}, None)
     assert job_2["name"] != job_1["name"] and "-r2-" in job_2["name"]
     outcome = run_job(account, job_2)
-    done = handlers["verify"].handler(
-        {"plan": plan, "round": round_2, "job": outcome, "execution": EXECUTION}, None
-    )
+    done = handlers["verify"].handler(verify_event(account, handlers, plan, round_2, outcome), None)
     assert done["complete"] is True
 
     result = handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
@@ -206,7 +218,7 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(accou
     assert account.keys("shards/r-1/one.csv") != [], "the unsplit object was copied"
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
     handlers["verify"].handler(
-        {"plan": plan, "round": round_1, "job": run_job(account, job), "execution": EXECUTION},
+        verify_event(account, handlers, plan, round_1, run_job(account, job)),
         None,
     )
     handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
@@ -218,7 +230,7 @@ def test_last_round_without_output_fails_naming_shard_and_job(account, handlers)
     for _ in range(int(account.env.max_rounds)):
         job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
         outcome = run_job(account, job, skip={"x.part-00001.csv"})
-        event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+        event = verify_event(account, handlers, plan, round_, outcome)
         if round_["number"] < int(account.env.max_rounds):
             round_ = handlers["verify"].handler(event, None)
             continue
@@ -260,7 +272,7 @@ def test_a_job_failed_for_its_data_fails_the_run_without_a_new_round(account, ha
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
     reason = "ClientError: y.part-00001.csv: record 3: HTTP 400: not a number"
     outcome = run_job(account, job, skip={"y.part-00001.csv"}, reason=reason)
-    event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+    event = verify_event(account, handlers, plan, round_, outcome)
     with pytest.raises(Exception, match="no new round") as err:
         handlers["verify"].handler(event, None)
     assert type(err.value).__name__ == "DataFailure"
@@ -270,12 +282,54 @@ def test_a_job_failed_for_its_data_fails_the_run_without_a_new_round(account, ha
     assert shards == {"y.part-00000.csv": SUCCEEDED, "y.part-00001.csv": MISSING}
 
 
+def test_an_output_short_of_records_is_missing_named_by_its_counts(account, handlers):
+    """R6: a shard whose output has fewer Line records than its input has no valid output;
+    Verify names the shard and both counts, and resubmits it alone."""
+    plan, round_ = collected(account, handlers, "r-5", "input/w.csv", 30, 2)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    outcome = run_job(account, job)
+    short = "output/r-5/w.part-00001.csv.out"
+    lines = account.get(f"s3://{BUCKET}/{short}").splitlines(keepends=True)
+    account.put(short, b"".join(lines[:-1]))
+    round_2 = handlers["verify"].handler(
+        verify_event(account, handlers, plan, round_, outcome), None
+    )
+    assert round_2["number"] == 2 and round_2["missing"] == 1 and round_2["shards"] == 2
+    assert account.json_lines(f"s3://{BUCKET}/{round_2['shards_key']}") == [
+        s for s in account.json_lines(f"s3://{BUCKET}/runs/r-5/shards.jsonl") if s["number"] == 1
+    ]
+    reasons = {item["name"]: item.get("reason") for item in account.table.shards("r-5")}
+    assert reasons == {
+        "w.part-00000.csv": None,
+        "w.part-00001.csv": f"output has {len(lines) - 1} records, input {len(lines)}",
+    }
+
+
+def test_outputs_that_cannot_be_counted_need_only_exist(account, handlers):
+    """R17: with Accept application/json an answer is not one line per record, so a shard's
+    output is valid when it exists, whatever its lines, and no counts are recorded."""
+    account.put("input/v.csv", rows(12))
+    request = {"input": f"s3://{BUCKET}/input/v.csv", "run_id": "r-6", "accept": "application/json"}
+    start = {"execution": EXECUTION, "execution_name": "r-6", "started_at": "t"}
+    plan = handlers["plan"].handler({"request": request, **start}, None)
+    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
+    handlers["split_object"].handler(item, None)
+    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    outcome = run_job(account, job)
+    account.put("output/r-6/v.csv.out", b'[{"sums": "one document"}]')
+    event = verify_event(account, handlers, plan, round_, outcome)
+    assert handlers["verify"].handler(event, None)["complete"] is True
+    (shard,) = account.table.shards("r-6")
+    assert shard["status"] == SUCCEEDED and "records_in" not in shard
+
+
 def test_a_job_stopped_from_outside_stops_the_run(account, handlers):
     plan, round_ = collected(account, handlers, "r-4", "input/z.csv", 10, None)
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
     cause = {"TransformJobName": job["name"], "TransformJobStatus": "Stopped"}
     outcome = {"Error": "States.TaskFailed", "Cause": json.dumps(cause)}
-    event = {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION}
+    event = verify_event(account, handlers, plan, round_, outcome)
     with pytest.raises(Exception, match="stopped from outside") as err:
         handlers["verify"].handler(event, None)
     assert type(err.value).__name__ == "JobStopped"
@@ -307,7 +361,16 @@ def test_every_step_run_again_after_it_ran_gives_the_same_result_once(account, h
     round_ = twice("collect", {"plan": plan, "execution": EXECUTION})
     job = twice("prepare_job", {"plan": plan, "round": round_})
     outcome = run_job(account, job)
-    done = twice("verify", {"plan": plan, "round": round_, "job": outcome, "execution": EXECUTION})
+    (shard, *_) = account.json_lines(f"s3://{BUCKET}/{round_['shards_key']}")
+    check = {
+        "shard": shard,
+        "job_output": plan["job_output"],
+        "shards_prefix": plan["shards_prefix"],
+        "settings": plan["settings"],
+    }
+    lines = account.get(plan["shards_prefix"] + shard["name"]).count(b"\n")
+    assert twice("count_shard", check)["records"] == {"records_in": lines, "records_out": lines}
+    done = twice("verify", verify_event(account, handlers, plan, round_, outcome))
     assert done["complete"] is True
     result = twice("finalize", {"plan": plan, "execution": EXECUTION})
     assert result["status"] == SUCCEEDED and result["records_out"] == 40

@@ -61,8 +61,9 @@ def test_collect_gathers_100k_objects_in_order_with_batched_shard_items(account)
     plan = split_run(account, "big", OBJECTS, unsplit={0, 77_777}, two={5, OBJECTS - 1})
     round_ = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
     total = OBJECTS + 2
-    assert round_ == Round(1, f"s3://{BUCKET}/runs/big/round-1.manifest", False, total, total)
-    shards = json.loads(account.get(f"s3://{BUCKET}/runs/big/shards.json"))
+    manifest_uri = f"s3://{BUCKET}/runs/big/round-1.manifest"
+    assert round_ == Round(1, manifest_uri, False, total, total, "runs/big/shards.jsonl")
+    shards = account.json_lines(f"s3://{BUCKET}/runs/big/shards.jsonl")
     assert [shard["number"] for shard in shards] == list(range(total))
     assert shards[6] == {
         "number": 6,

@@ -97,11 +97,13 @@ def test_plan_lists_the_sources_and_reads_none(synthesized):
     assert not {"ReadSources", "ReadSourcesKeys", "ReadData"} & set(statements)
 
 
-def test_verify_reads_and_finalize_writes_the_destination_with_its_key(synthesized):
+def test_count_shard_reads_and_finalize_writes_the_destination_with_its_key(synthesized):
+    count = _statements(synthesized.template_json, "CountShardRole")
     verify = _statements(synthesized.template_json, "VerifyRole")
     finalize = _statements(synthesized.template_json, "FinalizeRole")
-    assert verify["ReadDestinations"]["Resource"] == _objects("example-reports/batchinfer/*")
-    assert "WriteDestinations" not in verify
+    assert count["ReadDestinations"]["Resource"] == _objects("example-reports/batchinfer/*")
+    assert "WriteDestinations" not in count
+    assert not [sid for sid in verify if "Destinations" in sid], "Verify reads no output"
     write = finalize["WriteDestinations"]
     assert sorted(write["Action"]) == ["s3:AbortMultipartUpload", "s3:PutObject"]
     assert write["Resource"] == _objects("example-reports/batchinfer/*")
@@ -110,7 +112,7 @@ def test_verify_reads_and_finalize_writes_the_destination_with_its_key(synthesiz
         "kms:Decrypt",
         "kms:GenerateDataKey",
     }
-    assert "ReadSources" not in verify and "ReadSources" not in finalize
+    assert not {"ReadSources"} & (set(count) | set(verify) | set(finalize))
 
 
 @pytest.mark.parametrize("step", ["PrepareJob", "RecordFailure"])
@@ -185,7 +187,7 @@ def test_a_model_package_gives_runs_their_own_models(synthesized):
             "Action": "sagemaker:DeleteModel",
             "Resource": models,
         }
-    for step in ("SplitObject", "Collect", "PrepareJob", "Verify"):
+    for step in ("SplitObject", "Collect", "PrepareJob", "CountShard", "Verify"):
         statements = _statements(synthesized.template_json, f"{step}Role")
         assert not {"CreateRunModels", "DeleteRunModels", "PassJobRole"} & set(statements)
     jobs = _statements(synthesized.template_json, "ExecutionRole")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from batchinfer.pipeline.steps import STEPS
 from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
 
 from .conftest import REPO_ROOT
@@ -49,7 +50,8 @@ def test_run_flow_plan_split_collect_job_verify_finalize(definition, states):
     assert states["Collect"]["Next"] == "AcquireInstances"
     assert states["AcquireInstances"]["Next"] == "InstancesGranted"
     assert states["RunJob"]["Next"] == "ReleaseInstances"
-    assert states["ReleaseInstances"]["Next"] == "Verify"
+    assert states["ReleaseInstances"]["Next"] == "CountShards"
+    assert states["CountShards"]["Next"] == "Verify"
     assert states["Verify"]["Next"] == "AllShardsDone"
     choice = states["AllShardsDone"]
     assert choice["Choices"] == [
@@ -163,7 +165,7 @@ def test_generic_sagemaker_errors_are_retried_only_when_transient_S3(states):
 
 def test_every_lambda_task_retries_throttling_and_service_errors(states):
     lambdas = [n for n, s in states.items() if ":lambda:" in s.get("Resource", "")]
-    assert len(lambdas) == 9
+    assert len(lambdas) == len(STEPS), "one task per step of the registry"
     for name in lambdas:
         retried = {e for r in states[name]["Retry"] for e in r["ErrorEquals"]}
         assert {"Lambda.TooManyRequestsException", "Lambda.ServiceException"} <= retried, name
@@ -176,6 +178,7 @@ def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(state
         "Collect",
         "AcquireInstances",
         "ReleaseInstances",
+        "CountShards",
         "Verify",
         "Finalize",
     ):
@@ -220,6 +223,15 @@ def test_per_shard_data_stays_out_of_the_state(states):
     assert states["RunJob"]["ResultSelector"] == {"name.$": "$[0].name", "status.$": "$[0].status"}
     for task in ("TransformJob", "ProcessingJob"):
         assert set(states[task]["ResultSelector"]) == {"name.$", "status.$"}
+    count = states["CountShards"]
+    assert count["ItemReader"]["Parameters"]["Key.$"] == "$.round.shards_key"
+    assert count["ItemReader"]["ReaderConfig"]["InputType"] == "JSONL"
+    assert count["ItemSelector"]["shard.$"] == "$$.Map.Item.Value", "one shard per child"
+    assert count["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    assert count["ResultWriter"]["Parameters"]["Prefix"] == "runs/_map-results"
+    assert count["ResultSelector"] == {"manifest.$": "$.ResultWriterDetails.Key"}
+    assert count["ResultPath"] == "$.counts", "the results stay in S3, only their key here"
+    assert count.get("ToleratedFailurePercentage", 0) == 0, "one failed check fails the Map"
 
 
 def test_lambda_payloads_reference_only_state_that_exists(states):
@@ -229,6 +241,7 @@ def test_lambda_payloads_reference_only_state_that_exists(states):
     assert states["PrepareJob"]["Parameters"] == {"plan.$": "$.plan", "round.$": "$.round"}
     verify = states["Verify"]["Parameters"]
     assert {verify["plan.$"], verify["round.$"], verify["job.$"]} == {"$.plan", "$.round", "$.job"}
+    assert verify["counts.$"] == "$.counts.manifest"
     assert states["RecordFailure"]["Parameters"]["state.$"] == "$"
 
 

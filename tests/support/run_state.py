@@ -36,4 +36,11 @@ def example_plan(engine: str = "transform", run_id: str = "r-1", **settings: obj
 def example_round(
     number: int = 1, manifest: str = f"s3://{BUCKET}/runs/r-1/round-1.manifest"
 ) -> Round:
-    return Round(number=number, manifest=manifest, complete=False, shards=1, missing=1)
+    return Round(
+        number=number,
+        manifest=manifest,
+        complete=False,
+        shards=1,
+        missing=1,
+        shards_key=f"runs/r-1/round-{number}.shards.jsonl",
+    )

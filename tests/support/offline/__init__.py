@@ -23,7 +23,7 @@ so while the stack is open:
   S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
   :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
   :class:`StopJob` and :class:`StopExecution`;
-- four divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
+- five divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
   explained there);
 - an ended execution's "Step Functions Execution Status Change" event is delivered to the
   targets of the template's rules that match it, as EventBridge would (:mod:`.stack`).

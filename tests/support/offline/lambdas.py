@@ -3,6 +3,7 @@ answering as the Lambda service does, with service errors injected on demand."""
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class Lambdas:
         self.on_invoke = on_invoke  # a task of the state machine invokes function ARN
         self.modules: dict[str, ModuleType] = {}
         self.invocations: list[tuple[str, Any]] = []  # (handler module, event)
+        self.seconds: dict[str, float] = {}  # handler module -> seconds its handler ran
         self.faults: list[LambdaFault] = []
         self._lock = threading.Lock()
 
@@ -73,12 +75,17 @@ class Lambdas:
         handler: Callable[[Any, Any], Any] = getattr(self.modules[module_name], attribute)
         if fault is not None and fault.when == "before":
             return _service_error(fault.error)
+        start = time.perf_counter()
         try:
             with self.as_role(function.role):
                 result = handler(event, None)
         except Exception as exc:  # Lambda reports every exception of a handler this way
             payload = {"errorMessage": str(exc), "errorType": type(exc).__name__}
             return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}
+        finally:
+            with self._lock:
+                ran = time.perf_counter() - start
+                self.seconds[module_name] = self.seconds.get(module_name, 0.0) + ran
         if fault is not None:
             if fault.when == "answer":
                 return {"StatusCode": 200, "Payload": fault.answer}

@@ -49,10 +49,16 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.ev
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.reader_config import (
     input_type,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval.resource_eval_s3 import (  # noqa: E501
+    ResourceEvalS3,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
 from moto.stepfunctions.parser.asl.eval.environment import Environment
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 from moto.stepfunctions.parser.asl.utils.json_path import extract_json
+
+from tests.support.map_results import write_map_results
 
 MOTO_VERSION = "5.2.5"
 if moto.__version__ != MOTO_VERSION:
@@ -175,11 +181,40 @@ def json_lines_item_reader() -> Iterator[None]:
         yield
 
 
+def _put_results(env: Environment, resource_runtime_part: Any, state_credentials: Any) -> None:
+    """moto's ``ResourceEvalS3._handle_put_object`` that writes the result file too."""
+    parameters = env.stack.pop()
+    outputs = env.stack.pop()
+    s3 = boto_client_for(
+        service="s3", region=resource_runtime_part.region, state_credentials=state_credentials
+    )
+    map_run_arn = env.map_run_record_pool_manager.get_all().pop().map_run_arn
+    bucket = parameters["Bucket"]
+    key = write_map_results(s3, bucket, parameters["Prefix"], map_run_arn, outputs)
+    env.stack.append(
+        {"MapRunArn": map_run_arn, "ResultWriterDetails": {"Bucket": bucket, "Key": key}}
+    )
+
+
+def map_result_files() -> AbstractContextManager[Any]:
+    """A Distributed Map's ResultWriter writes the child executions' results.
+
+    AWS: the writer puts ``manifest.json`` under ``<Prefix>/<map run id>/``, listing the
+    result files it wrote there (``SUCCEEDED_0.json``, ...: JSON arrays of the child
+    executions with their ``Output`` as a JSON string); Verify reads the CountShards Map's
+    counts from them. moto writes the manifest alone, listing no result file. Here the
+    succeeded children's outputs go to one ``SUCCEEDED_0.json`` (with the fields Verify
+    reads: moto's interpreter keeps no child input or dates), listed in the manifest.
+    """
+    return mock.patch.object(ResourceEvalS3, "_handle_put_object", staticmethod(_put_results))
+
+
 CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
     definite_paths,
     keyword_path_bindings,
     parallel_states_errors,
     json_lines_item_reader,
+    map_result_files,
 )
 
 

@@ -419,6 +419,14 @@ class OfflineStack:
             for item in page.get("Contents", [])
         )
 
+    def bytes_read_by_lambdas(self) -> dict[str, int]:
+        """The bytes the GetObject calls of each Lambda step returned, by handler module."""
+        read = self.recorder.bytes_read
+        return {
+            function.handler.rsplit(".", 1)[0]: read.get(self.audit.runtime_of(function.role), 0)
+            for function in self.lambdas.functions.values()
+        }
+
     def announced(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(SNS notifications, bus events) delivered since the last call."""
         found = []

@@ -1,6 +1,7 @@
 """Record every AWS call a runtime makes: a botocore event hook on every client created
 while recording, and the runtime (the Lambda step, the job's role, the CLI) each call is
-made on behalf of, carried across the threads a runtime starts.
+made on behalf of, carried across the threads a runtime starts; and the bytes each
+runtime's S3 GetObject calls returned.
 
 The harness says whose calls follow with :func:`acting_as`; calls made outside one (the
 test setting up its data) are not recorded.
@@ -45,6 +46,7 @@ class CallRecorder:
     """While entered, every client botocore creates reports its calls into ``calls``."""
 
     calls: list[Call] = field(default_factory=list)
+    bytes_read: dict[str, int] = field(default_factory=dict)  # runtime -> GetObject bytes
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -61,16 +63,23 @@ class CallRecorder:
             service = model.service_model.service_name
             self.record(runtime, service, model.name, params)
 
+    def _got(self, parsed: dict[str, Any], **_: Any) -> None:
+        runtime = _RUNTIME.get()
+        if runtime is not None and "ContentLength" in parsed:
+            with self._lock:
+                self.bytes_read[runtime] = self.bytes_read.get(runtime, 0) + parsed["ContentLength"]
+
     @contextmanager
     def recording(self) -> Iterator["CallRecorder"]:
         original_create = botocore.session.Session.create_client
         original_init = threading.Thread.__init__
         original_run = threading.Thread.run
-        hook = self._hook
+        hook, got = self._hook, self._got
 
         def create_client(session: Any, *args: Any, **kwargs: Any) -> Any:
             client = original_create(session, *args, **kwargs)
             client.meta.events.register("before-parameter-build", hook)
+            client.meta.events.register("after-call.s3.GetObject", got)
             return client
 
         def thread_init(thread: threading.Thread, *args: Any, **kwargs: Any) -> None:
