@@ -60,3 +60,9 @@ class RunLayout:
 
     def round_manifest(self, round_number: int) -> S3Location:
         return self.artefacts.child(f"round-{round_number}.manifest")
+
+    def scoring(self, job: str) -> S3Location:
+        """The endpoint engine's folder of one attempt ``job``: its item list
+        (``shards.jsonl``), each shard's saved progress and unsent output tail
+        (``progress/<shard>.json``, ``.tail``) and its data failures (``failures/``)."""
+        return self.artefacts.child(f"endpoint/{job}/")

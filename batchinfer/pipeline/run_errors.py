@@ -16,3 +16,8 @@ class JobStopped(BatchInferError):
 class DataFailure(InputError):
     """A job failed because of the data (the container refused records, SageMaker says
     ClientError): another round would fail the same way and be billed again."""
+
+
+class EndpointUnavailable(BatchInferError):
+    """The endpoint kept throttling or failing (5xx) past the retries of one invocation:
+    the Map retries the shard, which continues from its last saved position."""

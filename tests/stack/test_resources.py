@@ -6,6 +6,7 @@ from aws_cdk.assertions import Match
 
 from batchinfer.pipeline import stack_outputs
 from batchinfer.pipeline.layout import SHARDS_PREFIX
+from batchinfer.pipeline.steps import STEPS
 from tests.support.offline.template import render
 
 from .conftest import ACCOUNT, REGION, of_type
@@ -110,7 +111,7 @@ def test_lambdas_latest_python_json_logs_xray_own_roles(resources):
         for k, v in of_type(resources, "AWS::Lambda::Function").items()
         if k.startswith("Functions")
     }
-    assert len(functions) == 7
+    assert len(functions) == len(STEPS)  # one function per step of the registry
     roles = set()
     for function in functions.values():
         props = function["Properties"]
@@ -119,7 +120,7 @@ def test_lambdas_latest_python_json_logs_xray_own_roles(resources):
         assert props["LoggingConfig"]["LogFormat"] == "JSON"
         assert "BATCHINFER_TABLE_NAME" in props["Environment"]["Variables"]
         roles.add(props["Role"]["Fn::GetAtt"][0])
-    assert len(roles) == 7, "one least-privilege role per Lambda"
+    assert len(roles) == len(STEPS), "one least-privilege role per Lambda"
 
 
 def test_lambdas_know_the_model_environment_R10_R21(synthesized, resources):
@@ -201,7 +202,7 @@ def test_topic_is_kms_encrypted_and_tls_only(synthesized, resources):
 def test_alarms_on_failed_timed_out_aborted_runs_and_lambda_errors(resources):
     alarms = of_type(resources, "AWS::CloudWatch::Alarm").values()
     metrics = sorted(a["Properties"]["MetricName"] for a in alarms)
-    assert metrics.count("Errors") == 7
+    assert metrics.count("Errors") == len(STEPS)
     assert {"ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"} <= set(metrics)
     for alarm in alarms:
         assert alarm["Properties"]["AlarmActions"], "every alarm notifies the topic"
@@ -286,4 +287,23 @@ def test_permissions_the_first_real_run_needs(resources):
     assert "s3:prefix" in jobs["ListModelData0"]["Condition"]["StringLike"]
     assert jobs["JobMetrics"]["Condition"] == {
         "StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}
+    }
+
+
+def test_only_plan_and_the_scoring_step_may_use_the_configured_endpoint(resources):
+    """InvokeEndpoint for ScoreShard and DescribeEndpoint for Plan, each on the configured
+    endpoint's ARN only (SageMaker ARNs are lowercase); no other role names either."""
+    endpoint = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/row-sum"
+    granted = {}
+    for logical_id, policy in of_type(resources, "AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            actions = [actions] if isinstance(actions, str) else actions
+            for action in actions:
+                if action in ("sagemaker:InvokeEndpoint", "sagemaker:DescribeEndpoint"):
+                    role = logical_id.split("Role")[0]
+                    granted[action] = (role, render(statement["Resource"], {}, {}))
+    assert granted == {
+        "sagemaker:InvokeEndpoint": ("FunctionsScoreShard", endpoint),
+        "sagemaker:DescribeEndpoint": ("FunctionsPlan", endpoint),
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from batchinfer.pipeline.steps import STEPS
 from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
 
 from .conftest import REPO_ROOT
@@ -115,11 +116,10 @@ def test_sync_tasks_are_the_s1_integrations(states):
     assert "DataProcessing.$" in states["TransformJobWithDataProcessing"]["Parameters"]
     assert "DataProcessing.$" not in states["TransformJob"]["Parameters"]
     choose = states["ChooseJob"]
-    assert choose["Choices"][0] == {
-        "Variable": "$.job.engine",
-        "StringEquals": "processing",
-        "Next": "ProcessingJob",
-    }
+    assert choose["Choices"][:2] == [
+        {"Variable": "$.job.engine", "StringEquals": "endpoint", "Next": "ScoreShards"},
+        {"Variable": "$.job.engine", "StringEquals": "processing", "Next": "ProcessingJob"},
+    ]
     assert choose["Default"] == "TransformJob"
 
 
@@ -161,7 +161,7 @@ def test_generic_sagemaker_errors_are_retried_only_when_transient_S3(states):
 
 def test_every_lambda_task_retries_throttling_and_service_errors(states):
     lambdas = [n for n, s in states.items() if ":lambda:" in s.get("Resource", "")]
-    assert len(lambdas) == 7
+    assert len(lambdas) == len(STEPS)
     for name in lambdas:
         retried = {e for r in states[name]["Retry"] for e in r["ErrorEquals"]}
         assert {"Lambda.TooManyRequestsException", "Lambda.ServiceException"} <= retried, name

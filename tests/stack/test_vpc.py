@@ -5,6 +5,8 @@ roles may manage the network interfaces that takes; cdk-nag stays clean."""
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
+from batchinfer.pipeline.steps import STEPS
+
 from .conftest import pipeline_environment, pipeline_functions, synthesize_prod
 
 VPC = {"subnet_ids": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
@@ -29,7 +31,7 @@ def test_the_model_and_every_pipeline_lambda_run_in_the_subnets(synthesized):
         "SecurityGroupIds": VPC["security_group_ids"],
     }
     pipeline = pipeline_functions(template)
-    assert len(pipeline) == 7
+    assert len(pipeline) == len(STEPS)
     for function in pipeline:
         assert function["VpcConfig"] == {
             "SubnetIds": VPC["subnet_ids"],
@@ -54,6 +56,6 @@ def test_roles_may_manage_network_interfaces_and_nag_is_clean(synthesized):
         for statement in policy["PolicyDocument"]["Statement"]
         if statement.get("Sid") == "NetworkInterfaces"
     ]
-    assert len(network) == 8, "seven Lambda roles and the jobs' role"
+    assert len(network) == len(STEPS) + 1, "every Lambda role and the jobs' role"
     report = AwsSolutionsChecks(app).validate_scope(stack)
     assert [v.rule_name for v in report.violations] == []

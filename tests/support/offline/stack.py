@@ -24,6 +24,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
 
 from batchinfer.pipeline.clients import services
 from batchinfer.uris import parse_s3_uri
+from tests.support.offline.endpoints import Endpoints
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.moto_fixes import corrected
 from tests.support.offline.sagemaker import SageMakerJobs, SageMakerTask
@@ -170,7 +171,11 @@ class OfflineStack:
             props = resource["Properties"]
             variables = props.get("Environment", {}).get("Variables", {})
             functions[logical_id] = Function(
-                arn, props["Handler"], self._render(variables), self._render(props["Role"])
+                arn,
+                props["Handler"],
+                self._render(variables),
+                self._render(props["Role"]),
+                props.get("Timeout", 3),
             )
         machine_id, machine = self._only("AWS::StepFunctions::StateMachine")
         machine_role = self.machine_role = self._render(machine["Properties"]["RoleArn"])
@@ -193,6 +198,7 @@ class OfflineStack:
             ),
             stop_execution=self._stop_running,
         )
+        self.endpoints = Endpoints(session.client("sagemaker"))
         self.definition = json.loads(self._render(machine["Properties"]["DefinitionString"]))
         self._patch()
         self.state_machine_arn = self.sfn.create_state_machine(
@@ -320,6 +326,7 @@ class OfflineStack:
 
         self._exit.enter_context(mock.patch.object(Program, "eval", run_as_machine))
         self._exit.enter_context(corrected())
+        self._exit.enter_context(self.endpoints.intercepting())
         self._exit.enter_context(mock.patch.dict(os.environ, self.lambdas.environment()))
         services.cache_clear()
         self._exit.callback(services.cache_clear)
