@@ -24,6 +24,7 @@ from tests.support.offline import (
 )
 
 from .conftest import ENV, synthesize
+from .test_existing_buckets import LAKE_KEY, create_bucket
 from .test_happy_path import csv_rows
 
 ENDPOINT = "row-sum"
@@ -172,3 +173,25 @@ def test_plan_refuses_an_endpoint_that_does_not_exist(stack):
     assert f"endpoint: '{ENDPOINT}' does not exist in {REGION}" in execution.cause
     assert not stack.lambdas.events_of("split_object")
     assert not stack.endpoints.calls
+
+
+def test_an_endpoint_run_reads_a_data_lake_and_writes_another_teams_bucket(prod_stack, server_url):
+    """The prod example: ScoreShard reads shards copied from the KMS-encrypted data lake
+    and writes each output straight into the configured output destination."""
+    stack = prod_stack
+    stack.endpoints.create(ENDPOINT, server_url)
+    create_bucket(stack, "example-data-lake", LAKE_KEY)
+    create_bucket(stack, "example-reports")
+    for name, data in {"a.csv": csv_rows(20), "region/b.csv": csv_rows(5, offset=3)}.items():
+        stack.s3.put_object(Bucket="example-data-lake", Key=f"scoring/ep/{name}", Body=data)
+    request = {
+        "input": "s3://example-data-lake/scoring/ep/",
+        "output": "s3://example-reports/batchinfer/ep/",
+        "engine": "endpoint",
+    }
+    execution = stack.run(request, "lake-endpoint")
+    assert execution.status == "SUCCEEDED", execution.cause
+    report = stack.get("s3://example-reports/batchinfer/ep/region/b.csv.out")
+    assert report.splitlines() == [b"%d" % (4 * i + 1) for i in range(3, 8)]
+    assert len(stack.get("s3://example-reports/batchinfer/ep/a.csv.out").splitlines()) == 20
+    assert not stack.jobs.started
