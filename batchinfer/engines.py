@@ -1,10 +1,10 @@
-"""The engines a run's shards can be transformed with.
+"""The engines a run's shards can be scored with.
 
-``Engine``: what the cloud pipeline (its Plan and the stack's configuration) accepts, and
-what ``batchinfer plan`` estimates: SageMaker transform jobs (model servers over HTTP) or
-processing jobs (the handlers in-process on every core). ``LocalEngine``: what
-``batchinfer run`` accepts, those two and ``endpoint`` (an existing real-time endpoint
-scores the input in chunks), which the pipeline does not run yet.
+``Engine``: the SageMaker job engines, what ``batchinfer plan`` estimates and what the
+state machine starts jobs of: transform jobs (model servers over HTTP) or processing jobs
+(the handlers in-process on every core). ``PipelineEngine``: what the cloud pipeline (its
+Plan and the stack's configuration) and ``batchinfer run`` accept: those two and
+``endpoint`` (an existing real-time endpoint scores each shard in chunks).
 """
 
 from typing import Literal, get_args
@@ -12,5 +12,8 @@ from typing import Literal, get_args
 Engine = Literal["transform", "processing"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
 
-LocalEngine = Literal["transform", "processing", "endpoint"]
-LOCAL_ENGINES: tuple[LocalEngine, ...] = get_args(LocalEngine)
+PipelineEngine = Literal["transform", "processing", "endpoint"]
+PIPELINE_ENGINES: tuple[PipelineEngine, ...] = get_args(PipelineEngine)
+
+LocalEngine = PipelineEngine
+LOCAL_ENGINES: tuple[LocalEngine, ...] = PIPELINE_ENGINES

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from batchinfer.engines import ENGINES
+from batchinfer.engines import PIPELINE_ENGINES
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline import data_places
 from batchinfer.pipeline.data_places import DATA, DataPlace
+from batchinfer.pipeline.endpoints import EndpointTarget
 from batchinfer.pipeline.instance_types import accepted, nearest
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
@@ -165,6 +166,10 @@ class PipelineConfig:
     # Existing buckets (and prefixes) runs may read inputs from / write outputs to.
     data_sources: tuple[DataPlace, ...] = ()
     output_destinations: tuple[DataPlace, ...] = ()
+    # Existing real-time endpoints runs of the endpoint engine may name (the first is the
+    # default), and how many shards are scored at once (the Map's MaxConcurrency).
+    endpoints: tuple[EndpointTarget, ...] = ()
+    endpoint_concurrency: int = 4
 
     @property
     def settings(self) -> TransformSettings:
@@ -269,6 +274,10 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
         )
     for key in ("data_sources", "output_destinations"):
         values[key] = _places(values.get(key, []), f"{where}.{key}")
+    values["endpoints"] = tuple(
+        EndpointTarget.from_json(item, f"{where}.endpoints[{i}]")
+        for i, item in enumerate(_list(values.get("endpoints", []), f"{where}.endpoints"))
+    )
     values["notification_emails"] = tuple(
         _list(values.get("notification_emails", []), f"{where}.notification_emails")
     )
@@ -290,7 +299,22 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
         _require(_ACCOUNT.fullmatch(config.account), f"{where}.account", config.account)
     if config.region is not None:
         _require(_REGION.fullmatch(config.region), f"{where}.region", config.region)
-    _require(config.engine in ENGINES, f"{where}.engine", config.engine, " or ".join(ENGINES))
+    _require(
+        config.engine in PIPELINE_ENGINES,
+        f"{where}.engine",
+        config.engine,
+        ", ".join(PIPELINE_ENGINES),
+    )
+    names = [e.name for e in config.endpoints]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    _require(not duplicates, f"{where}.endpoints", duplicates, "unique names")
+    _require(
+        config.engine != "endpoint" or config.endpoints,
+        f"{where}.endpoints",
+        [],
+        "at least one endpoint with engine endpoint",
+    )
+    _int_range(config.endpoint_concurrency, 1, 1000, f"{where}.endpoint_concurrency")
     if config.image_uri is not None:
         _require(
             isinstance(config.image_uri, str) and ECR_IMAGE.fullmatch(config.image_uri),

@@ -6,7 +6,14 @@ import shutil
 from pathlib import Path
 
 import jsii
-from aws_cdk import AssetHashType, BundlingOptions, DockerImage, Duration, ILocalBundling
+from aws_cdk import (
+    AssetHashType,
+    BundlingOptions,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+    Stack,
+)
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -99,6 +106,7 @@ class Functions(Construct):
             _grant(step, role, storage, status, notifications)
             _grant_existing_buckets(step, role, config)
             _grant_run_models(step, role, config, jobs_role)
+            _grant_endpoints(step, role, config)
 
 
 def lambda_function(
@@ -285,6 +293,35 @@ def _grant_run_models(
             "sagemaker:ListModelPackages has no resource scope.",
             findings=sorted(set(findings)),
         )
+
+
+def _grant_endpoints(step: Step, role: iam.Role, config: PipelineConfig) -> None:
+    """InvokeEndpoint (the scoring step) and DescribeEndpoint (Plan) on the configured
+    endpoints only; nothing when none is configured."""
+    actions = [
+        action
+        for action, used in (
+            ("sagemaker:DescribeEndpoint", step.describes_endpoints),
+            ("sagemaker:InvokeEndpoint", step.invokes_endpoints),
+        )
+        if used
+    ]
+    if not actions or not config.endpoints:
+        return
+    stack = Stack.of(role)
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="Endpoints",
+            actions=actions,
+            # SageMaker ARNs are lowercase.
+            resources=[
+                stack.format_arn(
+                    service="sagemaker", resource="endpoint", resource_name=e.name.lower()
+                )
+                for e in config.endpoints
+            ],
+        )
+    )
 
 
 def retention(days: int) -> logs.RetentionDays:

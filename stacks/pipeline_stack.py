@@ -7,6 +7,7 @@ from aws_cdk import Environment, Stack
 from constructs import Construct
 
 from batchinfer.pipeline import data_places, stack_outputs
+from batchinfer.pipeline.endpoints import targets_to_json
 from batchinfer.pipeline.environment import PipelineEnvironment
 from stacks.cli_access import CliAccess
 from stacks.config import PipelineConfig
@@ -79,6 +80,7 @@ class PipelineStack(Stack):
             model_sources=json.dumps(self.model.model_sources),
             data_sources=data_places.to_json(config.data_sources),
             output_destinations=data_places.to_json(config.output_destinations),
+            endpoints=targets_to_json(config.endpoints),
         )
         self.functions = Functions(
             self,

@@ -86,6 +86,9 @@ def _job_task(scope: Construct, task: JobTask) -> sfn.CustomState:
     )
 
 
+ENDPOINT_UNAVAILABLE = "EndpointUnavailable"
+
+
 def _payload(step: Step) -> sfn.TaskInput | None:
     """The event a step's state passes, from the registry's paths."""
     if step.payload is None:
@@ -206,8 +209,10 @@ class Workflow(Construct):
         jobs = {key: _job_task(self, task) for key, task in JOB_TASKS.items()}
         for job in jobs.values():
             job.add_catch(classify, errors=[GENERIC_SAGEMAKER_ERROR], result_path="$.api_error")
+        score_shards = self._endpoint_round(config, storage, invoke)
         choose_job = (
             sfn.Choice(self, "ChooseJob")
+            .when(sfn.Condition.string_equals("$.job.engine", "endpoint"), score_shards)
             .when(
                 sfn.Condition.string_equals("$.job.engine", "processing"),
                 jobs["processing", False],
@@ -326,3 +331,50 @@ class Workflow(Construct):
         acknowledge_workflow_access(
             self.state_machine, config=config, storage=storage, functions=functions
         )
+
+    def _endpoint_round(
+        self, config: PipelineConfig, storage: Storage, invoke: Any
+    ) -> sfn.IChainable:
+        """The endpoint engine's round, where a job would run: a Distributed Map over the
+        round's shards (PrepareJob's item list), each scored by ScoreShard, invoked again
+        while it answers ``continue``, at most ``endpoint_concurrency`` at once; then
+        ScoringOutcome sets ``$.job`` as a job task would. An endpoint still throttled or
+        failing after one invocation's retries is retried here; a refused record fails
+        the round through ScoringOutcome, which names it."""
+        score = invoke(steps.SCORE_SHARD)
+        score.add_retry(
+            errors=[ENDPOINT_UNAVAILABLE],
+            interval=Duration.seconds(config.retry.interval_seconds),
+            backoff_rate=config.retry.backoff_rate,
+            max_attempts=config.retry.max_attempts,
+            max_delay=Duration.seconds(config.retry.max_delay_seconds),
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        shard_done = sfn.Succeed(self, "ShardScored")
+        score.next(
+            sfn.Choice(self, "ShardContinues")
+            .when(sfn.Condition.string_equals("$.scored.status", "continue"), score)
+            .otherwise(shard_done)
+        )
+        score_shards = sfn.DistributedMap(
+            self,
+            "ScoreShards",
+            item_reader=RunItemReader(
+                bucket=storage.data_bucket,
+                key=sfn.JsonPath.string_at("$.job.request.items_key"),
+            ),
+            item_selector={
+                "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
+                "plan": sfn.JsonPath.object_at("$.plan"),
+                "job": sfn.JsonPath.string_at("$.job.name"),
+            },
+            result_writer_v2=RunResultWriter(
+                bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
+            ),
+            max_concurrency=config.endpoint_concurrency,
+            tolerated_failure_percentage=0,
+            map_execution_type=sfn.StateMachineType.STANDARD,
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        score_shards.item_processor(score)
+        return score_shards.next(invoke(steps.SCORING_OUTCOME))

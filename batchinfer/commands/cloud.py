@@ -61,7 +61,13 @@ def submit(
     input: Annotated[str, typer.Option("--input", help="s3:// prefix of the input objects.")],
     output: Annotated[str | None, typer.Option(help="s3:// prefix for the results.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: a new one).")] = None,
-    engine: Annotated[str | None, typer.Option(help="transform or processing.")] = None,
+    engine: Annotated[str | None, typer.Option(help="transform, processing or endpoint.")] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            help="With --engine endpoint: one of the stack's endpoints (default: its first)."
+        ),
+    ] = None,
     shards: Annotated[int | None, typer.Option(help="Shards per input object.")] = None,
     shard_size: Annotated[str | None, typer.Option(help="Shard size, e.g. 64MiB.")] = None,
     header: Annotated[
@@ -101,6 +107,7 @@ def submit(
         "output": output,
         "run_id": run_id,
         "engine": engine,
+        "endpoint": endpoint,
         "shards": shards,
         "shard_size": shard_size,
         "header": header,

@@ -161,7 +161,7 @@ def score_file(
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open_input(src, name) as raw:
         source = decompressed(raw, settings, name)
-        _skip(source, position.input_bytes, name)
+        skip_input(source, position.input_bytes, name)
         with _open_partial(partial, position.output_bytes) as sink:
             try:
                 reached = score_stream(
@@ -184,8 +184,9 @@ def score_file(
     return reached
 
 
-def _skip(source: BinaryIO, offset: int, name: str) -> None:
-    """Move ``source`` to ``offset``: a seek where it can, else read through (gzip)."""
+def skip_input(source: BinaryIO, offset: int, name: str) -> None:
+    """Move ``source`` to ``offset``: a seek where it can, else read through (gzip, a
+    stream); InputError naming ``name`` when it is shorter."""
     if not offset:
         return
     if getattr(source, "seekable", lambda: False)():

@@ -2,7 +2,7 @@
 (:mod:`batchinfer.pipeline.instance_leases`) before the job is created. A run the budget has
 no room for is marked waiting on its RUN item and polls again after the state machine's
 Wait; past ``admission_max_wait_seconds`` of waiting it fails with
-:class:`InstancesUnavailable`."""
+:class:`InstancesUnavailable`. An endpoint run starts no job, so it takes no instances."""
 
 import time
 from collections.abc import Callable
@@ -27,6 +27,8 @@ def acquire_instances(
     """Lease ``instance_count`` instances of the run's ``instance_type``, or say it waits."""
     instance_type = plan.settings.instance_type
     count = plan.settings.instance_count
+    if plan.engine == "endpoint":  # the endpoint's own instances score it
+        return Admission(True, instance_type, 0, 0, env.budget_for(instance_type))
     budget = env.budget_for(instance_type)
     if count > budget:
         raise InstancesUnavailable(

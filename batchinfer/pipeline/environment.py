@@ -52,6 +52,8 @@ class PipelineEnvironment:
     # "<framework> <version>" when the image is one of AWS's framework images (which has
     # no processing mode), else empty.
     framework_image: str = ""
+    # JSON list of the endpoints runs of the endpoint engine may name (endpoints.py).
+    endpoints: str = "[]"
 
     # Admission: the instance budget per type (JSON), the budget of other types, how long a
     # run may wait for instances, and how long a lease lives unless released.

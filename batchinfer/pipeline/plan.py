@@ -14,12 +14,19 @@ is refused (docs/scaling.md).
 import posixpath
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
-from batchinfer.engines import ENGINES
+from batchinfer.engine.endpoint_scoring import endpoint_settings
+from batchinfer.engines import PIPELINE_ENGINES
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.data_places import place_of
+from batchinfer.pipeline.endpoints import (
+    ENDPOINT_NAME,
+    EndpointTarget,
+    check_in_service,
+    targets_from_json,
+)
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.pipeline.job_names import job_base
@@ -40,9 +47,14 @@ from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
 
-RUN_KEYS = frozenset(
-    {"input", "names", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
-) | frozenset({ESTIMATE_KEY, *MODEL_KEYS})
+ENDPOINT_KEYS = ("endpoint", "endpoint_variant", "inference_component")
+RUN_KEYS = (
+    frozenset(
+        {"input", "names", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
+    )
+    | frozenset({ESTIMATE_KEY, *MODEL_KEYS})
+    | frozenset(ENDPOINT_KEYS)
+)
 REQUEST_KEYS = RUN_KEYS | TransformSettings.request_keys()
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
@@ -68,10 +80,15 @@ def plan_run(
     output = _output(request.get("output"), layout, env)
     engine = _engine(request.get("engine", env.engine))
     settings = TransformSettings.from_request(_settings_of(request), defaults=env.defaults)
-    check_instance_type(settings.instance_type, engine)
+    target = _endpoint(request, engine, env)
+    if target is not None:
+        endpoint_settings(settings)  # a real-time request holds at most 6 MB (C8)
+        check_in_service(sagemaker, target.name)
+    else:
+        check_instance_type(settings.instance_type, engine)
     if engine == "processing":
         processing_arguments(settings)  # fails early when the settings do not fit
-    else:
+    elif engine == "transform":
         check_payload_times_concurrency(settings, env)
     if engine == "processing" and env.framework_image:
         raise ValidationError(
@@ -143,6 +160,7 @@ def plan_run(
         environment_uri=environment,
         model_name=model_name,
         model_data_url=model.model_data_url if model else None,
+        endpoint=asdict(target) if target else None,
     )
 
 
@@ -160,6 +178,7 @@ def check_request(request: Any) -> None:
     names_of(request)
     if "engine" in request:
         _engine(request["engine"])
+    _endpoint_keys(request, request.get("engine"))
     for key in ("header", "merge"):
         _flag(request, key)
     TransformSettings.check_given(_settings_of(request))
@@ -185,9 +204,62 @@ def _check_keys(request: Any) -> None:
 
 
 def _engine(engine: Any) -> str:
-    if engine not in ENGINES:
-        raise ValidationError(f"engine: {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
+    if engine not in PIPELINE_ENGINES:
+        raise ValidationError(
+            f"engine: {engine!r} is not allowed; allowed: {', '.join(PIPELINE_ENGINES)}"
+        )
     return engine
+
+
+def _endpoint_keys(request: Mapping[str, Any], engine: Any) -> dict[str, Any]:
+    """The request's endpoint keys, which only the endpoint engine takes."""
+    given = {key: request[key] for key in ENDPOINT_KEYS if key in request}
+    if given and engine not in (None, "endpoint"):
+        raise ValidationError(
+            f"{next(iter(given))}: only with engine endpoint, not engine {engine!r}"
+        )
+    for key, value in given.items():
+        if not isinstance(value, str) or not ENDPOINT_NAME.fullmatch(value):
+            raise ValidationError(
+                f"{key}: {value!r} is not allowed; allowed: 1-63 letters, digits and hyphens, "
+                "starting with a letter or digit"
+            )
+    return given
+
+
+def _endpoint(
+    request: Mapping[str, Any], engine: str, env: PipelineEnvironment
+) -> EndpointTarget | None:
+    """The endpoint a run of the endpoint engine scores through: the request's
+    ``endpoint`` (default: the stack's first), one the stack may invoke, with the
+    request's variant or inference component over the configured ones."""
+    given = _endpoint_keys(request, engine)
+    if engine != "endpoint":
+        return None
+    for key in MODEL_KEYS:
+        if key in request:
+            raise ValidationError(
+                f"{key}: engine endpoint scores through an endpoint that already serves a "
+                "model; leave it out"
+            )
+    allowed = targets_from_json(env.endpoints)
+    if not allowed:
+        raise ValidationError(
+            "engine: endpoint needs an endpoint this stack may invoke; none is configured "
+            "(endpoints in cdk.json)"
+        )
+    name = given.get("endpoint", allowed[0].name)
+    configured = next((t for t in allowed if t.name == name), None)
+    if configured is None:
+        raise ValidationError(
+            f"endpoint: {name!r} is not one this stack may invoke; allowed: "
+            + ", ".join(t.name for t in allowed)
+        )
+    return EndpointTarget(
+        name,
+        given.get("endpoint_variant", configured.variant),
+        given.get("inference_component", configured.inference_component),
+    )
 
 
 def _settings_of(request: Mapping[str, Any]) -> dict[str, Any]:

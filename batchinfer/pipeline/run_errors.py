@@ -21,3 +21,8 @@ class DataFailure(InputError):
 class InstancesUnavailable(BatchInferError):
     """The run could not lease its instances: it waited longer than admission allows, or it
     asks for more than the whole budget of its instance type."""
+
+
+class EndpointUnavailable(BatchInferError):
+    """The endpoint kept throttling or failing (5xx) past the retries of one invocation:
+    the Map retries the shard, which continues from its last saved position."""

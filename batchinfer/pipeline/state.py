@@ -69,6 +69,9 @@ class RunPlan(StatePart):
     # None: the stack's model.
     model_name: str | None = None
     model_data_url: str | None = None
+    # The endpoint engine's target (endpoints.EndpointTarget): its name, and the production
+    # variant or inference component the requests go to, if any.
+    endpoint: dict[str, str | None] | None = None
 
     @property
     def layout(self) -> RunLayout:

@@ -45,6 +45,8 @@ class Step:
     announces: bool = False  # publishes the run-finished event and SNS message
     creates_run_models: bool = False  # checks model packages, creates a run's own model
     deletes_run_models: bool = False  # deletes a run's own model
+    describes_endpoints: bool = False  # DescribeEndpoint on the configured endpoints
+    invokes_endpoints: bool = False  # InvokeEndpoint on the configured endpoints
 
     @property
     def handler(self) -> str:
@@ -75,6 +77,7 @@ PLAN = Step(
     writes=(RUNS_PREFIX,),
     table=("PutItem", "GetItem"),
     creates_run_models=True,
+    describes_endpoints=True,
 )
 SPLIT_OBJECT = Step(
     name="split_object",
@@ -109,7 +112,34 @@ PREPARE_JOB = Step(
     timeout_seconds=60,
     payload={"plan": "$.plan", "round": "$.round"},
     result_path="$.job",
-    reads=(RUNS_PREFIX,),  # the run's container environment
+    reads=(RUNS_PREFIX,),  # the run's container environment, shard list and manifests
+    writes=(RUNS_PREFIX,),  # the endpoint Map's item list
+)
+SCORE_SHARD = Step(
+    name="score_shard",
+    state="ScoreShard",
+    description="Score one shard through the real-time endpoint, resumably",
+    memory_mb=1024,
+    timeout_seconds=900,
+    payload=None,  # the endpoint Map's item: {"shard", "plan", "job"}
+    result_path="$.scored",
+    reads=(SHARDS_PREFIX, RUNS_PREFIX),
+    writes=(RUNS_PREFIX, OUTPUT_PREFIX),  # progress and failures; the shard's output
+    lists=(RUNS_PREFIX,),  # whether progress was saved
+    multipart=True,
+    invokes_endpoints=True,
+)
+SCORING_OUTCOME = Step(
+    name="scoring_outcome",
+    state="ScoringOutcome",
+    description="End an endpoint round as a job outcome, naming refused shards",
+    memory_mb=256,
+    timeout_seconds=120,
+    payload={"plan": "$.plan", "job": "$.job.name"},
+    # The branch's answer, as a job task's: RunJob's ResultSelector takes name and status.
+    result_path=None,
+    reads=(RUNS_PREFIX,),
+    lists=(RUNS_PREFIX,),
 )
 ACQUIRE_INSTANCES = Step(
     name="acquire_instances",
@@ -198,6 +228,8 @@ STEPS = (
     PREPARE_JOB,
     RELEASE_INSTANCES,
     COUNT_SHARD,
+    SCORE_SHARD,
+    SCORING_OUTCOME,
     VERIFY,
     FINALIZE,
     RECORD_FAILURE,

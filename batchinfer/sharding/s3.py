@@ -106,15 +106,37 @@ class S3Source:
 class S3ShardWriter:
     """One shard as a multipart upload, filled by part copies or by buffered writes."""
 
-    def __init__(self, client: Any, location: S3Location, content_type: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        location: S3Location,
+        content_type: str,
+        *,
+        resume: dict[str, Any] | None = None,
+        pending: bytes = b"",
+    ) -> None:
+        """A new multipart upload, or with ``resume`` (what :meth:`saved` returned) the one
+        saved then, its bytes not yet in a part (``pending``) written again."""
         self.client = client
         self.location = location
-        self.upload_id = client.create_multipart_upload(
-            Bucket=location.bucket, Key=location.key, ContentType=content_type
-        )["UploadId"]
-        self.parts: list[dict[str, Any]] = []
-        self.size = 0
-        self._buffer = bytearray()
+        if resume is None:
+            self.upload_id = client.create_multipart_upload(
+                Bucket=location.bucket, Key=location.key, ContentType=content_type
+            )["UploadId"]
+        else:
+            self.upload_id = resume["upload_id"]
+        self.parts: list[dict[str, Any]] = list(resume["parts"]) if resume else []
+        self.size = resume["size"] if resume else 0
+        self._buffer = bytearray(pending)
+
+    def saved(self) -> dict[str, Any]:
+        """The upload and its parts so far, to resume it in another process."""
+        return {"upload_id": self.upload_id, "parts": self.parts, "size": self.size}
+
+    @property
+    def pending(self) -> bytes:
+        """The bytes written that are in no part yet."""
+        return bytes(self._buffer)
 
     def add_part(self, etag: str, size: int) -> None:
         self.parts.append({"PartNumber": len(self.parts) + 1, "ETag": etag})

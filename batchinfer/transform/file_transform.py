@@ -152,12 +152,13 @@ class InOrder:
         try:
             return batch, future.result()
         except InvocationError as exc:
-            reason = str(exc)
+            reason, cause = str(exc), exc
         except Exception as exc:  # an in-process handler's own error fails the request too
-            reason = f"{type(exc).__name__}: {exc}"
+            reason, cause = f"{type(exc).__name__}: {exc}", exc
+        # The cause stays attached: a caller may tell a refused record from a busy endpoint.
         raise RecordError(
             self._name, batch.first_record, f"request failed: {reason}", batch.last_record
-        )
+        ) from cause
 
 
 def transform_stream(

@@ -441,3 +441,18 @@ def test_submit_needs_both_the_estimate_model_and_its_sample(invoke, deployed, t
     assert result.exit_code == 2 and "--estimate-model, --estimate-sample: give both" in (
         result.output
     )
+
+
+def test_submit_names_the_endpoint_of_an_endpoint_run_and_refuses_it_elsewhere(invoke, deployed):
+    common = ("submit", "--stack", STACK, "--input", "s3://test-data/input/daily/", "--dry-run")
+    result = invoke(*common, "--engine", "endpoint", "--endpoint", "row-sum")
+    assert result.exit_code == 0, result.output
+    printed, _ = json.JSONDecoder().raw_decode(result.output)
+    assert printed["request"] == {
+        "input": "s3://test-data/input/daily/",
+        "engine": "endpoint",
+        "endpoint": "row-sum",
+    }
+    refused = invoke(*common, "--engine", "processing", "--endpoint", "row-sum")
+    assert refused.exit_code == 2
+    assert "endpoint: only with engine endpoint, not engine 'processing'" in refused.output

@@ -23,15 +23,16 @@ BUDGET = 8
 ADMISSION = {"poll_seconds": 1, "max_wait_minutes": 10}
 
 
-def synthesize(env: str, directory: Path) -> dict[str, Any]:
-    """The template of environment ``env`` of cdk.json, with quick retries."""
+def synthesize(env: str, directory: Path, **overrides: Any) -> dict[str, Any]:
+    """The template of environment ``env`` of cdk.json, with quick retries and admission
+    and the config keys ``overrides`` on top."""
     from app import cdk_json_context
 
     admission = cdk_json_context()["batchinfer:environments"][env].get("admission", {})
     budget = admission.get("instance_budget", {}) | {INSTANCE_TYPE: BUDGET}
     admission = admission | ADMISSION | {"instance_budget": budget}
-    overrides = {"retry": RETRY, "max_rounds": 3, "admission": admission}
-    return synthesized.synthesize(env, directory, overrides)
+    quick = {"retry": RETRY, "max_rounds": 3, "admission": admission}
+    return synthesized.synthesize(env, directory, quick | overrides)
 
 
 @pytest.fixture(scope="session")

@@ -294,3 +294,18 @@ def test_an_aborted_execution_returns_its_instances(account):
     }
     record_ended_execution(event, **_clients(account))
     assert InstanceLeases(account.table.table).held(TYPE) == {}
+
+
+def test_an_endpoint_run_takes_no_instances_from_the_budget(account):
+    env = _env(account)
+    account.table.create_run("hog", EXECUTION + "hog")
+    acquire_instances(
+        _plan("hog", 8), example_round(), execution=EXECUTION + "hog", env=env, table=account.table
+    )
+    account.table.create_run("scored", EXECUTION + "scored")
+    plan = replace(_plan("scored", 8), engine="endpoint")
+    admission = acquire_instances(
+        plan, example_round(), execution=EXECUTION + "scored", env=env, table=account.table
+    )
+    assert admission.granted and admission.instance_count == 0, "the budget is full, yet granted"
+    assert "instance_lease" not in account.table.get_run("scored")

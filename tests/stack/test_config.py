@@ -89,6 +89,11 @@ def test_schedule_syntax_is_checked(expression, message):
         ),
         ({"retry": {"backoff_rate": 0.5}}, r"retry\.backoff_rate: 0\.5 is not allowed"),
         ({"shard_size": "12 parsecs"}, r"shard_size: '12 parsecs' is not a size"),
+        ({"engine": "endpoint"}, r"endpoints: \[\] is not allowed; allowed: at least one"),
+        ({"endpoints": [{"name": "a_b"}]}, r"endpoints\[0\]\.name: 'a_b' is not allowed"),
+        ({"endpoints": [{"name": "a", "weight": 1}]}, r"endpoints\[0\]: unknown key 'weight'"),
+        ({"endpoints": [{"name": "a"}, {"name": "a"}]}, r"endpoints: \['a'\] is not allowed"),
+        ({"endpoint_concurrency": 0}, r"endpoint_concurrency: 0 is not allowed"),
     ],
 )
 def test_stack_settings_are_validated(changes, message):

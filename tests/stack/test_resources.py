@@ -321,3 +321,22 @@ def test_permissions_the_first_real_run_needs(resources):
     assert jobs["JobMetrics"]["Condition"] == {
         "StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}
     }
+
+
+def test_only_plan_and_the_scoring_step_may_use_the_configured_endpoint(resources):
+    """InvokeEndpoint for ScoreShard and DescribeEndpoint for Plan, each on the configured
+    endpoint's ARN only (SageMaker ARNs are lowercase); no other role names either."""
+    endpoint = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/row-sum"
+    granted = {}
+    for logical_id, policy in of_type(resources, "AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            actions = [actions] if isinstance(actions, str) else actions
+            for action in actions:
+                if action in ("sagemaker:InvokeEndpoint", "sagemaker:DescribeEndpoint"):
+                    role = logical_id.split("Role")[0]
+                    granted[action] = (role, render(statement["Resource"], {}, {}))
+    assert granted == {
+        "sagemaker:InvokeEndpoint": ("FunctionsScoreShard", endpoint),
+        "sagemaker:DescribeEndpoint": ("FunctionsPlan", endpoint),
+    }

@@ -119,11 +119,10 @@ def test_sync_tasks_are_the_s1_integrations(states):
     assert "DataProcessing.$" in states["TransformJobWithDataProcessing"]["Parameters"]
     assert "DataProcessing.$" not in states["TransformJob"]["Parameters"]
     choose = states["ChooseJob"]
-    assert choose["Choices"][0] == {
-        "Variable": "$.job.engine",
-        "StringEquals": "processing",
-        "Next": "ProcessingJob",
-    }
+    assert choose["Choices"][:2] == [
+        {"Variable": "$.job.engine", "StringEquals": "endpoint", "Next": "ScoreShards"},
+        {"Variable": "$.job.engine", "StringEquals": "processing", "Next": "ProcessingJob"},
+    ]
     assert choose["Default"] == "TransformJob"
 
 

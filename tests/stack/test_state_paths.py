@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.prepare_job import JOB_TASKS, prepare_job
+from batchinfer.pipeline.prepare_job import JOB_TASKS, prepare_job, scoring_job
 from batchinfer.pipeline.state import Admission, Failure, JobOutcome, RunEnd
 from tests.support.run_state import BUCKET, example_plan, example_round
 
@@ -38,7 +38,12 @@ def _written() -> dict[str, list[Any]]:
         "plan": [example_plan().to_state()],
         "round": [round_.to_state()],
         "admission": [Admission(True, "ml.m5.large", 1, 1, 2).to_state()],
-        "job": [*jobs, JobOutcome("j", "Completed").to_state(), failed],
+        "job": [
+            *jobs,
+            scoring_job("j", "runs/r-1/endpoint/j/shards.jsonl").to_state(),
+            JobOutcome("j", "Completed").to_state(),
+            failed,
+        ],
         "result": [RunEnd("r-1", "SUCCEEDED", "s3://b/output/r-1/", "arn", 1, 1, 1).to_state()],
         "failure": [Failure("E", "cause").to_state()],
         "error": [failed],

@@ -19,6 +19,10 @@ so while the stack is open:
 - every Lambda task calls the real handler of ``lambda/`` that the function's ``Handler``
   names, with the function's environment (:mod:`.lambdas`); ``stack.lambdas.faults`` takes
   :class:`LambdaFault` to fail an invocation before or after its handler ran;
+- sagemaker-runtime InvokeEndpoint goes to a real model server per endpoint
+  (:mod:`.endpoints`: ``stack.endpoints.create(name, url)``); ``stack.endpoints.faults``
+  takes :class:`Throttle`, and ``stack.lambdas.faults`` :class:`OutOfTime` (an invocation
+  whose context reports its time running out);
 - the ``sagemaker`` integration runs Create*Job ``.sync`` with the local engine over moto
   S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
   :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
@@ -32,7 +36,8 @@ Relies on internals of moto 5.2.5, pinned in requirements-dev.txt: importing the
 with another version raises ImportError.
 """
 
-from tests.support.offline.lambdas import LambdaFault
+from tests.support.offline.endpoints import Endpoints, Throttle
+from tests.support.offline.lambdas import LambdaFault, OutOfTime
 from tests.support.offline.sagemaker import (
     ApiError,
     FailInputs,
@@ -53,13 +58,16 @@ __all__ = [
     "MOTO_CONFIG",
     "REGION",
     "ApiError",
+    "Endpoints",
     "Execution",
     "FailInputs",
     "LambdaFault",
     "OfflineStack",
+    "OutOfTime",
     "SageMakerJobs",
     "StopExecution",
     "StopJob",
+    "Throttle",
     "model_archive",
     "offline_stack",
 ]

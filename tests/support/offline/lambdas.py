@@ -27,6 +27,33 @@ class LambdaFault:
     answer: Any = None
 
 
+@dataclass(frozen=True)
+class OutOfTime:
+    """The next invocation of ``step`` runs out of time: its context reports the
+    function's whole timeout left for the first ``asks`` questions, then 1 second."""
+
+    step: str
+    asks: int
+
+
+class LambdaContext:
+    """The context a handler is given: ``get_remaining_time_in_millis`` counts down from
+    the function's timeout (or, with :class:`OutOfTime`, drops after some asks)."""
+
+    def __init__(self, timeout_seconds: int, short: OutOfTime | None = None) -> None:
+        self._deadline = time.monotonic() + timeout_seconds
+        self._asks_left = short.asks if short is not None else None
+        self._lock = threading.Lock()
+
+    def get_remaining_time_in_millis(self) -> int:
+        with self._lock:
+            if self._asks_left is not None:
+                if self._asks_left <= 0:
+                    return 1000
+                self._asks_left -= 1
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
 class Lambdas:
     """The template's functions, run in-process by their real handlers."""
 
@@ -43,7 +70,7 @@ class Lambdas:
         self.modules: dict[str, ModuleType] = {}
         self.invocations: list[tuple[str, Any]] = []  # (handler module, event)
         self.seconds: dict[str, float] = {}  # handler module -> seconds its handler ran
-        self.faults: list[LambdaFault] = []
+        self.faults: list[LambdaFault | OutOfTime] = []
         self._lock = threading.Lock()
 
     def environment(self) -> dict[str, str]:
@@ -73,12 +100,15 @@ class Lambdas:
             if fault is not None:
                 self.faults.remove(fault)
         handler: Callable[[Any, Any], Any] = getattr(self.modules[module_name], attribute)
+        short = fault if isinstance(fault, OutOfTime) else None
+        fault = None if short is not None else fault
         if fault is not None and fault.when == "before":
             return _service_error(fault.error)
         start = time.perf_counter()
+        context = LambdaContext(function.timeout_seconds, short)
         try:
             with self.as_role(function.role):
-                result = handler(event, None)
+                result = handler(event, context)
         except Exception as exc:  # Lambda reports every exception of a handler this way
             payload = {"errorMessage": str(exc), "errorType": type(exc).__name__}
             return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}

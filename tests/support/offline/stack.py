@@ -32,6 +32,7 @@ from tests.support.offline.arrivals import (
     matches,
     object_created,
 )
+from tests.support.offline.endpoints import Endpoints
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.moto_fixes import corrected
 from tests.support.offline.sagemaker import SageMakerJobs, SageMakerTask
@@ -186,7 +187,11 @@ class OfflineStack:
             props = resource["Properties"]
             variables = props.get("Environment", {}).get("Variables", {})
             functions[logical_id] = Function(
-                arn, props["Handler"], self._render(variables), self._render(props["Role"])
+                arn,
+                props["Handler"],
+                self._render(variables),
+                self._render(props["Role"]),
+                props.get("Timeout", 3),
             )
         machine_id, machine = self._only("AWS::StepFunctions::StateMachine")
         machine_role = self.machine_role = self._render(machine["Properties"]["RoleArn"])
@@ -209,6 +214,7 @@ class OfflineStack:
             ),
             stop_execution=self._stop_running,
         )
+        self.endpoints = Endpoints(session.client("sagemaker"))
         self.definition = json.loads(self._render(machine["Properties"]["DefinitionString"]))
         self._patch()
         self.state_machine_arn = self.sfn.create_state_machine(
@@ -359,6 +365,7 @@ class OfflineStack:
         self._exit.enter_context(corrected())
         # Executions run in threads: their conditional writes must be atomic, as in DynamoDB.
         self._exit.enter_context(atomic_writes())
+        self._exit.enter_context(self.endpoints.intercepting())
         self._exit.enter_context(mock.patch.dict(os.environ, self.lambdas.environment()))
         services.cache_clear()
         self._exit.callback(services.cache_clear)

@@ -44,3 +44,4 @@ class Function:
     handler: str
     environment: dict[str, str]
     role: str  # the execution role's ARN
+    timeout_seconds: int = 3  # Lambda's default

@@ -18,7 +18,9 @@ AWS documentation that says so (docs/permissions.md lists them):
   ``sqs:DeleteMessage``), on the queue's ARN.
 - SageMaker: a role handed to a model or job needs ``iam:PassRole`` with
   ``iam:PassedToService`` sagemaker.amazonaws.com; Tags on a create need
-  ``sagemaker:AddTags``; ListModelPackages has no resource scope.
+  ``sagemaker:AddTags``; ListModelPackages has no resource scope; DescribeEndpoint and
+  sagemaker-runtime InvokeEndpoint are ``sagemaker:`` actions on the endpoint's ARN
+  (Service Authorization Reference, "Actions defined by Amazon SageMaker").
 """
 
 from collections.abc import Callable
@@ -183,6 +185,8 @@ def _sagemaker(call: Call, keys: Keys) -> list[Need]:
         resource = f"{arn}:transform-job/{p['TransformJobName'].lower()}"
     elif op in ("CreateProcessingJob", "DescribeProcessingJob", "StopProcessingJob"):
         resource = f"{arn}:processing-job/{p['ProcessingJobName'].lower()}"
+    elif op == "DescribeEndpoint":
+        resource = f"{arn}:endpoint/{p['EndpointName'].lower()}"
     elif op == "DescribeModelPackage":
         name = p["ModelPackageName"]
         resource = name if name.startswith("arn:") else f"{arn}:model-package/{name.lower()}"
@@ -197,6 +201,19 @@ def _sagemaker(call: Call, keys: Keys) -> list[Need]:
             _need(call, "iam:PassRole", role, **{"iam:PassedToService": "sagemaker.amazonaws.com"})
         )
     return found
+
+
+def _sagemaker_runtime(call: Call, keys: Keys) -> list[Need]:
+    """InvokeEndpoint is sagemaker:InvokeEndpoint on the endpoint (a variant or inference
+    component it names narrows where the request goes, not what it needs)."""
+    name = call.params.get("EndpointName", "*").lower()
+    return [
+        _need(
+            call,
+            f"sagemaker:{call.operation}",
+            f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:endpoint/{name}",
+        )
+    ]
 
 
 def _stepfunctions(call: Call, keys: Keys) -> list[Need]:
@@ -228,6 +245,7 @@ _RULES: dict[str, Callable[[Call, Keys], list[Need]]] = {
     "sns": _sns,
     "events": _events,
     "sagemaker": _sagemaker,
+    "sagemaker-runtime": _sagemaker_runtime,
     "stepfunctions": _stepfunctions,
     "cloudformation": _cloudformation,
     "lambda": _lambda,

@@ -1,0 +1,187 @@
+"""ScoreShard: one shard of an endpoint round, streamed from S3 through the endpoint into
+``<shard>.out`` where a transform job would write it, with the job's framing and output
+rules (:func:`batchinfer.engine.endpoint_scoring.score_stream`).
+
+The output is one multipart upload, completed when the whole shard is scored. An
+invocation near its time limit stops before the next request, finishes those in flight
+and saves its progress under the attempt's folder (``runs/<run>/endpoint/<job>/progress/``):
+the :class:`Position`, the upload's finished parts and the bytes not yet in a part (a
+``.tail`` object). It answers ``continue`` and the next invocation goes on from there, so
+no record is sent or written twice and none is lost. A record the endpoint refuses (4xx)
+is a data failure of the shard: its upload is aborted, the failure recorded under
+``failures/`` (ScoringOutcome names it) and the answer is ``failed``. An endpoint still
+throttled or failing after the retries of one invocation raises EndpointUnavailable, which
+the Map retries.
+"""
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, BinaryIO
+
+from botocore.exceptions import ClientError
+
+from batchinfer.engine.endpoint_position import START, Position
+from batchinfer.engine.endpoint_scoring import (
+    REALTIME_TIMEOUT_SECONDS,
+    score_stream,
+    skip_input,
+)
+from batchinfer.errors import InputError, ValidationError
+from batchinfer.pipeline.endpoints import EndpointTarget, invoke_endpoint
+from batchinfer.pipeline.run_errors import EndpointUnavailable
+from batchinfer.pipeline.s3io import list_objects, read_json, run_settings, write_json
+from batchinfer.pipeline.state import RunPlan
+from batchinfer.sharding.s3 import S3ShardWriter
+from batchinfer.transform.assemble import output_name
+from batchinfer.transform.file_transform import decompressed
+from batchinfer.transform.record_errors import InvocationError, RecordError
+from batchinfer.uris import S3Location, parse_s3_uri
+
+CONTINUE, DONE, FAILED = "continue", "done", "failed"
+# Seconds an invocation keeps back when it stops: the requests in flight may each take
+# the real-time limit (C8), then the progress is saved.
+STOP_MARGIN_SECONDS = REALTIME_TIMEOUT_SECONDS + 30
+FAILURES = "failures/"
+
+
+@dataclass(frozen=True)
+class ShardItem:
+    """One item of the endpoint Map (PrepareJob's ``shards.jsonl``): the shard's name under
+    the run's shard prefix and its compression."""
+
+    name: str
+    compression: str = "None"
+
+    @classmethod
+    def from_state(cls, item: Any) -> "ShardItem":
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ValidationError(f"score event: shard: {item!r} has no name")
+        compression = item.get("compression", "None")
+        if compression not in ("None", "Gzip"):
+            raise ValidationError(
+                f"score event: shard {item['name']}: compression {compression!r} is not "
+                "None or Gzip"
+            )
+        return cls(item["name"], compression)
+
+
+def score_shard(
+    plan: RunPlan,
+    shard: ShardItem,
+    job: str,
+    *,
+    s3: Any,
+    runtime: Any,
+    seconds_left: Callable[[], float],
+) -> str:
+    """Score ``shard`` for attempt ``job`` from its saved progress on; ``done``,
+    ``continue`` (progress saved, invoke again) or ``failed`` (a data failure, recorded)."""
+    if plan.endpoint is None:
+        raise ValidationError(f"run {plan.run_id}: engine {plan.engine} names no endpoint")
+    target = EndpointTarget(**plan.endpoint)
+    folder = plan.layout.scoring(job)
+    progress_at = folder.child(f"progress/{shard.name}.json")
+    tail_at = folder.child(f"progress/{shard.name}.tail")
+    saved = _saved(s3, progress_at)
+    position = Position.from_json(saved["position"]) if saved else START
+    if position.done:
+        return DONE
+    settings = replace(run_settings(s3, plan), compression_type=shard.compression)
+    source_at = parse_s3_uri(plan.shards_prefix).child(shard.name)
+    output_at = parse_s3_uri(plan.job_output).child(output_name(shard.name))
+    pending = _read(s3, tail_at) if saved and "upload" in saved else b""
+    writer = S3ShardWriter(
+        s3,
+        output_at,
+        settings.accept or "application/octet-stream",
+        resume=saved.get("upload") if saved else None,
+        pending=pending,
+    )
+    if writer.size + len(pending) != position.output_bytes:
+        raise InputError(
+            f"{progress_at.uri}: cannot resume {source_at.uri}: the saved output holds "
+            f"{writer.size + len(pending)} bytes, the position says {position.output_bytes}"
+        )
+    body = _open_from(s3, source_at, position.input_bytes, gzip=shard.compression == "Gzip")
+    try:
+        source = decompressed(body, settings, source_at.uri)
+        if shard.compression == "Gzip":
+            skip_input(source, position.input_bytes, source_at.uri)
+        reached = score_stream(
+            source,
+            writer,  # type: ignore[arg-type]  (it has the one method a sink needs: write)
+            send=invoke_endpoint(runtime, target),
+            settings=settings,
+            name=source_at.uri,
+            position=position,
+            should_stop=lambda: seconds_left() < STOP_MARGIN_SECONDS,
+        )
+    except RecordError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, InvocationError) and cause.retryable:
+            if saved is None:
+                _abort(writer)
+            raise EndpointUnavailable(
+                f"{exc}; the shard goes on from its last saved position when retried"
+            ) from None
+        if cause is not None and not isinstance(cause, InvocationError):
+            raise cause from None  # a fault of the call itself (access, validation)
+        _abort(writer)
+        write_json(
+            s3,
+            folder.child(f"{FAILURES}{shard.name}.json"),
+            {"shard": shard.name, "error": str(exc)},
+        )
+        return FAILED
+    finally:
+        body.close()
+    if reached.done:
+        writer.finish()
+        writer.complete()
+        write_json(s3, progress_at, {"position": reached.to_json()})
+        return DONE
+    s3.put_object(Bucket=tail_at.bucket, Key=tail_at.key, Body=writer.pending)
+    write_json(s3, progress_at, {"position": reached.to_json(), "upload": writer.saved()})
+    return CONTINUE
+
+
+def _saved(s3: Any, at: S3Location) -> dict[str, Any] | None:
+    """The progress saved at ``at``, or None before the first stop (listed first: without
+    it a missing key reads as access denied)."""
+    if not any(obj["Key"] == at.key for obj in list_objects(s3, at)):
+        return None
+    saved = read_json(s3, at)
+    if not isinstance(saved, dict) or "position" not in saved:
+        raise InputError(f"{at.uri}: not a saved scoring progress (no position)")
+    return saved
+
+
+def _read(s3: Any, at: S3Location) -> bytes:
+    try:
+        return s3.get_object(Bucket=at.bucket, Key=at.key)["Body"].read()
+    except ClientError as exc:
+        raise InputError(f"{at.uri}: cannot read the saved output tail: {exc}") from None
+
+
+def _open_from(s3: Any, at: S3Location, offset: int, *, gzip: bool) -> BinaryIO:
+    """The shard's bytes from ``offset`` (plain: a ranged GET; gzip: from the start, the
+    caller skips the decompressed bytes)."""
+    ranged = {"Range": f"bytes={offset}-"} if offset and not gzip else {}
+    try:
+        return s3.get_object(Bucket=at.bucket, Key=at.key, **ranged)["Body"]
+    except ClientError as exc:
+        raise InputError(f"{at.uri}: cannot read the shard: {exc}") from None
+
+
+def _abort(writer: S3ShardWriter) -> None:
+    with contextlib.suppress(ClientError):
+        writer.abort()
+
+
+def shard_failures(s3: Any, plan: RunPlan, job: str) -> list[dict[str, Any]]:
+    """The data failures the shards of attempt ``job`` recorded."""
+    folder = plan.layout.scoring(job).child(FAILURES)
+    return [
+        read_json(s3, S3Location(folder.bucket, obj["Key"])) for obj in list_objects(s3, folder)
+    ]
