@@ -336,8 +336,8 @@ class Workflow(Construct):
         self, config: PipelineConfig, storage: Storage, invoke: Any
     ) -> sfn.IChainable:
         """The endpoint engine's round, where a job would run: a Distributed Map over the
-        round's shards (PrepareJob's item list), each scored by ScoreShard, invoked again
-        while it answers ``continue``, at most ``endpoint_concurrency`` at once; then
+        round's shard list (named by PrepareJob), each shard scored by ScoreShard, invoked
+        again while it answers ``continue``, at most ``endpoint_concurrency`` at once; then
         ScoringOutcome sets ``$.job`` as a job task would. An endpoint still throttled or
         failing after one invocation's retries is retried here; a refused record fails
         the round through ScoringOutcome, which names it."""

@@ -70,7 +70,7 @@ class RunLayout:
         return self.artefacts.child(f"round-{round_number}.shards.jsonl")
 
     def scoring(self, job: str) -> S3Location:
-        """The endpoint engine's folder of one attempt ``job``: its item list
-        (``shards.jsonl``), each shard's saved progress and unsent output tail
-        (``progress/<shard>.json``, ``.tail``) and its data failures (``failures/``)."""
+        """The endpoint engine's folder of one attempt ``job``: each shard's saved progress
+        and unsent output tail (``progress/<shard>.json``, ``.tail``) and its data failures
+        (``failures/``)."""
         return self.artefacts.child(f"endpoint/{job}/")

@@ -15,16 +15,15 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from batchinfer.errors import InputError, ValidationError
+from batchinfer.errors import ValidationError
 from batchinfer.pipeline.environment import PipelineEnvironment
 from batchinfer.pipeline.instance_types import has_local_storage
 from batchinfer.pipeline.job_names import RUN_ID_TAG, job_name
-from batchinfer.pipeline.s3io import SpooledJson, read_json, run_settings
+from batchinfer.pipeline.s3io import run_settings
 from batchinfer.pipeline.state import JobRequest, Round, RunPlan
 from batchinfer.serving.limits import BATCH_STRATEGY, max_payload_mb
 from batchinfer.transform.job_api import to_api
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
-from batchinfer.uris import parse_s3_uri
 
 PROCESSING_INPUT = "/opt/ml/processing/input/data"
 PROCESSING_MODEL = "/opt/ml/processing/input/model"
@@ -32,7 +31,6 @@ PROCESSING_OUTPUT = "/opt/ml/processing/output"
 PROCESSING_ENTRYPOINT = ["batchinfer", "process"]
 MAX_CONTAINER_ARGUMENT = 256
 GIB = 1024**3
-SCORING_ITEMS = "shards.jsonl"
 # A processing instance's room for the model and scratch, in GB, and how much larger than
 # its gzip input its output is taken to be (CSV and JSON Lines compress about 5:1).
 MODEL_AND_SCRATCH_GB = 5
@@ -99,10 +97,10 @@ def prepare_job(
     plan: RunPlan, round_: Round, *, env: PipelineEnvironment, s3: Any, token: str | None = None
 ) -> JobRequest:
     """One attempt of ``round_``: a new job name, and its Create*Job request (for the
-    endpoint engine: the list of the round's shards its Map scores)."""
+    endpoint engine: the round's shard list, which its Map scores)."""
     name = job_name(plan.job_base, round_.number, token)
     if plan.engine == "endpoint":
-        return scoring_job(name, write_scoring_items(s3, plan, round_, name))
+        return scoring_job(name, round_.shards_key)
     tags = [{"Key": RUN_ID_TAG, "Value": plan.run_id}]
     settings = run_settings(s3, plan)
     if plan.engine == "processing":
@@ -139,30 +137,11 @@ def prepare_job(
 
 
 def scoring_job(name: str, items_key: str) -> JobRequest:
-    """An endpoint round's attempt: the ScoreShards Map reads its items at ``items_key``."""
+    """An endpoint round's attempt: the ScoreShards Map reads its items (the round's shard
+    list, one JSON line a shard with its ``name`` and ``compression``) at ``items_key``."""
     return JobRequest(
         name=name, engine="endpoint", data_processing=False, request={"items_key": items_key}
     )
-
-
-def write_scoring_items(s3: Any, plan: RunPlan, round_: Round, job: str) -> str:
-    """The endpoint Map's items, one JSON line per shard of the round's ManifestFile
-    (``{"name", "compression"}``); the key of the item list in the data bucket."""
-    layout = plan.layout
-    names = read_json(s3, parse_s3_uri(round_.manifest))[1:]  # after the {"prefix"} entry
-    compression = {
-        shard["name"]: shard["compression"] for shard in read_json(s3, layout.shard_list)
-    }
-    items = layout.scoring(job).child(SCORING_ITEMS)
-    with SpooledJson("lines") as lines:
-        for name in names:
-            if name not in compression:
-                raise InputError(
-                    f"{round_.manifest}: shard {name!r} is not in {layout.shard_list.uri}"
-                )
-            lines.add({"name": name, "compression": compression[name]})
-        lines.upload(s3, items)
-    return items.key
 
 
 def transform_request(

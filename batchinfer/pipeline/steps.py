@@ -112,8 +112,7 @@ PREPARE_JOB = Step(
     timeout_seconds=60,
     payload={"plan": "$.plan", "round": "$.round"},
     result_path="$.job",
-    reads=(RUNS_PREFIX,),  # the run's container environment, shard list and manifests
-    writes=(RUNS_PREFIX,),  # the endpoint Map's item list
+    reads=(RUNS_PREFIX,),  # the run's container environment
 )
 SCORE_SHARD = Step(
     name="score_shard",

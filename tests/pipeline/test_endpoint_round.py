@@ -127,18 +127,14 @@ def test_a_fault_of_the_call_itself_is_raised():
         answer_of(error)
 
 
-def test_prepare_job_lists_the_rounds_shards_as_map_items(account):
+def test_prepare_job_gives_the_map_the_rounds_shard_list(account):
     plan = endpoint_plan()
-    account.put("runs/r-1/shards.json", json.dumps([
-        {"number": 0, "name": "a.csv.0", "compression": "None"},
-        {"number": 1, "name": "a.csv.1", "compression": "Gzip"},
-    ]).encode())  # fmt: skip
-    account.put("runs/r-1/round-2.manifest", json.dumps([{"prefix": "x"}, "a.csv.1"]).encode())
     manifest = f"s3://{BUCKET}/runs/r-1/round-2.manifest"
-    job = prepare_job(plan, example_round(2, manifest), env=account.env, s3=account.s3)
+    round_ = example_round(2, manifest)
+    job = prepare_job(plan, round_, env=account.env, s3=account.s3)
     assert job.engine == "endpoint"
-    items = account.json_lines(f"s3://{BUCKET}/{job.request['items_key']}")
-    assert items == [{"name": "a.csv.1", "compression": "Gzip"}]
+    assert job.request == {"items_key": round_.shards_key}, "the round's own shard list"
+    assert job.name != prepare_job(plan, round_, env=account.env, s3=account.s3).name, "R1"
 
 
 @pytest.mark.parametrize("compression", ["None", "Gzip"])
