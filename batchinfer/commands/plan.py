@@ -15,7 +15,8 @@ from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run import parse_local_engine, parse_shards
 from batchinfer.commands.transform_options import option_name
 from batchinfer.errors import ValidationError
-from batchinfer.planning.endpoint_estimate import DEFAULT_ENDPOINT_CONCURRENCY, EndpointEstimate
+from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY
+from batchinfer.planning.endpoint_estimate import EndpointEstimate
 from batchinfer.planning.plan import (
     DEFAULT_SAMPLE_RECORDS,
     Plan,

@@ -10,8 +10,6 @@ from batchinfer.engine.endpoint_scoring import endpoint_settings
 from batchinfer.planning.estimate import Throughput, Unit
 from batchinfer.transform.settings import TransformSettings
 
-DEFAULT_ENDPOINT_CONCURRENCY = 4  # the stack's endpoint_concurrency unless cdk.json says
-
 
 @dataclass(frozen=True)
 class EndpointEstimate:

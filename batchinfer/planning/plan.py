@@ -15,16 +15,13 @@ from typing import Any
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engines import PipelineEngine
 from batchinfer.errors import InputError, ValidationError
+from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY
 from batchinfer.pipeline.instance_specs import InstanceSpec, instance_spec
 from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.planning import advice
 from batchinfer.planning.advice import Advice
 from batchinfer.planning.calibrate import Calibration, CalibrationFailed, calibrate
-from batchinfer.planning.endpoint_estimate import (
-    DEFAULT_ENDPOINT_CONCURRENCY,
-    EndpointEstimate,
-    endpoint_estimate,
-)
+from batchinfer.planning.endpoint_estimate import EndpointEstimate, endpoint_estimate
 from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estimate
 from batchinfer.planning.prices import Price, hourly_price
 from batchinfer.planning.scan import Reservoir
