@@ -16,7 +16,7 @@ from batchinfer.engines import PIPELINE_ENGINES
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline import data_places
 from batchinfer.pipeline.data_places import DATA, DataPlace
-from batchinfer.pipeline.endpoints import EndpointTarget
+from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY, EndpointTarget
 from batchinfer.pipeline.instance_types import accepted, nearest
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
@@ -169,7 +169,7 @@ class PipelineConfig:
     # Existing real-time endpoints runs of the endpoint engine may name (the first is the
     # default), and how many shards are scored at once (the Map's MaxConcurrency).
     endpoints: tuple[EndpointTarget, ...] = ()
-    endpoint_concurrency: int = 4
+    endpoint_concurrency: int = DEFAULT_ENDPOINT_CONCURRENCY
 
     @property
     def settings(self) -> TransformSettings:

@@ -12,9 +12,11 @@ from rich.text import Text
 
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
-from batchinfer.commands.run import parse_engine, parse_shards
+from batchinfer.commands.run import parse_local_engine, parse_shards
 from batchinfer.commands.transform_options import option_name
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY
+from batchinfer.planning.endpoint_estimate import EndpointEstimate
 from batchinfer.planning.plan import (
     DEFAULT_SAMPLE_RECORDS,
     Plan,
@@ -48,8 +50,18 @@ def plan(
     ] = None,
     merge: Annotated[bool, typer.Option(help="Plan one merged output per input.")] = False,
     engine: Annotated[
-        str, typer.Option(help="transform (model servers) or processing (in-process).")
+        str,
+        typer.Option(
+            help="transform (model servers), processing (in-process) or endpoint (an "
+            "existing real-time endpoint, scored by the pipeline's Lambdas)."
+        ),
     ] = "transform",
+    endpoint_concurrency: Annotated[
+        int,
+        typer.Option(
+            help="With --engine endpoint: shards scored at once (the stack's endpoint_concurrency)."
+        ),
+    ] = DEFAULT_ENDPOINT_CONCURRENCY,
     model: Annotated[
         Path | None, typer.Option(help="Model directory or model.tar.gz: calibrate on a sample.")
     ] = None,
@@ -85,7 +97,8 @@ def plan(
     request = PlanRequest(
         inputs=inputs,
         settings=TransformSettings.from_request(transform),
-        engine=parse_engine(engine),
+        engine=parse_local_engine(engine),
+        endpoint_concurrency=endpoint_concurrency,
         sharding=Sharding(
             shards=count,
             shard_size=None if shard_size is None else parse_size(shard_size, field="--shard-size"),
@@ -119,11 +132,16 @@ def show(console: Console, plan: Plan) -> None:
     job = plan.job
     assert job is not None, "make_plan estimates every plan it returns"
     records = "" if plan.records is None else f", {figures.count(plan.records, 'record')}"
+    if plan.endpoint is not None:
+        scored_by = f"through the endpoint, {plan.endpoint.in_flight} requests in flight"
+    else:
+        scored_by = (
+            f"on {job.instances} x {job.instance_type} ({job.busy_instances} busy), "
+            f"{job.jobs} {plan.request.engine} job"
+        )
     line(
         f"{figures.count(job.objects, 'object')}, {figures.size(job.bytes)}{records} -> "
-        f"{figures.count(job.shards, 'shard')} on "
-        f"{job.instances} x {job.instance_type} ({job.busy_instances} busy), "
-        f"{job.jobs} {plan.request.engine} job",
+        f"{figures.count(job.shards, 'shard')} {scored_by}",
         style="bold",
     )
     console.print(_files_table(plan))
@@ -151,6 +169,8 @@ def show(console: Console, plan: Plan) -> None:
         )
     if plan.estimate is not None:
         _show_estimate(line, plan)
+    if plan.endpoint is not None:
+        _show_endpoint(line, plan.endpoint)
     if plan.tuning is not None:
         _show_tuning(line, plan.tuning)
     for warning in plan.warnings:
@@ -221,6 +241,20 @@ def _show_estimate(line: Any, plan: Plan) -> None:
             f"${e.price.usd_per_hour:g}/h = {figures.usd(e.cost_usd)} ({e.price.source})",
             style="bold",
         )
+    for assumption in e.assumptions:
+        line(f"  assumes {assumption}", style="dim")
+
+
+def _show_endpoint(line: Any, e: EndpointEstimate) -> None:
+    requests = (
+        "requests: unknown (records not counted)"
+        if e.requests is None
+        else (f"requests: {figures.count(e.requests, 'InvokeEndpoint request')}")
+    )
+    took = "" if e.seconds is None else f", about {figures.duration(e.seconds)} at that rate"
+    line(f"{requests}, {e.in_flight} in flight{took}", style="bold")
+    if e.seconds is None:
+        line("  time: needs --model (a measured speed) and local inputs", style="dim")
     for assumption in e.assumptions:
         line(f"  assumes {assumption}", style="dim")
 

@@ -24,6 +24,8 @@ from batchinfer.transform.record_errors import InvocationError
 
 ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 IN_SERVICE = "InService"
+# Shards scored at once (ScoreShard Lambdas) unless cdk.json sets endpoint_concurrency.
+DEFAULT_ENDPOINT_CONCURRENCY = 4
 THROTTLED = 429
 THROTTLING_CODES = frozenset(
     {"ThrottlingException", "ModelNotReadyException", "TooManyRequestsException"}

@@ -2,7 +2,8 @@
 
 The inputs are surveyed (objects, bytes, records, the largest record, shards), the common
 mistakes are named, and with a model the job's throughput is calibrated on a sample and
-turned into a duration per instance and a cost.
+turned into a duration per instance and a cost; for the endpoint engine, into the requests
+sent and their time at the stack's concurrency.
 """
 
 import os
@@ -12,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from batchinfer.engine.inputs import InputFile, collect_inputs
-from batchinfer.engines import Engine
+from batchinfer.engines import PipelineEngine
 from batchinfer.errors import InputError, ValidationError
+from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY
 from batchinfer.pipeline.instance_specs import InstanceSpec, instance_spec
 from batchinfer.pipeline.instance_types import check_instance_type
 from batchinfer.planning import advice
 from batchinfer.planning.advice import Advice
 from batchinfer.planning.calibrate import Calibration, CalibrationFailed, calibrate
+from batchinfer.planning.endpoint_estimate import EndpointEstimate, endpoint_estimate
 from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estimate
 from batchinfer.planning.prices import Price, hourly_price
 from batchinfer.planning.scan import Reservoir
@@ -36,7 +39,7 @@ SAMPLE_OBJECTS = 8  # SplitType None: whole objects sent for calibration, at mos
 class PlanRequest:
     inputs: list[str]
     settings: TransformSettings
-    engine: Engine = "transform"
+    engine: PipelineEngine = "transform"
     sharding: Sharding = field(default_factory=Sharding)
     merge: bool = False
     model: Path | None = None
@@ -44,6 +47,13 @@ class PlanRequest:
     prices: dict[str, float] = field(default_factory=dict)
     sample_records: int = DEFAULT_SAMPLE_RECORDS
     tune: bool = False
+    endpoint_concurrency: int = DEFAULT_ENDPOINT_CONCURRENCY
+
+    @property
+    def job_engine(self) -> str:
+        """The engine whose instances the sample is measured on: an endpoint's container
+        speaks the transform contract."""
+        return "transform" if self.engine == "endpoint" else self.engine
 
 
 @dataclass
@@ -56,6 +66,7 @@ class Plan:
     job: JobEstimate | None = None
     warnings: list[Advice] = field(default_factory=list)
     tuning: list[TunePoint] | None = None
+    endpoint: EndpointEstimate | None = None
 
     @property
     def units(self) -> int:
@@ -95,6 +106,7 @@ class Plan:
             "estimate": None if self.estimate is None else self.estimate.to_json(),
             "warnings": [asdict(w) for w in self.warnings],
             "tune": None if self.tuning is None else tune_json(self.tuning),
+            "endpoint": None if self.endpoint is None else self.endpoint.to_json(),
         }
 
 
@@ -127,7 +139,14 @@ def make_plan(
     settings (each point measured goes to ``on_point``); invalid requests raise
     ValidationError naming the option."""
     settings = request.settings
-    check_instance_type(settings.instance_type, request.engine)
+    scoring = request.engine == "endpoint"
+    if scoring:
+        if request.endpoint_concurrency < 1:
+            raise ValidationError(
+                f"--endpoint-concurrency: {request.endpoint_concurrency} must be at least 1"
+            )
+    else:
+        check_instance_type(settings.instance_type, request.engine)
     if request.sample_records < 1:
         raise ValidationError(f"--sample-records: {request.sample_records} must be at least 1")
     remote = [is_s3_uri(i) for i in request.inputs]
@@ -149,15 +168,16 @@ def make_plan(
     else:
         files = collect_inputs([Path(i) for i in request.inputs])
         surveys = [survey_local(f, settings, request.sharding, reservoir) for f in files]
-    plan = Plan(
-        request, surveys, None, hourly_price(settings.instance_type, request.region, request.prices)
+    price = (
+        None if scoring else hourly_price(settings.instance_type, request.region, request.prices)
     )
+    plan = Plan(request, surveys, None, price)
     plan.warnings = warnings + advice.inputs(plan.inputs, settings, plan.units)
     try:
-        plan.spec = instance_spec(settings.instance_type)
+        plan.spec = None if scoring else instance_spec(settings.instance_type)
     except ValidationError as exc:
         plan.warnings.append(advice.no_spec(str(exc)))
-    if plan.price is None:
+    if plan.price is None and not scoring:
         plan.warnings.append(advice.no_price(settings.instance_type, request.region))
     if calibrating:
         on_stage("calibrate")
@@ -165,17 +185,23 @@ def make_plan(
     if request.tune and plan.calibration is not None:
         on_stage("tune")
         plan.tuning = _tune(request, reservoir.sample(), plan, on_point)
+    throughput = None if plan.calibration is None else plan.calibration.throughput
+    units = _units(plan.inputs)
     plan.job = job_estimate(
-        _units(plan.inputs),
+        units,
         objects=len(plan.inputs),
         bytes=sum(i.bytes for i in plan.inputs),
         shards=plan.units,
         settings=settings,
-        engine=request.engine,
+        engine=request.job_engine,
         price=plan.price,
         spec=plan.spec,
-        throughput=None if plan.calibration is None else plan.calibration.throughput,
+        throughput=None if scoring else throughput,
     )
+    if scoring:
+        plan.endpoint = endpoint_estimate(
+            units, settings, concurrency=request.endpoint_concurrency, throughput=throughput
+        )
     return plan
 
 
@@ -249,12 +275,12 @@ def _calibrate(
             if not sample:
                 plan.warnings.append(advice.nothing_to_calibrate("the inputs hold no records"))
                 return None
-            return calibrate(request.model, request.engine, settings, records=sample)
+            return calibrate(request.model, request.job_engine, settings, records=sample)
         objects = _sample_objects(files, plan)
         if not objects:
             plan.warnings.append(advice.nothing_to_calibrate("no input object fits MaxPayloadInMB"))
             return None
-        return calibrate(request.model, request.engine, settings, objects=objects)
+        return calibrate(request.model, request.job_engine, settings, objects=objects)
     except CalibrationFailed as exc:
         plan.warnings.append(advice.calibration_failed(str(exc)))
         return None
