@@ -24,6 +24,7 @@ from batchinfer.pipeline.layout import RunLayout
 from batchinfer.pipeline.prepare_job import check_payload_times_concurrency, processing_arguments
 from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
 from batchinfer.pipeline.s3io import SpooledJson, list_objects, write_json
+from batchinfer.pipeline.split_job import JOB, choose_splitter, is_gzip, with_splitter
 from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
 from batchinfer.sharding.compatibility import check_sharding
@@ -78,10 +79,13 @@ def plan_run(
     split = _split_options(request, settings, env)
     merge = _flag(request, "merge")
     check_sharding(settings, split=None, merge="merge" if merge else None)
+    names = job_base(env.job_prefix, run_id)
+    threshold = env.split_threshold
     with SpooledJson("lines") as tasks:
-        total = _split_tasks(s3, source, layout, settings, split, tasks)
+        total, split_jobs = _split_tasks(
+            s3, source, layout, settings, split, tasks, threshold=threshold, job_base=names
+        )
         objects = tasks.count
-        names = job_base(env.job_prefix, run_id)
         model_name = run_model_name(names) if model else None
         table.create_run(
             run_id,
@@ -93,6 +97,8 @@ def plan_run(
             objects=objects,
             bytes=total,
             settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
+            split_jobs=split_jobs,
+            **({"split_job_threshold": threshold} if threshold is not None else {}),
             **({"run_model": model_name, "model_data": model.model_data_url} if model else {}),
         )
         # Only the execution that claimed the run id writes the run's objects.
@@ -240,23 +246,29 @@ def _split_tasks(
     settings: TransformSettings,
     split: dict[str, Any],
     tasks: SpooledJson,
-) -> int:
-    """Add one :class:`SplitTask` per input object to ``tasks``; the bytes of all objects."""
+    *,
+    threshold: int | None,
+    job_base: str,
+) -> tuple[int, int]:
+    """Add one :class:`SplitTask` per input object to ``tasks``, each with the splitter
+    that takes it (split_job.py); the bytes of all objects and how many go to split jobs."""
     base = source.key[: source.key.rfind("/") + 1]
-    total = 0
+    total = jobs = 0
     for obj in input_objects(s3, source):
         folder = posixpath.dirname(obj["Key"][len(base) :])
-        tasks.add(
-            SplitTask(
-                input=S3Location(source.bucket, obj["Key"]).uri,
-                output=layout.shards.child(folder + "/" if folder else "").uri,
-                compression_type=settings.compression_type,
-                header=split["header"],
-                **split["size"],
-            ).to_state()
+        task = SplitTask(
+            input=S3Location(source.bucket, obj["Key"]).uri,
+            output=layout.shards.child(folder + "/" if folder else "").uri,
+            compression_type=settings.compression_type,
+            header=split["header"],
+            **split["size"],
         )
+        gzip = is_gzip(obj["Key"], settings.compression_type)
+        splitter = choose_splitter(obj["Size"], gzip=gzip, threshold=threshold)
+        tasks.add(with_splitter(task, splitter, run_id=layout.run_id, job_base=job_base).to_state())
         total += obj["Size"]
-    return total
+        jobs += splitter == JOB
+    return total, jobs
 
 
 def input_objects(s3: Any, source: S3Location) -> Iterator[dict[str, Any]]:

@@ -18,13 +18,14 @@ ENV = "dev"
 RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_delay_seconds": 1}
 
 
-def synthesize(env: str, directory: Path) -> dict[str, Any]:
-    """The template of environment ``env`` of cdk.json, with quick retries."""
+def synthesize(env: str, directory: Path, **overrides: Any) -> dict[str, Any]:
+    """The template of environment ``env`` of cdk.json, with quick retries (and
+    ``overrides`` of its configuration)."""
     from app import build_app, cdk_json_context
 
     context = cdk_json_context()
     environments = context["batchinfer:environments"]
-    config = environments[env] | {"retry": RETRY, "max_rounds": 3}
+    config = environments[env] | {"retry": RETRY, "max_rounds": 3} | overrides
     context = context | {"env": env, "batchinfer:environments": {env: config}}
     app, stack = build_app(context, outdir=str(directory), nag=False)
     assembly = app.synth()

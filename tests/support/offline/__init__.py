@@ -22,7 +22,8 @@ so while the stack is open:
 - the ``sagemaker`` integration runs Create*Job ``.sync`` with the local engine over moto
   S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
   :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
-  :class:`StopJob` and :class:`StopExecution`;
+  :class:`ThrottledWait` (a job that ran, then a throttled poll), :class:`StopJob` and
+  :class:`StopExecution`; a split job runs the ``batchinfer split`` command;
 - four divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
   explained there);
 - an ended execution's "Step Functions Execution Status Change" event is delivered to the
@@ -39,6 +40,7 @@ from tests.support.offline.sagemaker import (
     SageMakerJobs,
     StopExecution,
     StopJob,
+    ThrottledWait,
 )
 from tests.support.offline.stack import (
     MOTO_CONFIG,
@@ -60,6 +62,7 @@ __all__ = [
     "SageMakerJobs",
     "StopExecution",
     "StopJob",
+    "ThrottledWait",
     "model_archive",
     "offline_stack",
 ]
