@@ -126,7 +126,7 @@ class PipelineConfig:
     max_rounds: int = 3
     split_concurrency: int = 8
     # Objects whose split streams more than this (gzip: compressed size x 5) are split by a
-    # Processing job on split_instance_type instead of the Lambda; null: never (scaling.md).
+    # Processing job on split_instance_type instead of the Lambda; "off": never (scaling.md).
     split_job_threshold: str | None = "10GiB"
     split_instance_type: str = "ml.m5.xlarge"
     processing_volume_gb: int = 30  # the largest volume; each job sizes its own from its input
@@ -161,7 +161,7 @@ class PipelineConfig:
     def split_jobs(self) -> bool:
         """Whether large objects go to split jobs: a threshold is set and the image is
         batchinfer's (a framework image has no ``batchinfer split``)."""
-        return self.split_job_threshold is not None and self.framework_image is None
+        return self.split_job_threshold not in (None, "off") and self.framework_image is None
 
     @property
     def is_local_model(self) -> bool:
@@ -474,7 +474,7 @@ def check_schedule_expression(expression: Any, where: str) -> None:
 
 def _check_split_jobs(config: PipelineConfig, where: str) -> None:
     """Split jobs run batchinfer's image: a framework image has no ``batchinfer split``."""
-    if config.split_job_threshold is None:
+    if config.split_job_threshold in (None, "off"):
         return
     field_name = f"{where}.split_job_threshold"
     if not isinstance(config.split_job_threshold, str):

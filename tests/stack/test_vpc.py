@@ -54,6 +54,6 @@ def test_roles_may_manage_network_interfaces_and_nag_is_clean(synthesized):
         for statement in policy["PolicyDocument"]["Statement"]
         if statement.get("Sid") == "NetworkInterfaces"
     ]
-    assert len(network) == 8, "seven Lambda roles and the jobs' role"
+    assert len(network) == 9, "seven Lambda roles, the jobs' role and the split jobs' role"
     report = AwsSolutionsChecks(app).validate_scope(stack)
     assert [v.rule_name for v in report.violations] == []
