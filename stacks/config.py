@@ -17,7 +17,7 @@ from batchinfer.errors import ValidationError
 from batchinfer.pipeline import data_places
 from batchinfer.pipeline.data_places import DATA, DataPlace
 from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY, EndpointTarget
-from batchinfer.pipeline.instance_types import accepted, nearest
+from batchinfer.pipeline.instance_types import accepted, check_instance_type, nearest
 from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
 from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE
@@ -143,6 +143,10 @@ class PipelineConfig:
     max_rounds: int = 3
     split_concurrency: int = 8
     verify_concurrency: int = 16  # shards checked at once by the CountShards Map
+    # Objects whose split streams more than this (gzip: compressed size x 5) are split by a
+    # Processing job on split_instance_type instead of the Lambda; "off": never (scaling.md).
+    split_job_threshold: str | None = "10GiB"
+    split_instance_type: str = "ml.m5.xlarge"
     processing_volume_gb: int = 30  # the largest volume; each job sizes its own from its input
     processing_max_runtime_hours: int = 24
     timeout_hours: int = 48
@@ -175,6 +179,12 @@ class PipelineConfig:
     def settings(self) -> TransformSettings:
         """The stack's default transform settings (validated in :func:`parse_config`)."""
         return TransformSettings.from_request(self.transform)
+
+    @property
+    def split_jobs(self) -> bool:
+        """Whether large objects go to split jobs: a threshold is set and the image is
+        batchinfer's (a framework image has no ``batchinfer split``)."""
+        return self.split_job_threshold not in (None, "off") and self.framework_image is None
 
     @property
     def is_local_model(self) -> bool:
@@ -335,6 +345,7 @@ def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
     _int_range(config.max_rounds, 1, MAX_ROUNDS, f"{where}.max_rounds")
     _int_range(config.split_concurrency, 1, 1000, f"{where}.split_concurrency")
     _int_range(config.verify_concurrency, 1, 1000, f"{where}.verify_concurrency")
+    _check_split_jobs(config, where)
     _int_range(config.processing_volume_gb, 1, 16384, f"{where}.processing_volume_gb")
     _int_range(config.processing_max_runtime_hours, 1, 120, f"{where}.processing_max_runtime_hours")
     _int_range(config.timeout_hours, 1, 24 * 365, f"{where}.timeout_hours")
@@ -505,6 +516,20 @@ def check_schedule_expression(expression: Any, where: str) -> None:
             raise ValidationError(
                 f"{where}: {expression!r}: use a singular unit for 1 and a plural one otherwise"
             )
+
+
+def _check_split_jobs(config: PipelineConfig, where: str) -> None:
+    """Split jobs run batchinfer's image: a framework image has no ``batchinfer split``."""
+    if config.split_job_threshold in (None, "off"):
+        return
+    field_name = f"{where}.split_job_threshold"
+    if not isinstance(config.split_job_threshold, str):
+        raise ValidationError(f"{field_name}: {config.split_job_threshold!r} is not a size")
+    parse_size(config.split_job_threshold, field=field_name)
+    try:
+        check_instance_type(config.split_instance_type, "processing")
+    except ValidationError as exc:
+        raise ValidationError(f"{where}.split_instance_type: {exc}") from None
 
 
 def _framework_image(raw: Any, where: str) -> FrameworkImageConfig:

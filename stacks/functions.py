@@ -103,8 +103,8 @@ class Functions(Construct):
             self.functions[name] = function
             self.roles[name] = role
             self.log_groups[name] = log_group
-            _grant(step, role, storage, status, notifications)
-            _grant_existing_buckets(step, role, config)
+            grant_step(step, role, storage, status, notifications)
+            grant_step_places(step, role, config)
             _grant_run_models(step, role, config, jobs_role)
             _grant_endpoints(step, role, config)
 
@@ -167,15 +167,18 @@ def lambda_function(
     return function, role, log_group
 
 
-def _grant(
+def grant_step(
     step: Step,
     role: iam.Role,
     storage: Storage,
-    status: StatusTable,
-    notifications: Notifications,
+    status: StatusTable | None,
+    notifications: Notifications | None,
+    who: str = "",
 ) -> None:
     """Least privilege for ``step`` as the registry declares it: its S3 prefixes, the
-    table actions it calls, the key uses those imply, the announcers' topic and bus."""
+    table actions it calls, the key uses those imply, the announcers' topic and bus.
+    ``who`` names the role's user in the acknowledgements (default: the step's Lambda)."""
+    who = who or f"The {step.name} Lambda"
     findings = []
     if step.reads:
         # A split copies the version of an object it measured (the bucket is versioned).
@@ -208,6 +211,7 @@ def _grant(
         )
         findings += [resource_finding(role, storage.data_arn(p)) for p in step.writes]
     if step.table:
+        assert status is not None, f"{step.name} uses the status table"
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="StatusTable",
@@ -223,6 +227,7 @@ def _grant(
             )
         )
     if step.announces:
+        assert notifications is not None, f"{step.name} announces"
         # The topic's key is the stack's: UseDataKey covers publishing to it.
         role.add_to_policy(
             iam.PolicyStatement(
@@ -234,7 +239,7 @@ def _grant(
         acknowledge(
             role,
             "AwsSolutions-IAM5",
-            f"The {step.name} Lambda works on objects of per-run folders under fixed "
+            f"{who} works on objects of per-run folders under fixed "
             "prefixes of the data bucket (run ids are chosen at run time).",
             findings=sorted(set(findings)),
         )
@@ -252,9 +257,10 @@ def _key_actions(step: Step) -> list[str]:
     return [a for a, used in (("kms:Decrypt", decrypt), ("kms:GenerateDataKey", data_key)) if used]
 
 
-def _grant_existing_buckets(step: Step, role: iam.Role, config: PipelineConfig) -> None:
+def grant_step_places(step: Step, role: iam.Role, config: PipelineConfig, who: str = "") -> None:
     """A step that reads inputs reads the data sources too; one that reads or writes
     outputs does the same on the output destinations."""
+    who = who or f"The {step.name} Lambda"
     findings = []
     if INPUT_PREFIX in step.lists:
         grant_list(role, config.data_sources, "ListSources")
@@ -270,7 +276,7 @@ def _grant_existing_buckets(step: Step, role: iam.Role, config: PipelineConfig) 
         acknowledge(
             role,
             "AwsSolutions-IAM5",
-            f"The {step.name} Lambda works on the objects under the configured data sources' "
+            f"{who} works on the objects under the configured data sources' "
             "and output destinations' prefixes, whose names runs choose.",
             findings=sorted(set(findings)),
         )

@@ -1,6 +1,7 @@
 """The model: the inference image, the SageMaker execution role and the SageMaker model."""
 
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -39,6 +40,38 @@ IMAGE_CONTEXT_EXCLUDES = [
     "build",
     "dist",
 ]
+
+
+def grant_job_logs(role: iam.Role) -> str:
+    """Let the jobs running as ``role`` write their logs and metrics; the log groups' ARN."""
+    log_group_arn = Stack.of(role).format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name="/aws/sagemaker/*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="JobLogs",
+            actions=[
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "logs:DescribeLogStreams",
+            ],
+            resources=[log_group_arn, f"{log_group_arn}:log-stream:*"],
+        )
+    )
+    role.add_to_policy(
+        iam.PolicyStatement(
+            sid="JobMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            # A wildcard value needs StringLike: StringEquals would match no namespace.
+            conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
+        )
+    )
+    return log_group_arn
 
 
 class Model(Construct):
@@ -94,34 +127,7 @@ class Model(Construct):
             key_actions=JOB_OUTPUT_KEY_ACTIONS,
         )
         self.image_uri = self._image(config, repo_root)
-        stack = Stack.of(self)
-        log_group_arn = stack.format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name="/aws/sagemaker/*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="JobLogs",
-                actions=[
-                    "logs:CreateLogGroup",
-                    "logs:CreateLogStream",
-                    "logs:PutLogEvents",
-                    "logs:DescribeLogStreams",
-                ],
-                resources=[log_group_arn, f"{log_group_arn}:log-stream:*"],
-            )
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="JobMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                # A wildcard value needs StringLike: StringEquals would match no namespace.
-                conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
-            )
-        )
+        log_group_arn = grant_job_logs(self.role)
         if config.vpc is not None:
             allow_network_interfaces(self.role, SAGEMAKER_NETWORK_ACTIONS, "SageMaker")
         self.model_data_url = self._model_data(config, repo_root)
@@ -208,33 +214,41 @@ class Model(Construct):
                 exclude=IMAGE_CONTEXT_EXCLUDES,
                 platform=ecr_assets.Platform.LINUX_AMD64,
             )
-            image.repository.grant_pull(self.role)
+            self._image_repository: Any = image.repository
+            self.grant_pull(self.role)
             return image.image_uri
         parts = ECR_IMAGE.fullmatch(image_uri)
         assert parts is not None  # checked with the config, or made by the SDK
-        repository = Stack.of(self).format_arn(
+        self._image_repository = Stack.of(self).format_arn(
             service="ecr",
             account=parts["account"],
             region=parts["region"],
             resource="repository",
             resource_name=parts["repository"],
         )
-        self.role.add_to_policy(
+        self.grant_pull(self.role)
+        return image_uri
+
+    def grant_pull(self, role: iam.Role) -> None:
+        """Let jobs running as ``role`` pull the image."""
+        if not isinstance(self._image_repository, str):
+            self._image_repository.grant_pull(role)
+            return
+        role.add_to_policy(
             iam.PolicyStatement(
                 sid="PullImage",
                 actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                resources=[repository],
+                resources=[self._image_repository],
             )
         )
         # (grant_pull of a built image includes the token)
-        self.role.add_to_policy(
+        role.add_to_policy(
             iam.PolicyStatement(
                 sid="PullImageAuthorization",
                 actions=["ecr:GetAuthorizationToken"],
                 resources=["*"],
             )
         )
-        return image_uri
 
     def _model_data(self, config: PipelineConfig, repo_root: Path) -> str:
         """The S3 URL of ``model_data`` (a local archive becomes an asset), or ""."""

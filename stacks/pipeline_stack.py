@@ -9,6 +9,7 @@ from constructs import Construct
 from batchinfer.pipeline import data_places, stack_outputs
 from batchinfer.pipeline.endpoints import targets_to_json
 from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.units import parse_size
 from stacks.cli_access import CliAccess
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
@@ -16,6 +17,7 @@ from stacks.model import Model
 from stacks.nag import acknowledge
 from stacks.operations import Alarms, Notifications
 from stacks.outputs import Outputs
+from stacks.split_jobs import SplitJobs
 from stacks.status_table import StatusTable
 from stacks.storage import Storage
 from stacks.triggers import Triggers
@@ -52,6 +54,9 @@ class PipelineStack(Stack):
             transform_defaults=_json(config.transform),
             model_environment=_json(config.container_environment),
             shard_size=config.shard_size,
+            split_job_threshold=str(parse_size(config.split_job_threshold))
+            if config.split_jobs and config.split_job_threshold
+            else "",
             max_rounds=str(config.max_rounds),
             model_name=self.model.model_name,
             model_data_url=self.model.model_data_url,
@@ -82,6 +87,11 @@ class PipelineStack(Stack):
             output_destinations=data_places.to_json(config.output_destinations),
             endpoints=targets_to_json(config.endpoints),
         )
+        self.split_jobs = (
+            SplitJobs(self, "SplitJobs", config=config, storage=self.storage, model=self.model)
+            if config.split_jobs
+            else None
+        )
         self.functions = Functions(
             self,
             "Functions",
@@ -100,6 +110,7 @@ class PipelineStack(Stack):
             storage=self.storage,
             model=self.model,
             functions=self.functions,
+            split_jobs=self.split_jobs,
         )
         self.triggers = Triggers(
             self,

@@ -30,13 +30,22 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from batchinfer.pipeline import steps
+from batchinfer.pipeline.instance_types import has_local_storage
+from batchinfer.pipeline.job_names import RUN_ID_TAG
 from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX
 from batchinfer.pipeline.prepare_job import JOB_TASKS, JobTask
+from batchinfer.pipeline.split_job import (
+    JOB,
+    SPLIT_ENTRYPOINT,
+    SPLIT_NAME_MARK,
+    SPLIT_VOLUME_GB,
+)
 from batchinfer.pipeline.steps import Step
 from stacks.config import PipelineConfig
 from stacks.functions import Functions, retention
 from stacks.map_io import RunItemReader, RunResultWriter
 from stacks.model import Model
+from stacks.split_jobs import SplitJobs
 from stacks.storage import Storage
 from stacks.workflow_access import acknowledge_workflow_access, grant_workflow_access
 
@@ -103,6 +112,125 @@ def _payload(step: Step) -> sfn.TaskInput | None:
     )
 
 
+def _api_error_classifier(scope: Construct, prefix: str) -> sfn.Choice:
+    """A Choice that reads a generic SageMaker error's Cause at ``$.api_error`` and fails
+    its branch as transient (retried) or permanent."""
+    transient = sfn.Fail(
+        scope,
+        f"{prefix}TransientApiError",
+        error=TRANSIENT_API_ERROR,
+        cause_path="$.api_error.Cause",
+    )
+    permanent = sfn.Fail(
+        scope,
+        f"{prefix}PermanentApiError",
+        error=PERMANENT_API_ERROR,
+        cause_path="$.api_error.Cause",
+    )
+    classify = sfn.Choice(scope, f"Classify{prefix}ApiError").otherwise(permanent)
+    for pattern in TRANSIENT_API_CAUSES:
+        classify.when(sfn.Condition.string_matches("$.api_error.Cause", pattern), transient)
+    return classify
+
+
+def _retry_sagemaker_errors(state: sfn.Parallel, config: PipelineConfig) -> None:
+    """Retry ``state`` (a Parallel that names its job anew) on quota, throttling and
+    service faults."""
+    state.add_retry(
+        errors=RETRYABLE_SAGEMAKER_ERRORS,
+        interval=Duration.seconds(config.retry.interval_seconds),
+        backoff_rate=config.retry.backoff_rate,
+        max_attempts=config.retry.max_attempts,
+        max_delay=Duration.seconds(config.retry.max_delay_seconds),
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+
+
+def _split_job(
+    scope: Construct, config: PipelineConfig, storage: Storage, model: Model, jobs: SplitJobs
+) -> sfn.Parallel:
+    """The split Map's branch for a large object: a ``batchinfer split`` Processing job
+    named anew each attempt (R1), retried like RunJob; when it fails, the item fails with
+    a Cause that names the object."""
+    stack = Stack.of(scope)
+    token = "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 0)"
+    name = sfn.Pass(
+        scope,
+        "NameSplitJob",
+        parameters={"name.$": f"States.Format('{{}}-{SPLIT_NAME_MARK}-{{}}', $.job.base, {token})"},
+        result_path="$.attempt",
+    )
+    cluster: dict[str, Any] = {
+        "InstanceCount": 1,
+        "InstanceType": config.split_instance_type,
+        "VolumeSizeInGB": SPLIT_VOLUME_GB,
+    }
+    if not has_local_storage(config.split_instance_type):
+        cluster["VolumeKmsKeyId"] = storage.key.key_arn
+    network: dict[str, Any] = {"EnableNetworkIsolation": False}  # it calls S3 itself
+    if config.vpc is not None:
+        network["VpcConfig"] = {
+            "Subnets": list(config.vpc.subnet_ids),
+            "SecurityGroupIds": list(config.vpc.security_group_ids),
+        }
+    task = sfn.CustomState(
+        scope,
+        "SplitWithJob",
+        state_json={
+            "Type": "Task",
+            "Resource": f"arn:{stack.partition}:states:::sagemaker:createProcessingJob.sync",
+            "Parameters": {
+                "ProcessingJobName.$": "$.attempt.name",
+                "RoleArn": jobs.role.role_arn,
+                "AppSpecification": {
+                    "ImageUri": model.image_uri,
+                    "ContainerEntrypoint": SPLIT_ENTRYPOINT,
+                    "ContainerArguments.$": "$.job.arguments",
+                },
+                "ProcessingResources": {"ClusterConfig": cluster},
+                "NetworkConfig": network,
+                "StoppingCondition": {
+                    "MaxRuntimeInSeconds": config.processing_max_runtime_hours * 3600
+                },
+                "Tags": [{"Key": RUN_ID_TAG, "Value.$": "$.job.run_id"}],
+            },
+            "ResultSelector": {
+                "name.$": "$.ProcessingJobName",
+                "status.$": "$.ProcessingJobStatus",
+            },
+        },
+    )
+    task.add_catch(
+        _api_error_classifier(scope, "Split"),
+        errors=[GENERIC_SAGEMAKER_ERROR],
+        result_path="$.api_error",
+    )
+    split_job = sfn.Parallel(
+        scope, "SplitJob", result_selector={"job.$": "$[0]"}, result_path="$.split"
+    )
+    split_job.branch(name.next(task))
+    _retry_sagemaker_errors(split_job, config)
+    failed = sfn.Pass(
+        scope,
+        "SplitJobFailed",
+        parameters={
+            "Error.$": "$.split_error.Error",
+            "Cause.$": "States.Format('{}: its split job failed: {}', $.input, "
+            "$.split_error.Cause)",
+        },
+        result_path="$.split_error",
+    ).next(
+        sfn.Fail(
+            scope,
+            "SplitFailed",
+            error_path="$.split_error.Error",
+            cause_path="$.split_error.Cause",
+        )
+    )
+    split_job.add_catch(failed, errors=["States.ALL"], result_path="$.split_error")
+    return split_job
+
+
 class Workflow(Construct):
     """``state_machine`` and its log group."""
 
@@ -115,6 +243,7 @@ class Workflow(Construct):
         storage: Storage,
         model: Model,
         functions: Functions,
+        split_jobs: SplitJobs | None = None,
     ) -> None:
         super().__init__(scope, id)
 
@@ -190,22 +319,22 @@ class Workflow(Construct):
             map_execution_type=sfn.StateMachineType.STANDARD,
             result_path=sfn.JsonPath.DISCARD,
         )
-        split_inputs.item_processor(split_object)
+        if split_jobs is None:
+            split_inputs.item_processor(split_object)
+        else:
+            split_job = _split_job(self, config, storage, model, split_jobs)
+            split_inputs.item_processor(
+                sfn.Choice(self, "ChooseSplitter")
+                .when(sfn.Condition.string_equals("$.splitter", JOB), split_job)
+                .otherwise(split_object)
+            )
         on_error(split_inputs)
 
         collect = invoke(steps.COLLECT)
         on_error(collect)
 
         prepare_job = invoke(steps.PREPARE_JOB)
-        transient = sfn.Fail(
-            self, "TransientApiError", error=TRANSIENT_API_ERROR, cause_path="$.api_error.Cause"
-        )
-        permanent = sfn.Fail(
-            self, "PermanentApiError", error=PERMANENT_API_ERROR, cause_path="$.api_error.Cause"
-        )
-        classify = sfn.Choice(self, "ClassifyApiError").otherwise(permanent)
-        for pattern in TRANSIENT_API_CAUSES:
-            classify.when(sfn.Condition.string_matches("$.api_error.Cause", pattern), transient)
+        classify = _api_error_classifier(self, "")
         jobs = {key: _job_task(self, task) for key, task in JOB_TASKS.items()}
         for job in jobs.values():
             job.add_catch(classify, errors=[GENERIC_SAGEMAKER_ERROR], result_path="$.api_error")
@@ -230,14 +359,7 @@ class Workflow(Construct):
             result_path="$.job",
         )
         run_job.branch(prepare_job.next(choose_job))
-        run_job.add_retry(
-            errors=RETRYABLE_SAGEMAKER_ERRORS,
-            interval=Duration.seconds(config.retry.interval_seconds),
-            backoff_rate=config.retry.backoff_rate,
-            max_attempts=config.retry.max_attempts,
-            max_delay=Duration.seconds(config.retry.max_delay_seconds),
-            jitter_strategy=sfn.JitterType.FULL,
-        )
+        _retry_sagemaker_errors(run_job, config)
 
         count_shards = sfn.DistributedMap(
             self,
@@ -327,7 +449,12 @@ class Workflow(Construct):
                 destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
             ),
         )
-        grant_workflow_access(self.state_machine, config=config, storage=storage, model=model)
+        grant_workflow_access(
+            self.state_machine,
+            config=config,
+            storage=storage,
+            job_roles=[model.role, *([split_jobs.role] if split_jobs else [])],
+        )
         acknowledge_workflow_access(
             self.state_machine, config=config, storage=storage, functions=functions
         )

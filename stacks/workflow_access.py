@@ -10,7 +10,6 @@ from batchinfer.engines import ENGINES
 from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
-from stacks.model import Model
 from stacks.nag import acknowledge, resource_finding
 from stacks.storage import Storage
 
@@ -28,10 +27,15 @@ def job_arns(machine: sfn.StateMachine, config: PipelineConfig) -> list[str]:
 
 
 def grant_workflow_access(
-    machine: sfn.StateMachine, *, config: PipelineConfig, storage: Storage, model: Model
+    machine: sfn.StateMachine,
+    *,
+    config: PipelineConfig,
+    storage: Storage,
+    job_roles: list[iam.IRole],
 ) -> None:
-    """Create, describe and stop the stack's jobs, pass the model's role to them, manage the
-    rules .sync polls through, and let SageMaker encrypt job volumes and outputs."""
+    """Create, describe and stop the stack's jobs, pass the jobs' roles to them (the model's;
+    the split jobs'), manage the rules .sync polls through, and let SageMaker encrypt job
+    volumes and outputs."""
     stack = Stack.of(machine)
     role = machine.role
 
@@ -63,7 +67,7 @@ def grant_workflow_access(
         iam.PolicyStatement(
             sid="PassJobRole",
             actions=["iam:PassRole"],
-            resources=[model.role.role_arn],
+            resources=[role.role_arn for role in job_roles],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
         )
     )

@@ -27,6 +27,9 @@ class PipelineEnvironment:
     transform_defaults: str = "{}"
     model_environment: str = "{}"
     shard_size: str = "64MiB"
+    # Bytes a split may stream (gzip: compressed size x GZIP_EXPANSION) before the object
+    # goes to a split job instead of the SplitObject Lambda; empty: never (split_job.py).
+    split_job_threshold: str = ""
     max_rounds: str = "3"
     model_name: str = ""
     model_data_url: str = ""
@@ -90,6 +93,10 @@ class PipelineEnvironment:
     @property
     def defaults(self) -> dict[str, Any]:
         return json.loads(self.transform_defaults)
+
+    @property
+    def split_threshold(self) -> int | None:
+        return int(self.split_job_threshold) if self.split_job_threshold else None
 
     @property
     def vpc_config(self) -> dict[str, list[str]] | None:

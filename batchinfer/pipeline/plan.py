@@ -40,6 +40,7 @@ from batchinfer.pipeline.run_estimate import (
 )
 from batchinfer.pipeline.run_model import MODEL_KEYS, create_run_model, own_model, run_model_name
 from batchinfer.pipeline.s3io import SpooledJson, list_objects, named_objects, write_json
+from batchinfer.pipeline.split_job import JOB, choose_splitter, is_gzip, with_splitter
 from batchinfer.pipeline.state import RunPlan, SplitTask
 from batchinfer.pipeline.status_table import StatusTable
 from batchinfer.sharding.compatibility import check_sharding
@@ -107,8 +108,13 @@ def plan_run(
     check_sharding(settings, split=None, merge="merge" if merge else None)
     asked = estimate_request(request)
     tally = ShardTally(split["size"], keep=asked.throughput is not None)
+    jobs_base = job_base(env.job_prefix, run_id)
+    threshold = env.split_threshold
     with SpooledJson("lines") as tasks:
-        total = _split_tasks(s3, source, names, layout, settings, split, tasks, tally)
+        total, split_jobs = _split_tasks(
+            s3, source, names, layout, settings, split, tasks, tally,
+            threshold=threshold, job_base=jobs_base,
+        )  # fmt: skip
         objects = tasks.count
         job = run_estimate(
             tally,
@@ -119,7 +125,6 @@ def plan_run(
             region=s3.meta.region_name,
             asked=asked,
         )
-        jobs_base = job_base(env.job_prefix, run_id)
         model_name = run_model_name(jobs_base) if model else None
         table.create_run(
             run_id,
@@ -132,6 +137,8 @@ def plan_run(
             bytes=total,
             settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
             estimate=job.to_item(),
+            split_jobs=split_jobs,
+            **({"split_job_threshold": threshold} if threshold is not None else {}),
             **({"run_model": model_name, "model_data": model.model_data_url} if model else {}),
         )
         # Only the execution that claimed the run id writes the run's objects.
@@ -361,25 +368,31 @@ def _split_tasks(
     split: dict[str, Any],
     tasks: SpooledJson,
     tally: ShardTally,
-) -> int:
-    """Add one :class:`SplitTask` per input object to ``tasks`` and its shards to
-    ``tally`` (for the estimate); the bytes of all objects."""
+    *,
+    threshold: int | None,
+    job_base: str,
+) -> tuple[int, int]:
+    """Add one :class:`SplitTask` per input object to ``tasks``, each with the splitter
+    that takes it (split_job.py), and its shards to ``tally`` (for the estimate); the bytes
+    of all objects and how many go to split jobs."""
     base = source.key[: source.key.rfind("/") + 1]
-    total = 0
+    total = jobs = 0
     for obj in input_objects(s3, source, names):
         folder = posixpath.dirname(obj["Key"][len(base) :])
-        tasks.add(
-            SplitTask(
-                input=S3Location(source.bucket, obj["Key"]).uri,
-                output=layout.shards.child(folder + "/" if folder else "").uri,
-                compression_type=settings.compression_type,
-                header=split["header"],
-                **split["size"],
-            ).to_state()
+        task = SplitTask(
+            input=S3Location(source.bucket, obj["Key"]).uri,
+            output=layout.shards.child(folder + "/" if folder else "").uri,
+            compression_type=settings.compression_type,
+            header=split["header"],
+            **split["size"],
         )
         tally.add(obj["Key"], obj["Size"])
+        gzip = is_gzip(obj["Key"], settings.compression_type)
+        splitter = choose_splitter(obj["Size"], gzip=gzip, threshold=threshold)
+        tasks.add(with_splitter(task, splitter, run_id=layout.run_id, job_base=job_base).to_state())
         total += obj["Size"]
-    return total
+        jobs += splitter == JOB
+    return total, jobs
 
 
 def input_objects(

@@ -212,7 +212,9 @@ class Failure(StatePart):
 @dataclass(frozen=True)
 class SplitTask(StatePart):
     """One item of the split Map (Plan writes one a line to ``inputs_key``): split ``input``
-    into shards under ``output``, ``shards`` of them or about ``shard_size`` bytes each."""
+    into shards under ``output``, ``shards`` of them or about ``shard_size`` bytes each.
+    ``splitter`` is who splits it, the SplitObject Lambda or a split job; a job's task also
+    has ``job``: its name base, run id and container arguments (split_job.py)."""
 
     input: str
     output: str
@@ -220,6 +222,8 @@ class SplitTask(StatePart):
     shard_size: int | None = None
     header: bool = False
     compression_type: str = "None"
+    splitter: str = "lambda"
+    job: dict[str, Any] | None = None
 
     def to_state(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
@@ -244,6 +248,12 @@ class SplitTask(StatePart):
         header = state.get("header", False)
         if not isinstance(header, bool):
             raise ValidationError(f"split event: header must be true or false, not {header!r}")
+        splitter = state.get("splitter", "lambda")
+        if splitter not in ("lambda", "job"):
+            raise ValidationError(f"split event: splitter must be lambda or job, not {splitter!r}")
+        job = state.get("job")
+        if (job is not None) != (splitter == "job") or not isinstance(job or {}, dict):
+            raise ValidationError("split event: job must be an object exactly when splitter is job")
         return cls(
             state["input"],
             state["output"],
@@ -251,6 +261,8 @@ class SplitTask(StatePart):
             size,
             header,
             state.get("compression_type", "None"),
+            splitter,
+            job,
         )
 
 

@@ -182,10 +182,47 @@ def test_plan_uses_stack_defaults_and_writes_split_tasks(account):
             "compression_type": "None",
             "header": False,
             "shard_size": 64 * 1024 * 1024,
+            "splitter": "lambda",
         }
     ]
     run = account.table.get_run("exec-1")
     assert run["run_status"] == RUNNING and run["execution_arn"] == EXECUTION + "exec-1"
+    assert run["split_jobs"] == 0 and "split_job_threshold" not in run
+
+
+def test_plan_gives_gzip_objects_above_the_threshold_to_a_split_job(account):
+    """Compressed size x 5 against the threshold; plain objects are copied by S3 and stay
+    with the Lambda whatever their size."""
+    account.put("input/z/big.csv.gz", b"x" * 300)  # 1,500 bytes streamed
+    account.put("input/z/small.csv.gz", b"x" * 100)  # 500
+    account.put("input/z/plain.csv", b"1,2\n" * 1000)
+    account.env = replace(account.env, split_job_threshold="1000")
+    result = plan(account, {"input": f"s3://{BUCKET}/input/z/", "shards": 2}, name="z")
+    items = {
+        item["input"].rsplit("/", 1)[1]: item
+        for item in account.json_lines(f"s3://{BUCKET}/{result['inputs_key']}")
+    }
+    assert {name: item["splitter"] for name, item in items.items()} == {
+        "big.csv.gz": "job",
+        "small.csv.gz": "lambda",
+        "plain.csv": "lambda",
+    }
+    assert items["big.csv.gz"]["job"] == {
+        "base": "bi-test-z",
+        "run_id": "z",
+        "arguments": [
+            f"s3://{BUCKET}/input/z/big.csv.gz",
+            "--output",
+            f"s3://{BUCKET}/shards/z/",
+            "--shards",
+            "2",
+            "--compression-type",
+            "None",
+        ],
+    }
+    assert "job" not in items["small.csv.gz"]
+    run = account.table.get_run("z")
+    assert run["split_job_threshold"] == 1000 and run["split_jobs"] == 1
 
 
 def test_names_take_only_the_named_objects_of_the_prefix_r4(account):

@@ -3,6 +3,7 @@ replaced by a value of the right shape (an ARN for ``Fn::GetAtt ...Arn``, a name
 ``Ref``), so validators that check ARNs see realistic ones."""
 
 import json
+import re
 from typing import Any
 
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012"}
@@ -38,6 +39,10 @@ def render(value: Any, resources: dict[str, Any]) -> str:
         region = "" if service == "iam" else PSEUDO["AWS::Region"]
         return f"arn:aws:{service}:{region}:{PSEUDO['AWS::AccountId']}:" + resource.format(
             name=logical_id
+        )
+    if function == "Fn::Sub" and isinstance(argument, str):  # a built image's URI
+        return re.sub(
+            r"\$\{([^}]+)\}", lambda m: PSEUDO.get(m[1], "amazonaws.com").lower(), argument
         )
     raise ValueError(f"unexpected intrinsic in a definition: {function}")
 

@@ -33,15 +33,17 @@ def test_an_existing_image_is_used_and_nothing_is_built(synthesized):
 
 def test_the_jobs_may_pull_it_from_its_repository(synthesized):
     _, _, template, _ = synthesized
-    (pull,) = [
+    pulls = [
         statement
         for resource in template["Resources"].values()
         if resource["Type"] == "AWS::IAM::Policy"
         for statement in resource["Properties"]["PolicyDocument"]["Statement"]
         if statement.get("Sid") == "PullImage"
     ]
-    assert set(pull["Action"]) == {"ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
-    assert pull["Resource"] == "arn:aws:ecr:eu-west-1:210987654321:repository/team/scorer"
+    assert len(pulls) == 2, "the jobs' role and the split jobs' role"
+    for pull in pulls:
+        assert set(pull["Action"]) == {"ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
+        assert pull["Resource"] == "arn:aws:ecr:eu-west-1:210987654321:repository/team/scorer"
 
 
 def test_cdk_nag_is_clean_with_an_existing_image(synthesized):

@@ -201,6 +201,10 @@ def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(state
         "DuplicateRun",
         "TransientApiError",
         "PermanentApiError",
+        # the split job's, inside the split Map's item processor
+        "SplitTransientApiError",
+        "SplitPermanentApiError",
+        "SplitFailed",
     }
 
 

@@ -60,6 +60,7 @@ def test_roles_may_manage_network_interfaces_and_nag_is_clean(synthesized):
         for statement in policy["PolicyDocument"]["Statement"]
         if statement.get("Sid") == "NetworkInterfaces"
     ]
-    assert len(network) == len(STEPS) + 2, "every step's role, the arrivals Lambda's, the jobs'"
+    # Every step's role, the arrivals Lambda's, the jobs' and the split jobs'.
+    assert len(network) == len(STEPS) + 3
     report = AwsSolutionsChecks(app).validate_scope(stack)
     assert [v.rule_name for v in report.violations] == []

@@ -26,7 +26,8 @@ so while the stack is open:
 - the ``sagemaker`` integration runs Create*Job ``.sync`` with the local engine over moto
   S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
   :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
-  :class:`StopJob` and :class:`StopExecution`;
+  :class:`ThrottledWait` (a job that ran, then a throttled poll), :class:`StopJob` and
+  :class:`StopExecution`; a split job runs the ``batchinfer split`` command;
 - five divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
   explained there);
 - an ended execution's "Step Functions Execution Status Change" event is delivered to the
@@ -44,6 +45,7 @@ from tests.support.offline.sagemaker import (
     SageMakerJobs,
     StopExecution,
     StopJob,
+    ThrottledWait,
 )
 from tests.support.offline.stack import (
     MOTO_CONFIG,
@@ -68,6 +70,7 @@ __all__ = [
     "StopExecution",
     "StopJob",
     "Throttle",
+    "ThrottledWait",
     "model_archive",
     "offline_stack",
 ]

@@ -1,7 +1,8 @@
 """The ``sagemaker`` service integration of Step Functions, offline: Create*Job ``.sync``
 requests checked against botocore's SageMaker model and R1, run by the local engine over
-moto S3, answered with the Describe*Job response (spec S1-S3), with API errors and job
-failures injected on demand."""
+moto S3 (a split job by the ``batchinfer split`` command its container runs), answered
+with the Describe*Job response (spec S1-S3), with API errors and job failures injected on
+demand."""
 
 import json
 import tempfile
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import botocore.session
+import click
+import typer
 from botocore.exceptions import ClientError, ParamValidationError
 from botocore.validate import validate_parameters
 from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
@@ -38,11 +41,13 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state
 )
 from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
+from batchinfer import cli
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.processing_engine import run_processing
 from batchinfer.engine.transform_engine import run_transform
 from batchinfer.errors import BatchInferError
 from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.pipeline.split_job import SPLIT_ENTRYPOINT
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.job_api import from_api
 from batchinfer.transform.settings import TransformSettings, validate_job_name
@@ -70,6 +75,12 @@ class FailInputs:
 
 
 @dataclass(frozen=True)
+class ThrottledWait:
+    """The next job runs to its end, then the .sync task's DescribeProcessingJob poll is
+    throttled: Step Functions sees a transient API error after the job did its work."""
+
+
+@dataclass(frozen=True)
 class StopJob:
     """The next job is stopped from outside the pipeline (StopTransformJob by a person):
     it ends Stopped with no output."""
@@ -93,7 +104,9 @@ class SageMakerJobs:
     # state machine's calls of the API.
     as_role: Callable[[str | None], AbstractContextManager[Any]] = lambda _arn: nullcontext()
     on_api_call: Callable[[str, dict[str, Any]], None] = lambda _op, _params: None
-    faults: list[ApiError | FailInputs | StopJob | StopExecution] = field(default_factory=list)
+    faults: list[ApiError | FailInputs | ThrottledWait | StopJob | StopExecution] = field(
+        default_factory=list
+    )
     stop_execution: Callable[[], None] = lambda: None  # set by OfflineStack
     # Jobs whose execution is stopped while its .sync task waits for them.
     stop_while_waiting: set[str] = field(default_factory=set)
@@ -164,6 +177,9 @@ class SageMakerJobs:
                 model_data_url = self._model_data(request["ModelName"])
             with self.as_role(role):
                 status, reason = self._transform(request, fail, model_data_url)
+        elif request["AppSpecification"].get("ContainerEntrypoint") == SPLIT_ENTRYPOINT:
+            with self.as_role(request["RoleArn"]):
+                status, reason = _split(request["AppSpecification"]["ContainerArguments"])
         else:
             with self.as_role(request["RoleArn"]):
                 status, reason = self._processing(request, fail)
@@ -182,6 +198,8 @@ class SageMakerJobs:
             if kind == "Processing":
                 described["ExitMessage"] = reason[:1024]
         self.described[name] = described
+        if isinstance(fault, ThrottledWait):
+            raise _client_error("ThrottlingException", "Rate exceeded", f"Describe{kind}Job")
         return described
 
     def _validate(self, operation: str, request: dict[str, Any], name: str) -> None:
@@ -317,6 +335,18 @@ def _instances(request: dict[str, Any]) -> tuple[str, int]:
     """The instance type and count a Create*Job request asks for."""
     resources = request.get("TransformResources") or request["ProcessingResources"]["ClusterConfig"]
     return resources["InstanceType"], resources["InstanceCount"]
+
+
+def _split(arguments: list[str]) -> tuple[str, str | None]:
+    """A split job's container: the ``batchinfer split`` command run with the job's
+    arguments, in this process (its S3 client is moto's); Failed with an AlgorithmError
+    when the command fails, as SageMaker reports a non-zero exit."""
+    command = typer.main.get_command(cli.app)
+    try:
+        command.main(["split", *arguments], prog_name="batchinfer", standalone_mode=False)
+    except (BatchInferError, click.ClickException) as exc:
+        return "Failed", f"AlgorithmError: {exc}"[:1024]
+    return "Completed", None
 
 
 def _ending(missing: list[str], errors: list[str], kind: str) -> tuple[str, str | None]:

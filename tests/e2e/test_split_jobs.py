@@ -1,0 +1,129 @@
+"""Large gzip objects split by a Processing job running ``batchinfer split``, small ones by
+the SplitObject Lambda, in one run (R3, R4, R11, R1): the shards and outputs equal a run
+where the Lambda split everything, the run item records the threshold and the choice, a
+split job run again leaves the same shards, and a failed split job fails the run naming
+the object."""
+
+import gzip
+import json
+from typing import Any
+
+import pytest
+
+from batchinfer.pipeline.split_job import SPLIT_ENTRYPOINT
+from batchinfer.pipeline.status_table import FAILED, StatusTable
+from tests.support.offline import OfflineStack, ThrottledWait, offline_stack
+
+from .conftest import synthesize
+from .test_happy_path import csv_rows
+
+# Streamed bytes (gzip: compressed size x 5) above this go to a split job.
+THRESHOLD = 16 * 1024
+INPUTS = {
+    "big.csv.gz": gzip.compress(csv_rows(6000), mtime=0),  # about 20 KB compressed
+    "small.csv.gz": gzip.compress(csv_rows(200, offset=9000), mtime=0),
+}
+REQUEST = {"shard_size": "16KiB", "compression_type": "Gzip", "merge": True}
+
+
+@pytest.fixture(scope="session")
+def split_job_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return synthesize("dev", tmp_path_factory.mktemp("cdk.out"), split_job_threshold="16KiB")
+
+
+def run(stack: OfflineStack, run_id: str, inputs: dict[str, bytes] = INPUTS) -> Any:
+    for name, data in inputs.items():
+        stack.put(f"input/{run_id}/{name}", data)
+    request = {"input": f"s3://{stack.bucket}/input/{run_id}/", "run_id": run_id, **REQUEST}
+    return stack.run(request, run_id)
+
+
+def objects(stack: OfflineStack, prefix: str) -> dict[str, bytes]:
+    return {
+        key[len(prefix) :]: stack.get(f"s3://{stack.bucket}/{key}") for key in stack.keys(prefix)
+    }
+
+
+def outputs(stack: OfflineStack, run_id: str) -> dict[str, Any]:
+    """The run's outputs, and its _manifest.json's totals (the rest names the execution)."""
+    found: dict[str, Any] = objects(stack, f"output/{run_id}/")
+    found["_manifest.json"] = json.loads(found["_manifest.json"])["totals"]
+    return found
+
+
+def split_jobs(stack: OfflineStack) -> list[dict[str, Any]]:
+    return [
+        request
+        for operation, request in stack.jobs.requests
+        if operation == "CreateProcessingJob"
+        and request["AppSpecification"]["ContainerEntrypoint"] == SPLIT_ENTRYPOINT
+    ]
+
+
+def test_sizes_above_the_threshold_go_to_a_split_job_with_the_same_results(
+    split_job_template, template, row_sum_archive, aws_env
+):
+    assert len(INPUTS["big.csv.gz"]) * 5 > THRESHOLD >= len(INPUTS["small.csv.gz"]) * 5
+    with offline_stack(template, row_sum_archive) as lambda_only:
+        execution = run(lambda_only, "mixed")
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert split_jobs(lambda_only) == []
+        expected_shards = objects(lambda_only, "shards/mixed/")
+        expected_outputs = outputs(lambda_only, "mixed")
+    with offline_stack(split_job_template, row_sum_archive) as stack:
+        execution = run(stack, "mixed")
+        assert execution.status == "SUCCEEDED", execution.cause
+        (job,) = split_jobs(stack)
+        assert job["AppSpecification"]["ContainerArguments"][:3] == [
+            f"s3://{stack.bucket}/input/mixed/big.csv.gz",
+            "--output",
+            f"s3://{stack.bucket}/shards/mixed/",
+        ]
+        assert job["ProcessingJobName"].startswith("bi-dev-mixed-s-")
+        assert [event["input"] for event in stack.lambdas.events_of("split_object")] == [
+            f"s3://{stack.bucket}/input/mixed/small.csv.gz"
+        ]
+        assert objects(stack, "shards/mixed/") == expected_shards
+        assert outputs(stack, "mixed") == expected_outputs
+        run_item = StatusTable.named(stack.table_name).get_run("mixed")
+        assert run_item["split_job_threshold"] == THRESHOLD
+        assert run_item["split_jobs"] == 1 and run_item["objects"] == 2
+    big_shards = [key for key in expected_shards if key.startswith("big.part-")]
+    assert len(big_shards) > 1, "the big object is cut into several shards"
+
+
+def test_a_split_job_run_again_after_it_ran_leaves_the_same_shards(
+    split_job_template, row_sum_archive, aws_env
+):
+    """The job splits the object, then the .sync poll is throttled: the SplitJob step runs
+    again under a new name (R1) and writes the same keys over the first ones."""
+    with offline_stack(split_job_template, row_sum_archive) as stack:
+        execution = run(stack, "once", {"big.csv.gz": INPUTS["big.csv.gz"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        once = objects(stack, "shards/once/")
+    with offline_stack(split_job_template, row_sum_archive) as stack:
+        stack.jobs.faults.append(ThrottledWait())
+        execution = run(stack, "once", {"big.csv.gz": INPUTS["big.csv.gz"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        first, second = split_jobs(stack)
+        assert first["ProcessingJobName"] != second["ProcessingJobName"]
+        assert all(stack.jobs.described[job["ProcessingJobName"]] for job in (first, second))
+        twice = objects(stack, "shards/once/")
+        shards = [key for key in twice if key.startswith("big.part-")]
+        assert len(shards) == len([key for key in once if key.startswith("big.part-")]) > 1
+        assert twice == once
+
+
+def test_a_failed_split_job_fails_the_run_naming_the_object(
+    split_job_template, row_sum_archive, aws_env
+):
+    broken = b"\x1f\x8b\x08\x00" + bytes(range(256)) * 20  # gzip header, then no deflate data
+    with offline_stack(split_job_template, row_sum_archive) as stack:
+        execution = run(stack, "broken", {"broken.csv.gz": broken})
+        assert execution.status == "FAILED"
+        assert "broken.csv.gz" in execution.cause, execution.cause
+        assert len(split_jobs(stack)) == 1, "a failed job is not retried"
+        run_item = StatusTable.named(stack.table_name).get_run("broken")
+        assert run_item["run_status"] == FAILED
+        assert "broken.csv.gz" in run_item["cause"]
+        assert stack.jobs.requests == [("CreateProcessingJob", split_jobs(stack)[0])]

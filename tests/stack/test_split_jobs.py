@@ -1,0 +1,108 @@
+"""The split jobs in the synthesized stack: the split Map's Choice between the SplitObject
+Lambda and a ``batchinfer split`` Processing job (R1 names, RunJob's retries, the failure
+path), the jobs' role (the SplitObject step's data grants only) and what the state machine
+may do with it."""
+
+import pytest
+
+from batchinfer.pipeline.split_job import SPLIT_ENTRYPOINT
+from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
+
+from .conftest import of_type, pipeline_functions, synthesize_prod
+from .definition import all_states, definitions
+
+
+@pytest.fixture(scope="module")
+def processor(synthesized):
+    (definition,) = definitions(synthesized.template_json).values()
+    return all_states(definition["States"])["SplitInputs"]["ItemProcessor"]
+
+
+def _role_statements(resources, prefix):
+    return [
+        statement
+        for logical_id, resource in of_type(resources, "AWS::IAM::Policy").items()
+        if logical_id.startswith(prefix)
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _actions(statement):
+    action = statement["Action"]
+    return {action} if isinstance(action, str) else set(action)
+
+
+def test_the_split_map_chooses_the_job_for_items_plan_gave_to_it(processor):
+    assert processor["StartAt"] == "ChooseSplitter"
+    choose = processor["States"]["ChooseSplitter"]
+    assert choose["Choices"] == [
+        {"Variable": "$.splitter", "StringEquals": "job", "Next": "SplitJob"}
+    ]
+    assert choose["Default"] == "SplitObject"
+
+
+def test_the_split_job_is_named_per_attempt_retried_like_run_job_and_fails_naming_the_object(
+    processor, synthesized
+):
+    split_job = processor["States"]["SplitJob"]
+    (retry,) = split_job["Retry"]
+    assert retry["ErrorEquals"] == RETRYABLE_SAGEMAKER_ERRORS
+    branch = split_job["Branches"][0]
+    assert branch["StartAt"] == "NameSplitJob", "a retry names the job anew (R1)"
+    name = branch["States"]["NameSplitJob"]["Parameters"]["name.$"]
+    assert "States.UUID()" in name and "$.job.base" in name
+    task = branch["States"]["SplitWithJob"]
+    assert task["Resource"].endswith(":states:::sagemaker:createProcessingJob.sync")
+    parameters = task["Parameters"]
+    assert parameters["ProcessingJobName.$"] == "$.attempt.name"
+    assert parameters["AppSpecification"]["ContainerEntrypoint"] == SPLIT_ENTRYPOINT
+    assert parameters["AppSpecification"]["ContainerArguments.$"] == "$.job.arguments"
+    assert parameters["NetworkConfig"]["EnableNetworkIsolation"] is False, "it calls S3"
+    cluster = parameters["ProcessingResources"]["ClusterConfig"]
+    assert cluster["InstanceType"] == synthesized.stack.config.split_instance_type
+    assert task["Catch"][0]["Next"] == "ClassifySplitApiError"
+    (catch,) = split_job["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "SplitJobFailed"
+    cause = processor["States"]["SplitJobFailed"]["Parameters"]["Cause.$"]
+    assert "$.input" in cause, "the failure names the object"
+    assert processor["States"]["SplitFailed"]["Type"] == "Fail"
+
+
+def test_the_split_jobs_role_reads_inputs_and_writes_shards_only(synthesized, resources):
+    statements = _role_statements(resources, "SplitJobsRole")
+    data_bucket = synthesized.stack.storage.data_bucket
+    logical_bucket = synthesized.stack.get_logical_id(data_bucket.node.default_child)
+    s3 = [s for s in statements if any(a.startswith("s3:") for a in _actions(s))]
+    writes = [s for s in s3 if "s3:PutObject" in _actions(s)]
+    (write,) = writes
+    assert _actions(write) == {"s3:PutObject", "s3:AbortMultipartUpload"}
+    assert "/shards/*" in str(write["Resource"]) and logical_bucket in str(write["Resource"])
+    reads = [s for s in s3 if "s3:GetObject" in _actions(s)]
+    assert all(_actions(s) == {"s3:GetObject", "s3:GetObjectVersion"} for s in reads)
+    read_places = str([s["Resource"] for s in reads])
+    assert "/input/*" in read_places
+    for place in synthesized.stack.config.data_sources:
+        assert f"{place.bucket}/{place.prefix}*" in read_places, "the configured sources"
+    granted = set().union(*map(_actions, statements))
+    assert not {a for a in granted if a.startswith(("dynamodb:", "sns:", "sagemaker:"))}
+    assert "/output/" not in str([s["Resource"] for s in s3])
+
+
+def test_the_state_machine_passes_the_split_role_to_sagemaker_only(synthesized, resources):
+    statements = _role_statements(resources, "WorkflowStateMachineRoleDefaultPolicy")
+    (pass_role,) = [s for s in statements if "iam:PassRole" in _actions(s)]
+    roles = str(pass_role["Resource"])
+    assert "SplitJobsRole" in roles and "ModelExecutionRole" in roles
+    assert pass_role["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
+
+
+def test_with_split_jobs_off_there_is_no_split_job_and_no_role(tmp_path):
+    plain = synthesize_prod(tmp_path, split_job_threshold="off")
+    (definition,) = definitions(plain.template_json).values()
+    processor = all_states(definition["States"])["SplitInputs"]["ItemProcessor"]
+    assert processor["StartAt"] == "SplitObject"
+    assert not [k for k in plain.template_json["Resources"] if k.startswith("SplitJobs")]
+    for function in pipeline_functions(plain.template_json):
+        assert function["Environment"]["Variables"]["BATCHINFER_SPLIT_JOB_THRESHOLD"] == ""
