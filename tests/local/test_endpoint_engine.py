@@ -316,12 +316,6 @@ def test_run_scores_through_the_endpoint_from_the_command_line(tmp_path, capsys,
     assert (tmp_path / "out" / "_SUCCESS").exists()
 
 
-def test_plan_does_not_take_the_endpoint_engine(tmp_path, capsys):
-    data = write(tmp_path / "in" / "d.csv", b"1,2\n")
-    code, said = run_cli(capsys, "plan", str(data), "--engine", "endpoint")
-    assert code == 2 and "--engine must be transform or processing" in said
-
-
 @pytest.mark.parametrize(
     ("url", "reached"),
     [
