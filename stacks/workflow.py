@@ -98,6 +98,38 @@ def _job_task(scope: Construct, task: JobTask) -> sfn.CustomState:
 ENDPOINT_UNAVAILABLE = "EndpointUnavailable"
 
 
+def _run_map(
+    scope: Construct,
+    id: str,
+    storage: Storage,
+    items_key: str,
+    concurrency: int,
+    *,
+    item_selector: dict[str, Any] | None = None,
+    result_selector: dict[str, Any] | None = None,
+    result_path: str = sfn.JsonPath.DISCARD,
+) -> sfn.DistributedMap:
+    """A Distributed Map over a run's JSON Lines item file (the key at ``items_key`` in the
+    state, read line by line whatever its size), ``concurrency`` items at once, any failed
+    item failing the Map, its results written under ``runs/_map-results/``."""
+    return sfn.DistributedMap(
+        scope,
+        id,
+        item_reader=RunItemReader(
+            bucket=storage.data_bucket, key=sfn.JsonPath.string_at(items_key)
+        ),
+        item_selector=item_selector,
+        result_writer_v2=RunResultWriter(
+            bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
+        ),
+        max_concurrency=concurrency,
+        tolerated_failure_percentage=0,
+        map_execution_type=sfn.StateMachineType.STANDARD,
+        result_selector=result_selector,
+        result_path=result_path,
+    )
+
+
 def _payload(step: Step) -> sfn.TaskInput | None:
     """The event a step's state passes, from the registry's paths."""
     if step.payload is None:
@@ -304,20 +336,8 @@ class Workflow(Construct):
         on_error(plan)
 
         split_object = invoke(steps.SPLIT_OBJECT)
-        split_inputs = sfn.DistributedMap(
-            self,
-            "SplitInputs",
-            # JSON Lines: read line by line, whatever the number of input objects.
-            item_reader=RunItemReader(
-                bucket=storage.data_bucket, key=sfn.JsonPath.string_at("$.plan.inputs_key")
-            ),
-            result_writer_v2=RunResultWriter(
-                bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
-            ),
-            max_concurrency=config.split_concurrency,
-            tolerated_failure_percentage=0,
-            map_execution_type=sfn.StateMachineType.STANDARD,
-            result_path=sfn.JsonPath.DISCARD,
+        split_inputs = _run_map(
+            self, "SplitInputs", storage, "$.plan.inputs_key", config.split_concurrency
         )
         if split_jobs is None:
             split_inputs.item_processor(split_object)
@@ -361,24 +381,18 @@ class Workflow(Construct):
         run_job.branch(prepare_job.next(choose_job))
         _retry_sagemaker_errors(run_job, config)
 
-        count_shards = sfn.DistributedMap(
+        count_shards = _run_map(
             self,
             "CountShards",
-            item_reader=RunItemReader(
-                bucket=storage.data_bucket, key=sfn.JsonPath.string_at("$.round.shards_key")
-            ),
+            storage,
+            "$.round.shards_key",
+            config.verify_concurrency,
             item_selector={
                 "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
                 "job_output": sfn.JsonPath.string_at("$.plan.job_output"),
                 "shards_prefix": sfn.JsonPath.string_at("$.plan.shards_prefix"),
                 "settings": sfn.JsonPath.object_at("$.plan.settings"),
             },
-            result_writer_v2=RunResultWriter(
-                bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
-            ),
-            max_concurrency=config.verify_concurrency,
-            tolerated_failure_percentage=0,
-            map_execution_type=sfn.StateMachineType.STANDARD,
             result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
             result_path="$.counts",
         )
@@ -483,25 +497,17 @@ class Workflow(Construct):
             .when(sfn.Condition.string_equals("$.scored.status", "continue"), score)
             .otherwise(shard_done)
         )
-        score_shards = sfn.DistributedMap(
+        score_shards = _run_map(
             self,
             "ScoreShards",
-            item_reader=RunItemReader(
-                bucket=storage.data_bucket,
-                key=sfn.JsonPath.string_at("$.job.request.items_key"),
-            ),
+            storage,
+            "$.job.request.items_key",
+            config.endpoint_concurrency,
             item_selector={
                 "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
                 "plan": sfn.JsonPath.object_at("$.plan"),
                 "job": sfn.JsonPath.string_at("$.job.name"),
             },
-            result_writer_v2=RunResultWriter(
-                bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
-            ),
-            max_concurrency=config.endpoint_concurrency,
-            tolerated_failure_percentage=0,
-            map_execution_type=sfn.StateMachineType.STANDARD,
-            result_path=sfn.JsonPath.DISCARD,
         )
         score_shards.item_processor(score)
         return score_shards.next(invoke(steps.SCORING_OUTCOME))
