@@ -25,19 +25,26 @@ def readme_block(heading: str) -> tuple[list[list[str]], list[str]]:
     return commands, comments
 
 
+def run_as_written(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """One README command, run as printed (200 columns, so tables do not wrap)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "batchinfer", *argv[1:]],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ | {"COLUMNS": "200"},
+    )
+    assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr}"
+    return done
+
+
 def test_the_json_lines_example_runs_as_written_r15_r16_r18(tmp_path):
     commands, comments = readme_block("### JSON Lines")
     assert [argv[:2] for argv in commands] == [["batchinfer", "example"], ["batchinfer", "run"]]
     assert "--input-filter" in commands[1] and "$.features" in commands[1]
     for argv in commands:
-        done = subprocess.run(
-            [sys.executable, "-m", "batchinfer", *argv[1:]],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr}"
+        run_as_written(argv, tmp_path)
     output = tmp_path / ".demo-jsonl" / "output" / "data.jsonl.out"
     with output.open() as lines:
         first = next(lines)
@@ -58,15 +65,7 @@ def test_the_plan_transcript_runs_as_written_and_its_counts_are_what_plan_prints
     shown = [line for line in lines if not line.startswith("$ ")]
     assert [argv[:2] for argv in commands] == [["batchinfer", "example"], ["batchinfer", "plan"]]
     for argv in commands:
-        done = subprocess.run(
-            [sys.executable, "-m", "batchinfer", *argv[1:]],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=os.environ | {"COLUMNS": "200"},
-        )
-        assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr}"
+        done = run_as_written(argv, tmp_path)
     printed = [line.rstrip() for line in done.stdout.splitlines()]
     measured = ("calibration:", "estimate:", "cost:")
     for line in shown:
