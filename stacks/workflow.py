@@ -477,7 +477,7 @@ class Workflow(Construct):
         self, config: PipelineConfig, storage: Storage, invoke: Any
     ) -> sfn.IChainable:
         """The endpoint engine's round, where a job would run: a Distributed Map over the
-        round's shard list (named by PrepareJob), each shard scored by ScoreShard, invoked
+        round's shard list (``$.round.shards_key``), each shard scored by ScoreShard, invoked
         again while it answers ``continue``, at most ``endpoint_concurrency`` at once; then
         ScoringOutcome sets ``$.job`` as a job task would. An endpoint still throttled or
         failing after one invocation's retries is retried here; a refused record fails
@@ -501,7 +501,7 @@ class Workflow(Construct):
             self,
             "ScoreShards",
             storage,
-            "$.job.request.items_key",
+            "$.round.shards_key",
             config.endpoint_concurrency,
             item_selector={
                 "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),

@@ -100,7 +100,7 @@ def prepare_job(
     endpoint engine: the round's shard list, which its Map scores)."""
     name = job_name(plan.job_base, round_.number, token)
     if plan.engine == "endpoint":
-        return scoring_job(name, round_.shards_key)
+        return scoring_job(name)
     tags = [{"Key": RUN_ID_TAG, "Value": plan.run_id}]
     settings = run_settings(s3, plan)
     if plan.engine == "processing":
@@ -136,12 +136,11 @@ def prepare_job(
     )
 
 
-def scoring_job(name: str, items_key: str) -> JobRequest:
-    """An endpoint round's attempt: the ScoreShards Map reads its items (the round's shard
-    list, one JSON line a shard with its ``name`` and ``compression``) at ``items_key``."""
-    return JobRequest(
-        name=name, engine="endpoint", data_processing=False, request={"items_key": items_key}
-    )
+def scoring_job(name: str) -> JobRequest:
+    """An endpoint round's attempt: only its name; the ScoreShards Map's items are the
+    round's shard list (``$.round.shards_key``, one JSON line a shard with its ``name`` and
+    ``compression``)."""
+    return JobRequest(name=name, engine="endpoint", data_processing=False, request={})
 
 
 def transform_request(

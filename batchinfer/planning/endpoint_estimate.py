@@ -8,7 +8,7 @@ from typing import Any
 
 from batchinfer.engine.endpoint_scoring import endpoint_settings
 from batchinfer.planning.estimate import Throughput, Unit
-from batchinfer.transform.settings import TransformSettings
+from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,11 @@ class EndpointEstimate:
 def requests_of(unit: Unit, settings: TransformSettings) -> int | None:
     """The requests one shard takes: one per record (SingleRecord), one per object
     (SplitType None), else batches filled up to MaxPayloadInMB (at least that many)."""
-    effective = endpoint_settings(settings)
-    if settings.split_type != "Line":
+    return _requests(unit, settings.split_type, endpoint_settings(settings))
+
+
+def _requests(unit: Unit, split_type: str, effective: EffectiveSettings) -> int | None:
+    if split_type != "Line":
         return 1
     if effective.batch_strategy == "SingleRecord":
         return None if unit.records is None else math.ceil(unit.records)
@@ -49,9 +52,10 @@ def endpoint_estimate(
 ) -> EndpointEstimate:
     """Requests and time of ``units`` (the shards) through an endpoint, ``concurrency``
     ScoreShard Lambdas at once."""
-    per_shard = [requests_of(u, settings) for u in units]
+    effective = endpoint_settings(settings)
+    per_shard = [_requests(u, settings.split_type, effective) for u in units]
     requests = None if None in per_shard else sum(r or 0 for r in per_shard)
-    mct = endpoint_settings(settings).max_concurrent_transforms
+    mct = effective.max_concurrent_transforms
     in_flight = max(1, min(concurrency, len(units))) * max(1, mct)
     assumptions = [
         f"the endpoint serves {in_flight} requests at once as fast as one CPU of the "

@@ -127,13 +127,14 @@ def test_a_fault_of_the_call_itself_is_raised():
         answer_of(error)
 
 
-def test_prepare_job_gives_the_map_the_rounds_shard_list(account):
+def test_prepare_job_names_an_endpoint_attempt_and_writes_nothing(account):
     plan = endpoint_plan()
     manifest = f"s3://{BUCKET}/runs/r-1/round-2.manifest"
     round_ = example_round(2, manifest)
     job = prepare_job(plan, round_, env=account.env, s3=account.s3)
     assert job.engine == "endpoint"
-    assert job.request == {"items_key": round_.shards_key}, "the round's own shard list"
+    assert job.request == {}, "the Map reads the round's own shard list, $.round.shards_key"
+    assert account.s3.list_objects_v2(Bucket=BUCKET).get("KeyCount", 0) == 0
     assert job.name != prepare_job(plan, round_, env=account.env, s3=account.s3).name, "R1"
 
 

@@ -228,6 +228,8 @@ def test_per_shard_data_stays_out_of_the_state(states):
         assert set(states[task]["ResultSelector"]) == {"name.$", "status.$"}
     count = states["CountShards"]
     assert count["ItemReader"]["Parameters"]["Key.$"] == "$.round.shards_key"
+    score = states["ScoreShards"]["ItemReader"]
+    assert score["Parameters"]["Key.$"] == "$.round.shards_key", "the same shard list"
     assert count["ItemReader"]["ReaderConfig"]["InputType"] == "JSONL"
     assert count["ItemSelector"]["shard.$"] == "$$.Map.Item.Value", "one shard per child"
     assert count["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"

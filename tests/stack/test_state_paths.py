@@ -40,7 +40,7 @@ def _written() -> dict[str, list[Any]]:
         "admission": [Admission(True, "ml.m5.large", 1, 1, 2).to_state()],
         "job": [
             *jobs,
-            scoring_job("j", "runs/r-1/endpoint/j/shards.jsonl").to_state(),
+            scoring_job("j").to_state(),
             JobOutcome("j", "Completed").to_state(),
             failed,
         ],
