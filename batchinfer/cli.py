@@ -1,34 +1,16 @@
 """The ``batchinfer`` command line: one sub-command per module under ``batchinfer.commands``."""
 
 from importlib import metadata
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from batchinfer.errors import BatchInferError
+from batchinfer.commands.typer_app import CommandApp
 
-
-class _App(typer.Typer):
-    """A Typer app that turns :class:`BatchInferError` into a message and its exit code."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return super().__call__(*args, **kwargs)
-        except BatchInferError as exc:
-            Console(stderr=True, soft_wrap=True).print(
-                f"[bold red]error:[/] {escape(str(exc))}", highlight=False
-            )
-            raise SystemExit(exc.exit_code) from None
-
-
-app = _App(
+app = CommandApp(
     name="batchinfer",
     help="Batch inference with SageMaker Batch Transform semantics, locally or on AWS.",
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
 )
 
 

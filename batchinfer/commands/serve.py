@@ -37,3 +37,13 @@ def serve(
     """Serve the model: GET /ping, POST /invocations, GET /execution-parameters."""
     workers = cpu_count() if workers is None else workers
     run_server(settings_from_env(model_dir, host, port, workers, os.environ))
+
+
+if __name__ == "__main__":
+    # ``python -m batchinfer.commands.serve``: this command alone, without importing the
+    # others (boto3, pyarrow, rich's live display), so a local engine's server starts sooner.
+    from batchinfer.commands.typer_app import CommandApp
+
+    app = CommandApp(name="batchinfer serve")
+    app.command()(serve)
+    app()

@@ -148,8 +148,7 @@ def start_server(
     command = [
         sys.executable,
         "-m",
-        "batchinfer",
-        "serve",
+        "batchinfer.commands.serve",  # `batchinfer serve` without the other commands' imports
         "--model-dir",
         str(model_dir),
         "--host",

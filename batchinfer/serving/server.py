@@ -13,6 +13,7 @@ With several workers each gets an equal share of the cores for its native thread
 is set.
 """
 
+import atexit
 import logging
 import os
 import sys
@@ -88,6 +89,18 @@ def share_cores(workers: int, env: MutableMapping[str, str]) -> None:
         env.setdefault(name, threads)
 
 
+def _exit_without_teardown(_arbiter: Any, _worker: Any) -> None:
+    """gunicorn's worker_exit hook: a worker leaving cleanly runs its exit handlers (a user
+    module's too), flushes its logs and exits without tearing down the interpreter, which
+    takes about 0.3 s once scikit-learn is loaded and delays every stop (C10)."""
+    leaving = sys.exc_info()[1]
+    if isinstance(leaving, SystemExit) and leaving.code in (0, None):
+        atexit._run_exitfuncs()  # logging's own handler among them: the log is flushed
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 def _gunicorn_application(settings: ServeSettings) -> Any:
     from gunicorn.app.base import BaseApplication
     from gunicorn.errors import AppImportError
@@ -105,6 +118,7 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 "proc_name": "batchinfer-serve",
                 # One shared per-user control socket would collide between servers.
                 "control_socket_disable": True,
+                "worker_exit": _exit_without_teardown,
             }
             if os.access("/dev/shm", os.W_OK):
                 options["worker_tmp_dir"] = "/dev/shm"

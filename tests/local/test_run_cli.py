@@ -115,7 +115,7 @@ def test_failed_run_exits_1_and_names_file_record_and_reason_r19(tmp_path, row_s
 
 def _instances_of(model_dir: Path, engine: str) -> list[int]:
     """Process ids of the model servers (or processing instances) serving ``model_dir``."""
-    word = b"serve" if engine == "transform" else b"process"
+    word = b"serve" if engine == "transform" else b"process"  # the sub-command or its module
     pids = []
     for proc in Path("/proc").iterdir():
         try:
@@ -123,7 +123,8 @@ def _instances_of(model_dir: Path, engine: str) -> list[int]:
         except OSError:
             continue
         mentions_model = any(str(model_dir).encode() in arg for arg in cmdline)
-        if proc.name.isdigit() and mentions_model and word in cmdline:
+        names_command = any(arg == word or arg.endswith(b"." + word) for arg in cmdline)
+        if proc.name.isdigit() and mentions_model and names_command:
             pids.append(int(proc.name))
     return pids
 
