@@ -162,9 +162,12 @@ def summary_notes(result: JobResult) -> list[str]:
         startup = f"{result.startup_seconds:,.2f} s until the running server answered /ping"
     else:
         startup = f"{result.startup_seconds:,.2f} s model server start-up"
+        if any(f.shards for f in result.files):
+            startup += " (the inputs split meanwhile)"
     lines = [
         f"time: {result.seconds:,.2f} s in all = {startup}, {result.transform_seconds:,.2f} s "
-        f"transform (the total row), {max(rest, 0.0):,.2f} s splitting, merging and recording"
+        f"transform (the total row), {max(rest, 0.0):,.2f} s other work "
+        "(splitting, merging, recording)"
     ]
     reasons = sorted({f.records_not_counted for f in result.files if f.records_not_counted})
     lines += [f"rec out not counted: {reason}" for reason in reasons]

@@ -62,6 +62,7 @@ def run_endpoint(
             position = score_file(
                 file.path,
                 output,
+                byte_range=(file.start, file.end),
                 send=client.send,
                 settings=settings,
                 name=file.name,

@@ -137,6 +137,7 @@ def score_file(
     src: Path,
     dst: Path,
     *,
+    byte_range: tuple[int, int | None] = (0, None),
     send: Send,
     settings: TransformSettings,
     name: str | None = None,
@@ -150,8 +151,9 @@ def score_file(
 
     The output grows in :func:`partial_output` of ``dst`` across stops and becomes ``dst``
     only when the whole file is scored; a failure removes it, so a failed file leaves no
-    output (R19). Gzip input is decompressed (R11). ``name`` (default: ``src``) is how errors
-    name the file. ``on_bytes`` hears the bytes of ``src`` done after each request (of a
+    output (R19). Gzip input is decompressed (R11). ``byte_range`` limits the input to those
+    bytes of ``src``, as :func:`transform_file` does. ``name`` (default: ``src``) is how
+    errors name the file. ``on_bytes`` hears the bytes of ``src`` done after each request (of a
     gzip file, estimated from how far the decompression has read into it).
     """
     name = name or str(src)
@@ -159,7 +161,7 @@ def score_file(
         return position
     partial = partial_output(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    with open_input(src, name) as raw:
+    with open_input(src, name, *byte_range) as raw:
         source = decompressed(raw, settings, name)
         skip_input(source, position.input_bytes, name)
         with _open_partial(partial, position.output_bytes) as sink:

@@ -6,6 +6,7 @@ prefix is a local directory.
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +22,25 @@ GZIP_CONTENT_TYPES = frozenset({"application/gzip", "application/x-gzip"})
 class InputFile:
     path: Path
     name: str  # the object key relative to the input prefix; the output is ``name + ".out"``
+    # A shard of a plain local file is its byte range [start, end) of ``path``, not a copy;
+    # ``end`` None: to the end of the file.
+    start: int = 0
+    end: int | None = None
 
     @property
     def size(self) -> int:
-        return self.path.stat().st_size
+        end = self.path.stat().st_size if self.end is None else self.end
+        return end - self.start
+
+
+# The files an engine runs, or a function giving them that the engine calls once its model
+# servers are starting, so that work such as pre-splitting overlaps their start-up.
+Units = list[InputFile] | Callable[[], list[InputFile]]
+
+
+def resolve_units(units: Units) -> list[InputFile]:
+    """The files ``units`` stands for."""
+    return units() if callable(units) else units
 
 
 def is_manifest(path: Path) -> bool:

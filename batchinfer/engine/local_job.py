@@ -21,9 +21,11 @@ from batchinfer.engine.endpoint_engine import endpoint_client, run_endpoint
 from batchinfer.engine.endpoint_scoring import endpoint_settings
 from batchinfer.engine.inputs import (
     InputFile,
+    Units,
     check_compression,
     check_not_all_empty,
     collect_inputs,
+    resolve_units,
 )
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
 from batchinfer.engines import LocalEngine
@@ -31,10 +33,11 @@ from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.serving.readable import check_readable
-from batchinfer.sharding import split
+from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
-from batchinfer.sharding.local_files import kernel_copy
+from batchinfer.sharding.local_files import LocalSource, kernel_copy
+from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.settings import TransformSettings
 
@@ -220,15 +223,19 @@ def run_job(
         if model_dir is not None:
             found = check_readable(model_dir, job.settings.environment, job.settings.content_type)
             module = found.relative_to(model_dir).as_posix() if found else None
-        groups = _split_inputs(files, job, workdir, on_stage)
-        units = [unit for group in groups for unit in group.units]
+        groups: list[_InputGroup] = []
+
+        def split_units() -> list[InputFile]:  # called by the engine as its servers start
+            groups.extend(_split_inputs(files, job, workdir, on_stage))
+            on_stage("infer")
+            return [unit for group in groups for unit in group.units]
+
         unit_dir = workdir / "outputs" if job.merge else job.output_dir
-        on_stage("infer")
         engine_started = time.perf_counter()
         try:
             report: EngineReport | None = run_engine(
                 job.engine,
-                units,
+                split_units,
                 unit_dir,
                 model_dir=model_dir,
                 settings=job.settings,
@@ -290,7 +297,7 @@ def _clear_previous_run(output_dir: Path) -> None:
 
 def run_engine(
     engine: LocalEngine,
-    units: list[InputFile],
+    units: Units,
     output_dir: Path,
     *,
     model_dir: Path | None,
@@ -301,12 +308,13 @@ def run_engine(
 ) -> EngineReport:
     """Transform ``units`` into ``output_dir`` with ``engine`` on ``settings.instance_count``
     local instances (model servers, processing containers, or files scored at once through
-    the endpoint at ``endpoint_url``)."""
+    the endpoint at ``endpoint_url``). A function giving the units is called while the
+    model servers start, or first where there are none."""
     if engine == "endpoint":
         if endpoint_url is None:
             raise ValidationError("--engine endpoint needs --endpoint-url")
         return run_endpoint(
-            units, output_dir, url=endpoint_url, settings=settings, progress=progress
+            resolve_units(units), output_dir, url=endpoint_url, settings=settings, progress=progress
         )
     if model_dir is None:
         raise ValidationError(f"--engine {engine} needs --model")
@@ -314,7 +322,11 @@ def run_engine(
         from batchinfer.engine.processing_engine import run_processing
 
         return run_processing(
-            units, output_dir, model_dir=model_dir, settings=settings, progress=progress
+            resolve_units(units),
+            output_dir,
+            model_dir=model_dir,
+            settings=settings,
+            progress=progress,
         )
     from batchinfer.engine.transform_engine import run_transform
 
@@ -400,21 +412,43 @@ def _split_inputs(
             groups.append(_InputGroup(file, [file], merged=job.merge))
             continue
         try:
-            index = split(
-                str(file.path),
-                str(workdir / "shards" / file.name),
-                shards=count,
-                compression_type=job.settings.compression_type,
-            )
+            units = _shard_units(file, count, job, workdir)
         except BatchInferError as exc:
             groups.append(_InputGroup(file, [], merged=job.merge, error=str(exc)))
             continue
-        parent = Path(file.name).parent
-        units = [  # a shard's uri is the source itself when nothing could be cut
-            InputFile(Path(shard.uri), (parent / shard.name).as_posix()) for shard in index.shards
-        ]
         groups.append(_InputGroup(file, units, merged=job.merge, shards=len(units)))
     return groups
+
+
+def _shard_units(file: InputFile, count: int, job: LocalJob, workdir: Path) -> list[InputFile]:
+    """``file`` cut into ``count`` line-aligned shards (fewer when records are longer). A
+    plain file's shards are byte ranges of it, read in place; gzip input is re-chunked, and
+    a processing container, which is handed whole files, gets copies, both written by
+    :func:`split` under ``workdir``. The input itself when nothing could be cut."""
+    parent = Path(file.name).parent
+    gzip = splits_as_gzip(str(file.path), job.settings.compression_type)
+    if gzip or job.engine == "processing":
+        index = split(
+            str(file.path),
+            str(workdir / "shards" / file.name),
+            shards=count,
+            compression_type=job.settings.compression_type,
+        )
+        return [  # a shard's uri is the source itself when nothing could be cut
+            InputFile(Path(shard.uri), (parent / shard.name).as_posix()) for shard in index.shards
+        ]
+    source = LocalSource(str(file.path))
+    try:
+        plan = plan_shards(source.size, source.read_range, shards=count, source=str(file.path))
+    finally:
+        source.close()
+    if plan.whole_object:
+        return [file]
+    stem = Path(file.name).name
+    return [
+        InputFile(file.path, (parent / shard_name(stem, n)).as_posix(), start, end)
+        for n, (start, end) in enumerate(plan.ranges)
+    ]
 
 
 def _concatenate(parts: list[Path], target: Path) -> None:

@@ -32,7 +32,8 @@ class FileOutcome:
 class EngineReport:
     effective: EffectiveSettings
     outcomes: list[FileOutcome]
-    # Seconds until every model server answered /ping (C4); None where there are none.
+    # Seconds until every model server answered /ping (C4), work done while they started
+    # (the units given as a function) included; None where there are no servers.
     startup_seconds: float | None = None
 
 
@@ -85,6 +86,7 @@ def transform_input(
         lambda output: transform_file(
             file.path,
             output,
+            byte_range=(file.start, file.end),
             settings=settings,
             effective=effective,
             invoke=invoke,

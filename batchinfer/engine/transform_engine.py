@@ -15,7 +15,7 @@ from pathlib import Path
 
 from batchinfer.engine.file_queue import take_files
 from batchinfer.engine.http_client import ModelServerClient
-from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.inputs import InputFile, Units, resolve_units
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import ServerProcess, start_server
 from batchinfer.serving.server import native_thread_limits
@@ -30,7 +30,7 @@ def default_workers_per_instance(instance_count: int) -> int:
 
 
 def run_transform(
-    files: list[InputFile],
+    units: Units,
     output_dir: Path,
     *,
     model_dir: Path,
@@ -38,8 +38,9 @@ def run_transform(
     workers_per_instance: int | None = None,
     progress: Progress | None = None,
 ) -> EngineReport:
-    """Run ``files`` through ``settings.instance_count`` local model servers. Ctrl-C stops
-    them all and raises EngineInterrupted with the files done before it."""
+    """Run ``units`` through ``settings.instance_count`` local model servers; a function
+    giving them is called while the servers start. Ctrl-C stops them all and raises
+    EngineInterrupted with the files done before it."""
     progress = progress or Progress()
     workers = workers_per_instance or default_workers_per_instance(settings.instance_count)
     env = {
@@ -51,6 +52,7 @@ def run_transform(
     try:
         for _ in range(settings.instance_count):
             servers.append(start_server(model_dir, workers=workers, env=env))
+        files = resolve_units(units)
         for server in servers:
             server.wait_healthy(SERVER_START_TIMEOUT)  # C4: nothing is sent before /ping is 200
         startup = round(time.perf_counter() - started, 3)

@@ -52,7 +52,7 @@ def split(
         raise ValidationError(
             f"input {input!r} and output {output!r} must both be local or both be s3:// URIs"
         )
-    gzip = compression_type == "Gzip" or input.endswith(".gz")
+    gzip = splits_as_gzip(input, compression_type)
     source, sink = _open(input, output, s3_client)
     try:
         try:
@@ -103,6 +103,11 @@ def split(
     sink.put(manifest_name(source.name), json.dumps(index.manifest_entries()).encode())
     sink.put(index_name(source.name), index.to_json().encode())
     return index
+
+
+def splits_as_gzip(input: str, compression_type: str) -> bool:
+    """Whether :func:`split` re-chunks ``input`` as gzip rather than cutting byte ranges."""
+    return compression_type == "Gzip" or input.endswith(".gz")
 
 
 def _open(input: str, output: str, s3_client: Any) -> tuple[Any, Any]:

@@ -11,6 +11,7 @@ shares, the endpoint engine included.
 """
 
 import gzip
+import io
 import os
 import secrets
 import time
@@ -21,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
@@ -215,12 +216,16 @@ def transform_stream(
     )
 
 
-def open_input(src: Path, name: str) -> BinaryIO:
-    """``src`` opened for reading; InputError names ``name`` when it cannot be."""
+def open_input(src: Path, name: str, start: int = 0, end: int | None = None) -> BinaryIO:
+    """``src`` opened for reading (only its bytes ``[start, end)`` when ``end`` is given);
+    InputError names ``name`` when it cannot be."""
     try:
-        return open(src, "rb")
+        raw = open(src, "rb")  # noqa: SIM115 (the caller closes it)
     except OSError as exc:
         raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    if end is None and not start:
+        return raw
+    return _ByteRange(raw, start, end)
 
 
 def decompressed(raw: BinaryIO, settings: TransformSettings, name: str) -> BinaryIO:
@@ -241,6 +246,7 @@ def transform_file(
     src: Path,
     dst: Path,
     *,
+    byte_range: tuple[int, int | None] = (0, None),
     settings: TransformSettings,
     effective: EffectiveSettings,
     invoke: Invoke,
@@ -251,12 +257,14 @@ def transform_file(
 ) -> FileStats:
     """Transform ``src`` into ``dst`` (R19): the output is written to a temporary file beside
     ``dst`` and renamed only on success, so a failed file leaves neither. Gzip input is
-    decompressed first (R11); the output is uncompressed. ``name`` (default: ``src``) is how
-    errors name the file. ``on_bytes`` hears the bytes of ``src`` done after each request
-    (of a gzip file, estimated from how far the decompression has read into it)."""
+    decompressed first (R11); the output is uncompressed. ``byte_range`` ``(start, end)``
+    limits the input to those bytes of ``src`` (a shard; ``end`` None: to the end).
+    ``name`` (default: ``src``) is how errors name the file. ``on_bytes`` hears the bytes
+    of ``src`` done after each request (of a gzip file, estimated from how far the
+    decompression has read into it)."""
     name = name or str(src)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    with open_input(src, name) as raw:
+    with open_input(src, name, *byte_range) as raw:
         source = decompressed(raw, settings, name)
         on_bytes = in_file_bytes(source, on_bytes)
         fd, tmp = _create_beside(dst)
@@ -289,6 +297,31 @@ def _create_beside(dst: Path) -> tuple[int, Path]:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
         except FileExistsError:
             continue
+
+
+class _ByteRange(io.RawIOBase):
+    """Bytes ``[start, end)`` of an open file (``end`` None: to its end), read with
+    ``pread``; closing it closes the file."""
+
+    def __init__(self, file: BinaryIO, start: int, end: int | None):
+        super().__init__()
+        self._file, self._position = file, start
+        self._end = os.fstat(file.fileno()).st_size if end is None else end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        size = min(len(target), self._end - self._position)
+        if size <= 0:
+            return 0
+        got = os.preadv(self._file.fileno(), [memoryview(target)[:size]], self._position)
+        self._position += got
+        return got
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 class _CountingReader:

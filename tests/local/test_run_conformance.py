@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from batchinfer.engine.local_job import LocalJob, run_job
+from batchinfer.sharding.local_files import LocalSource
 from batchinfer.transform.settings import TransformSettings
 
 
@@ -339,3 +340,27 @@ def test_a_rerun_removes_the_outputs_the_previous_run_recorded(tmp_path, row_sum
         "d.part-00001.csv.out",
     ]
     assert unrelated.read_bytes() == b"kept"
+
+
+def test_a_plain_inputs_shards_are_read_in_place_and_copied_only_for_processing(
+    tmp_path, row_sum_model, monkeypatch
+):
+    copied: list[tuple[int, int]] = []
+    copy_to = LocalSource.copy_to
+
+    def counted(self, writer, start, end, on_part):
+        copied.append((start, end))
+        copy_to(self, writer, start, end, on_part)
+
+    monkeypatch.setattr(LocalSource, "copy_to", counted)
+    rows = b"".join(b"%d,%d\n" % (i, i % 5) for i in range(3000))
+    data = write(tmp_path / "in" / "d.csv", rows)
+    settings = dict(CSV_LINES, assemble_with="Line")
+    expected = b"".join(b"%d\n" % (i + i % 5) for i in range(3000))
+    for engine, copies in (("transform", 0), ("processing", 3)):
+        out = tmp_path / engine
+        result = run([data], out, row_sum_model, engine=engine, shards=3, merge=True, **settings)
+        assert result.succeeded and result.files[0].shards == 3
+        assert (out / "d.csv.out").read_bytes() == expected
+        assert len(copied) == copies, engine
+        copied.clear()

@@ -444,3 +444,26 @@ def test_r17_a_json_array_per_mini_batch_is_written_not_counted(tmp_path):
     )
     assert out == b"[0.1, 0.2, 0.3]\n"
     assert (stats.records_in, stats.records_out) == (3, None)
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, 8), (8, 16), (8, None), (16, 16)])
+def test_a_byte_range_of_a_file_is_transformed_alone_as_a_shard_would_be_r3(
+    tmp_path, model_m, start, end
+):
+    data = b"1,2\n3,4\n5,6\n7,8\n"
+    src = tmp_path / "d.csv"
+    src.write_bytes(data)
+    dst = tmp_path / "d.part.out"
+    settings = TransformSettings(**CSV, split_type="Line", assemble_with="Line")
+    stats = transform_file(
+        src,
+        dst,
+        byte_range=(start, end),
+        settings=settings,
+        effective=settings.resolve(),
+        invoke=model_m("text/csv"),
+    )
+    records = data[start:end].splitlines()
+    expected = b"".join(b"%d\n" % sum(map(int, r.split(b","))) for r in records)
+    assert dst.read_bytes() == expected
+    assert (stats.records_in, stats.bytes_in) == (len(records), len(data[start:end]))
