@@ -28,6 +28,7 @@ from batchinfer.planning.plan import (
 from batchinfer.planning.prices import parse_price_overrides
 from batchinfer.planning.survey import Sharding
 from batchinfer.planning.tune import TunePoint, recommend
+from batchinfer.planning.tune_plot import check_plotting, write_plot
 from batchinfer.transform.settings import MIB, TransformSettings
 from batchinfer.units import parse_size
 
@@ -82,6 +83,14 @@ def plan(
             "sample and recommend the fastest pair that fits the payload rule."
         ),
     ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --tune: also draw the measured curve as a PNG at this path "
+            "(needs matplotlib: pip install 'batchinfer[plot]').",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     *,
     transform: dict[str, Any],
@@ -110,12 +119,19 @@ def plan(
         sample_records=sample_records,
         tune=tune,
     )
+    if plot is not None:
+        if not tune:
+            raise ValidationError("--plot: needs --tune (it draws the tuning curve)")
+        check_plotting()
     status = Console(stderr=True, quiet=as_json)
     result = make_plan(
         request,
         on_stage=lambda s: status.print(f"[dim]{s}…[/]"),
         on_point=lambda p: status.print(f"[dim]  {_point_label(p)}: {_point_value(p)}[/]"),
     )
+    if plot is not None and result.tuning is not None:
+        write_plot(result.tuning, plot)
+        status.print(Text(f"tune: curve drawn in {plot}"), highlight=False, soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:

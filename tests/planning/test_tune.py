@@ -1,12 +1,14 @@
 """``batchinfer plan --tune``: the grid of MaxPayloadInMB x MaxConcurrentTransforms, the pairs
 the payload rule refuses (R1, R8), the choice of the fastest fitting pair on given
-measurements, and a sweep on the real model server."""
+measurements, a sweep on the real model server, and the curve drawn as a PNG."""
 
 import json
+import sys
 
 import pytest
 
 from batchinfer.planning.tune import TunePoint, grid, recommend
+from batchinfer.planning.tune_plot import tune_figure
 from batchinfer.transform.settings import MIB
 from tests.support.cli import run_cli
 
@@ -106,3 +108,56 @@ def test_tune_names_what_it_needs(capsys, example_dir, args, message):
         capsys, "plan", str(example_dir / "input"), *base, *split, *args, "--tune"
     )
     assert code == 2 and message in printed, printed
+
+
+def test_the_plot_draws_one_line_per_concurrency_and_rings_the_recommended_pair():
+    points = [
+        point(1, 1, 100.0),
+        point(2, 1, 250.0),
+        point(1, 2, 180.0),
+        point(2, 2, 400.0),
+        point(4, 2, 900.0, fits=False),  # not drawn: a job with it would fail (R1/R8)
+        point(4, 1, None),  # not drawn: not measured
+    ]
+    axes = tune_figure(points).axes[0]
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    assert set(lines) == {
+        "MaxConcurrentTransforms 1",
+        "MaxConcurrentTransforms 2",
+        "recommended: 2 MB x 2",
+    }
+    one, two = lines["MaxConcurrentTransforms 1"], lines["MaxConcurrentTransforms 2"]
+    assert (list(one.get_xdata()), list(one.get_ydata())) == ([1, 2], [100.0, 250.0])
+    assert (list(two.get_xdata()), list(two.get_ydata())) == ([1, 2], [180.0, 400.0])
+    ring = lines["recommended: 2 MB x 2"]
+    assert (list(ring.get_xdata()), list(ring.get_ydata())) == ([2], [400.0])
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["1 MB", "2 MB"]
+
+
+def test_tune_plot_writes_the_curve_as_a_png(capsys, example_dir, tmp_path):
+    from matplotlib.image import imread
+
+    png = tmp_path / "curve.png"
+    code, printed = run_cli(
+        capsys, "plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model"),
+        "--sample-records", "500", "--tune", "--plot", str(png),
+    )  # fmt: skip
+    assert code == 0, printed
+    assert f"tune: curve drawn in {png}" in printed
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = imread(png)
+    assert pixels.shape[:2] == (450, 700)
+    assert pixels.std() > 0.05, "the image is not blank"
+
+
+def test_plot_needs_tune_and_names_the_install_step_without_matplotlib(
+    capsys, example_dir, tmp_path, monkeypatch
+):
+    args = ["plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model")]
+    png = str(tmp_path / "curve.png")
+    code, printed = run_cli(capsys, *args, "--plot", png)
+    assert code == 2 and "--plot: needs --tune" in printed, printed
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    code, printed = run_cli(capsys, *args, "--tune", "--plot", png)
+    assert code == 2 and "pip install 'batchinfer[plot]'" in printed, printed
+    assert not (tmp_path / "curve.png").exists()
