@@ -89,13 +89,19 @@ def decode_csv(body: bytes) -> np.ndarray:
         )
     except pa.ArrowInvalid as exc:
         _refuse_csv(body, n_fields, str(exc))
-    records = body.count(b"\n") + (not body.endswith(b"\n"))
+    records = _newlines(body) + (not body.endswith(b"\n"))
     if table.num_rows != records:  # Arrow skips empty lines; each is a record (SplitType Line)
         _refuse_csv(body, n_fields, f"{table.num_rows} rows read from {records} lines")
     matrix = np.empty((table.num_rows, n_fields), dtype=np.float64)
     for j, column in enumerate(table.columns):
         matrix[:, j] = column.to_numpy()
     return matrix
+
+
+def _newlines(body: bytes) -> int:
+    """How many ``\\n`` ``body`` holds: NumPy counts them several times faster than
+    ``bytes.count`` does."""
+    return int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == ord("\n")))
 
 
 def _csv_fields(number: int, raw: bytes) -> list[str]:
