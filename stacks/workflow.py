@@ -73,6 +73,8 @@ TRANSIENT_API_CAUSES = (
     "*Error Code: ServiceUnavailable*",
 )
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
+# A function that crashed (out of memory) or timed out, as Step Functions names it.
+LAMBDA_UNKNOWN = "Lambda.Unknown"
 # Raised by Plan when the run id is taken: the other run must stay untouched.
 RUN_ALREADY_EXISTS = "RunAlreadyExists"
 JOB_FAILED = "States.TaskFailed"
@@ -480,8 +482,8 @@ class Workflow(Construct):
         round's shard list (``$.round.shards_key``), each shard scored by ScoreShard, invoked
         again while it answers ``continue``, at most ``endpoint_concurrency`` at once; then
         ScoringOutcome sets ``$.job`` as a job task would. An endpoint still throttled or
-        failing after one invocation's retries is retried here; a refused record fails
-        the round through ScoringOutcome, which names it."""
+        failing after one invocation's retries is retried here, as is an invocation that
+        died; a refused record fails the round through ScoringOutcome, which names it."""
         score = invoke(steps.SCORE_SHARD)
         score.add_retry(
             errors=[ENDPOINT_UNAVAILABLE],
@@ -490,6 +492,11 @@ class Workflow(Construct):
             max_attempts=config.retry.max_attempts,
             max_delay=Duration.seconds(config.retry.max_delay_seconds),
             jitter_strategy=sfn.JitterType.FULL,
+        )
+        # An invocation that died goes on from its last saved progress (or completes its
+        # output again): once more, since a crash that repeats is not worth more.
+        score.add_retry(
+            errors=[LAMBDA_UNKNOWN], interval=Duration.seconds(5), backoff_rate=2, max_attempts=1
         )
         shard_done = sfn.Succeed(self, "ShardScored")
         score.next(

@@ -7,10 +7,12 @@ invocation near its time limit stops before the next request, finishes those in 
 and saves its progress under the attempt's folder (``runs/<run>/endpoint/<job>/progress/``):
 the :class:`Position`, the upload's finished parts and the bytes not yet in a part (a
 ``.tail`` object). It answers ``continue`` and the next invocation goes on from there, so
-no record is sent or written twice and none is lost. A record the endpoint refuses (4xx)
-is a data failure of the shard: its upload is aborted, the failure recorded under
-``failures/`` (ScoringOutcome names it) and the answer is ``failed``. An endpoint still
-throttled or failing after the retries of one invocation raises EndpointUnavailable, which
+no record is sent or written twice and none is lost. The upload's parts are saved again
+before it is completed, so an invocation that dies completing it is retried by completing
+it, not by scoring the shard again. A record the endpoint refuses (4xx) is a data failure
+of the shard: its upload is aborted, the failure recorded under ``failures/``
+(ScoringOutcome names it) and the answer is ``failed``. An endpoint still throttled or
+failing after the retries of one invocation raises EndpointUnavailable, which
 the Map retries.
 """
 
@@ -85,16 +87,22 @@ def score_shard(
     tail_at = folder.child(f"progress/{shard.name}.tail")
     saved = _saved(s3, progress_at)
     position = Position.from_json(saved["position"]) if saved else START
-    if position.done:
+    upload_saved = saved is not None and "upload" in saved
+    if position.done and not upload_saved:
         return DONE
     settings = replace(run_settings(s3, plan), compression_type=shard.compression)
     source_at = parse_s3_uri(plan.shards_prefix).child(shard.name)
     output_at = parse_s3_uri(plan.job_output).child(output_name(shard.name))
-    pending = _read(s3, tail_at) if saved and "upload" in saved else b""
+    content_type = settings.accept or "application/octet-stream"
+    if position.done:  # an invocation died completing the output: complete it again
+        assert saved is not None
+        writer = S3ShardWriter(s3, output_at, content_type, resume=saved["upload"])
+        return _complete(s3, writer, progress_at, position)
+    pending = _read(s3, tail_at) if upload_saved else b""
     writer = S3ShardWriter(
         s3,
         output_at,
-        settings.accept or "application/octet-stream",
+        content_type,
         resume=saved.get("upload") if saved else None,
         pending=pending,
     )
@@ -138,12 +146,31 @@ def score_shard(
         body.close()
     if reached.done:
         writer.finish()
-        writer.complete()
-        write_json(s3, progress_at, {"position": reached.to_json()})
-        return DONE
+        # Saved before completing: an invocation that dies after CompleteMultipartUpload
+        # leaves a retry the upload to complete again, not a shard to score again.
+        write_json(s3, progress_at, {"position": reached.to_json(), "upload": writer.saved()})
+        return _complete(s3, writer, progress_at, reached)
     s3.put_object(Bucket=tail_at.bucket, Key=tail_at.key, Body=writer.pending)
     write_json(s3, progress_at, {"position": reached.to_json(), "upload": writer.saved()})
     return CONTINUE
+
+
+def _complete(s3: Any, writer: S3ShardWriter, progress_at: S3Location, done: Position) -> str:
+    """Complete the shard's output and save the shard done. Completing an upload again is
+    safe: S3 answers it as before while the object it made is still there (an invocation
+    that died after completing it is retried here); NoSuchUpload means it was aborted or
+    its object replaced, and the shard's output is not to be trusted."""
+    try:
+        writer.complete()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NoSuchUpload":
+            raise
+        raise InputError(
+            f"{writer.location.uri}: the shard was scored but its upload is gone (aborted, or "
+            "its object replaced since): run it again"
+        ) from None
+    write_json(s3, progress_at, {"position": done.to_json()})
+    return DONE
 
 
 def _saved(s3: Any, at: S3Location) -> dict[str, Any] | None:

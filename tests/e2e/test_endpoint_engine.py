@@ -3,8 +3,8 @@ by the ScoreShards Map of ScoreShard Lambdas, each calling sagemaker-runtime Inv
 which reaches a real ``batchinfer serve`` (gunicorn) serving model M. The same bytes as the
 job engines (R19: one output per shard, as a transform job writes it), throttling retried
 in the Lambda and by the Map, a refused record a named data failure without another round
-(R19), a Lambda out of time continued from its saved position, an unknown endpoint refused
-by Plan."""
+(R19), a Lambda out of time continued from its saved position, one that died completing its
+output retried without scoring again, an unknown endpoint refused by Plan."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +16,7 @@ from batchinfer.pipeline.status_table import FAILED, SUCCEEDED, StatusTable
 from batchinfer.serving.launcher import start_server
 from tests.support.offline import (
     REGION,
+    Dies,
     LambdaFault,
     OfflineStack,
     OutOfTime,
@@ -163,6 +164,23 @@ def test_scoring_a_shard_again_after_it_ran_sends_nothing_twice(endpoint):
     output = stack.get(f"s3://{stack.bucket}/output/again/a.csv.out")
     assert output.splitlines() == [b"%d" % (4 * i + 1) for i in range(6)]
     assert run_status(stack, "again") == SUCCEEDED
+
+
+def test_a_scorer_that_died_completing_its_output_is_retried_and_sends_nothing_twice(endpoint):
+    """ScoreShard dies right after CompleteMultipartUpload (Lambda.Unknown, as a function
+    out of memory fails): the task's Retry invokes it again, which completes the same
+    upload again rather than scoring the shard again. Each record reached the endpoint
+    once; the output is whole; the run succeeds."""
+    stack = endpoint
+    stack.lambdas.faults.append(Dies("score_shard", "s3.CompleteMultipartUpload"))
+    request = endpoint_run(stack, "died", csv_rows(6), batch_strategy="SingleRecord")
+    execution = stack.run(request, "died")
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(stack.lambdas.events_of("score_shard")) == 2
+    assert len(stack.endpoints.calls) == 6
+    output = stack.get(f"s3://{stack.bucket}/output/died/a.csv.out")
+    assert output.splitlines() == [b"%d" % (4 * i + 1) for i in range(6)]
+    assert run_status(stack, "died") == SUCCEEDED
 
 
 def test_plan_refuses_an_endpoint_that_does_not_exist(stack):

@@ -12,9 +12,10 @@ from dataclasses import replace
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
-from batchinfer.errors import ValidationError
+from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.endpoints import answer_of
 from batchinfer.pipeline.plan import plan_run
 from batchinfer.pipeline.prepare_job import prepare_job
@@ -167,6 +168,69 @@ def test_a_stopped_shard_continues_over_its_multipart_output(
     assert account.get(f"s3://{BUCKET}/output/r-1/a.csv.out") == expected(12, 1_000_000)
     assert score(lambda: 900.0) == DONE, "a shard done is not scored again"
     assert len(endpoints.calls) == 12
+
+
+class Died(Exception):
+    """The invocation's process is gone (out of memory, timed out)."""
+
+
+def dies_after(client, operation: str):
+    """Make ``client`` raise Died once, right after ``operation`` succeeded."""
+    state = {"armed": True}
+
+    def hook(**_):
+        if state["armed"]:
+            state["armed"] = False
+            raise Died(f"died after {operation}")
+
+    client.meta.events.register(f"after-call.s3.{operation}", hook)
+
+
+def test_an_invocation_that_died_completing_the_output_is_retried_by_completing_it(
+    account, runtime, endpoints
+):
+    """ScoreShard dies right after CompleteMultipartUpload, before saving the shard done:
+    the retry completes the same upload again (S3 answers it as before) and saves it
+    done. Each record went to the endpoint once; the output is whole."""
+    account.put("shards/r-1/a.csv", padded_rows(5, 3))
+    plan, shard = endpoint_plan(), ShardItem("a.csv")
+    dies_after(account.s3, "CompleteMultipartUpload")
+    with pytest.raises(Died):
+        score_shard(plan, shard, JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0)
+    assert len(endpoints.calls) == 5
+    assert (
+        score_shard(plan, shard, JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0)
+        == DONE
+    )
+    assert len(endpoints.calls) == 5, "no record was sent again"
+    assert account.get(f"s3://{BUCKET}/output/r-1/a.csv.out") == expected(5, 3)
+    saved = json.loads(account.get(f"s3://{BUCKET}/runs/r-1/endpoint/{JOB}/progress/a.csv.json"))
+    assert saved == {"position": saved["position"]} and saved["position"]["done"]
+
+
+def test_an_output_replaced_before_the_retry_completes_it_is_not_taken_as_scored(
+    account, runtime, endpoints
+):
+    """The object the upload made was replaced before the retry: S3 answers NoSuchUpload,
+    and the shard fails naming its output rather than passing someone else's bytes."""
+    account.put("shards/r-1/a.csv", padded_rows(3, 3))
+    plan, shard = endpoint_plan(), ShardItem("a.csv")
+    dies_after(account.s3, "CompleteMultipartUpload")
+    with pytest.raises(Died):
+        score_shard(plan, shard, JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0)
+    account.put("output/r-1/a.csv.out", b"someone else's bytes\n")
+    # S3's documented answer; moto 5.2.5 raises KeyError on an upload it no longer holds.
+    account.s3.meta.events.register(
+        "before-call.s3.CompleteMultipartUpload",
+        lambda **_: (
+            AWSResponse("offline", 404, {}, None),
+            {"Error": {"Code": "NoSuchUpload", "Message": "The specified upload does not exist"},
+             "ResponseMetadata": {"HTTPStatusCode": 404}},
+        ),
+    )  # fmt: skip
+    with pytest.raises(InputError, match=r"output/r-1/a.csv.out: the shard was scored but"):
+        score_shard(plan, shard, JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0)
+    assert len(endpoints.calls) == 3
 
 
 def test_a_refused_record_is_recorded_and_named_by_the_outcome(account, runtime):

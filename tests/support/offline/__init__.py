@@ -18,7 +18,8 @@ so while the stack is open:
 
 - every Lambda task calls the real handler of ``lambda/`` that the function's ``Handler``
   names, with the function's environment (:mod:`.lambdas`); ``stack.lambdas.faults`` takes
-  :class:`LambdaFault` to fail an invocation before or after its handler ran;
+  :class:`LambdaFault` to fail an invocation before or after its handler ran, and
+  :class:`Dies` for a function that dies right after one of its AWS calls;
 - sagemaker-runtime InvokeEndpoint goes to a real model server per endpoint
   (:mod:`.endpoints`: ``stack.endpoints.create(name, url)``); ``stack.endpoints.faults``
   takes :class:`Throttle`, and ``stack.lambdas.faults`` :class:`OutOfTime` (an invocation
@@ -38,7 +39,7 @@ with another version raises ImportError.
 """
 
 from tests.support.offline.endpoints import Endpoints, Throttle
-from tests.support.offline.lambdas import LambdaFault, OutOfTime
+from tests.support.offline.lambdas import Dies, LambdaFault, OutOfTime
 from tests.support.offline.sagemaker import (
     ApiError,
     FailInputs,
@@ -60,6 +61,7 @@ __all__ = [
     "MOTO_CONFIG",
     "REGION",
     "ApiError",
+    "Dies",
     "Endpoints",
     "Execution",
     "FailInputs",

@@ -4,11 +4,14 @@ answering as the Lambda service does, with service errors injected on demand."""
 import json
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+from unittest import mock
+
+from botocore.client import BaseClient
 
 from tests.support.lambdas import load_handler
 from tests.support.offline.template import Function
@@ -25,6 +28,39 @@ class LambdaFault:
     when: str = "after"
     error: str = "Lambda.ServiceException"
     answer: Any = None
+
+
+@dataclass(frozen=True)
+class Dies:
+    """The next invocation of ``step`` dies right after its AWS call ``after_call``
+    (``service.Operation``) succeeded, as a function out of memory or out of time does:
+    the task fails with Lambda.Unknown."""
+
+    step: str
+    after_call: str
+
+
+class _Died(Exception):
+    pass
+
+
+@contextmanager
+def _dying(fault: Dies) -> Iterator[None]:
+    """While entered, the calling thread's first ``fault.after_call`` raises _Died once it
+    has succeeded (other threads' calls go through)."""
+    original = BaseClient._make_api_call
+    thread, armed = threading.get_ident(), [True]
+
+    def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        result = original(client, operation, params)
+        called = f"{client.meta.service_model.service_name}.{operation}"
+        if armed[0] and threading.get_ident() == thread and called == fault.after_call:
+            armed[0] = False
+            raise _Died(called)
+        return result
+
+    with mock.patch.object(BaseClient, "_make_api_call", call):
+        yield
 
 
 @dataclass(frozen=True)
@@ -70,7 +106,7 @@ class Lambdas:
         self.modules: dict[str, ModuleType] = {}
         self.invocations: list[tuple[str, Any]] = []  # (handler module, event)
         self.seconds: dict[str, float] = {}  # handler module -> seconds its handler ran
-        self.faults: list[LambdaFault | OutOfTime] = []
+        self.faults: list[LambdaFault | OutOfTime | Dies] = []
         self._lock = threading.Lock()
 
     def environment(self) -> dict[str, str]:
@@ -101,14 +137,17 @@ class Lambdas:
                 self.faults.remove(fault)
         handler: Callable[[Any, Any], Any] = getattr(self.modules[module_name], attribute)
         short = fault if isinstance(fault, OutOfTime) else None
-        fault = None if short is not None else fault
+        dies = fault if isinstance(fault, Dies) else None
+        fault = fault if isinstance(fault, LambdaFault) else None
         if fault is not None and fault.when == "before":
             return _service_error(fault.error)
         start = time.perf_counter()
         context = LambdaContext(function.timeout_seconds, short)
         try:
-            with self.as_role(function.role):
+            with self.as_role(function.role), _dying(dies) if dies else nullcontext():
                 result = handler(event, context)
+        except _Died:
+            return _service_error("Lambda.Unknown")
         except Exception as exc:  # Lambda reports every exception of a handler this way
             payload = {"errorMessage": str(exc), "errorType": type(exc).__name__}
             return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": payload}
