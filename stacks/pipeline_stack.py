@@ -72,6 +72,7 @@ class PipelineStack(Stack):
             instance_budget=_json(config.admission.instance_budget),
             default_instance_budget=str(config.admission.default_budget),
             admission_max_wait_seconds=str(config.admission.max_wait_minutes * 60),
+            admission_poll_seconds=str(config.admission.poll_seconds),
             # A lease outlives no execution: its run is gone once the execution timed out.
             lease_seconds=str(config.timeout_hours * 3600),
             subnet_ids=",".join(config.vpc.subnet_ids) if config.vpc else "",

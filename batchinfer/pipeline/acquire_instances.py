@@ -1,8 +1,9 @@
 """AcquireInstances: lease the instances of the run's next job from the stack's budget
-(:mod:`batchinfer.pipeline.instance_leases`) before the job is created. A run the budget has
-no room for is marked waiting on its RUN item and polls again after the state machine's
-Wait; past ``admission_max_wait_seconds`` of waiting it fails with
-:class:`InstancesUnavailable`. An endpoint run starts no job, so it takes no instances."""
+(:mod:`batchinfer.pipeline.instance_leases`) before the job is created, first come, first
+served. A run the budget has no room for, or that other runs wait ahead of, is queued,
+marked waiting on its RUN item and polls again after the state machine's Wait; past
+``admission_max_wait_seconds`` of waiting it fails with :class:`InstancesUnavailable`. An
+endpoint run starts no job, so it takes no instances."""
 
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ def acquire_instances(
         execution=execution,
         round_number=round_.number,
         lease_seconds=int(env.lease_seconds),
+        wait_seconds=env.queue_seconds,
     )
     if grant.granted:
         table.mark_admitted(plan.run_id, execution, instance_type)

@@ -59,10 +59,12 @@ class PipelineEnvironment:
     endpoints: str = "[]"
 
     # Admission: the instance budget per type (JSON), the budget of other types, how long a
-    # run may wait for instances, and how long a lease lives unless released.
+    # run may wait for instances, the Wait between two tries of a waiting run, and how long
+    # a lease lives unless released.
     instance_budget: str = "{}"
     default_instance_budget: str = "2"
     admission_max_wait_seconds: str = "21600"
+    admission_poll_seconds: str = "60"
     lease_seconds: str = "172800"
 
     @staticmethod
@@ -93,6 +95,12 @@ class PipelineEnvironment:
     @property
     def defaults(self) -> dict[str, Any]:
         return json.loads(self.transform_defaults)
+
+    @property
+    def queue_seconds(self) -> int:
+        """How long a waiting run keeps its place in the queue without asking again: three
+        Waits and a minute, so a run that still waits never loses it."""
+        return 3 * int(self.admission_poll_seconds) + 60
 
     @property
     def split_threshold(self) -> int | None:

@@ -1,5 +1,6 @@
 """Admission across runs in the synthesized state machine: five runs at once on a budget of
-8 instances, 4 each, never have more than 8 in flight and all succeed; a run asking for more
+8 instances, 4 each, never have more than 8 in flight, are admitted in the order they began
+to wait and all succeed; a run asking for more
 than the budget fails with InstancesUnavailable; a failed run returns its instances. The
 history events of the Wait loop and of the rest of a run are counted here against the bounds
 the config validation uses (stacks/execution_history.py)."""
@@ -91,12 +92,22 @@ def test_five_runs_share_a_budget_of_eight_and_all_succeed(stack):
         arns.append(stack.start(request, f"exec-{run_id}"))
     _wait_until_all_wait(stack, run_ids)
     assert stack.jobs.started == [], "no job starts while the budget is held"
+    queue = held.queue(INSTANCE_TYPE)
+    assert sorted(queue) == run_ids
     assert held.release(INSTANCE_TYPE, "other")
 
     executions = [stack.wait(arn, timeout=600) for arn in arns]
     for execution in executions:
         assert execution.status == "SUCCEEDED", execution.cause
     assert len(stack.jobs.started) == RUNS
+    started = [next(r for r in run_ids if f"-{r}-r1-" in job) for job in stack.jobs.started]
+    # First come, first served: two at a time, in the order the runs began to wait.
+    assert [set(started[:2]), set(started[2:4]), started[4]] == [
+        set(queue[:2]),
+        set(queue[2:4]),
+        queue[4],
+    ]
+    assert held.queue(INSTANCE_TYPE) == []
     assert stack.jobs.most_in_flight[INSTANCE_TYPE] <= BUDGET
     assert stack.jobs.in_flight[INSTANCE_TYPE] == 0
     assert held.held(INSTANCE_TYPE) == {}, "every run returned its instances"

@@ -1,6 +1,7 @@
 """Instance leases in the status table (moto DynamoDB): the budget holds under racing
-acquirers, expired leases give their instances back, a step run again takes and returns
-its instances once, and the admission steps and the failure recorder use them."""
+acquirers, runs are admitted first come first served, expired leases and places in the
+queue give way, a step run again takes and returns its instances once, and the admission
+steps and the failure recorder use them."""
 
 import threading
 from contextlib import ExitStack
@@ -90,6 +91,81 @@ def test_a_lease_whose_run_is_gone_expires(account):
     assert _acquire(leases, "next").granted
     item = account.table.table.get_item(Key=InstanceLeases.key_of(TYPE))["Item"]
     assert set(item["leases"]) == {"next"}, "the acquire dropped the expired lease"
+
+
+def test_runs_are_admitted_first_come_first_served(account):
+    """b and then c wait while a holds the budget; when a releases, c happens to ask first
+    but b asked before it: c is not granted until b is."""
+    clock = Clock()
+    leases = InstanceLeases(account.table.table, clock)
+    assert _acquire(leases, "a", count=8).granted
+    first = _acquire(leases, "b")
+    clock.now += 10
+    second = _acquire(leases, "c")
+    assert (first.granted, first.ahead, second.granted, second.ahead) == (False, 0, False, 1)
+    assert leases.queue(TYPE) == ["b", "c"]
+    assert leases.release(TYPE, "a")
+    clock.now += 10
+    passed_over = _acquire(leases, "c")
+    assert not passed_over.granted and passed_over.ahead == 1 and passed_over.in_use == 0
+    assert _acquire(leases, "b").granted
+    assert _acquire(leases, "c").granted
+    assert leases.queue(TYPE) == [] and set(leases.held(TYPE)) == {"b", "c"}
+
+
+def test_a_large_run_is_not_passed_over_by_small_ones(account):
+    """A run asking for the whole budget waits for both leases to end; a small run asking
+    after it waits behind it even while 4 instances are free."""
+    clock = Clock()
+    leases = InstanceLeases(account.table.table, clock)
+    assert _acquire(leases, "a").granted and _acquire(leases, "b").granted
+    assert not _acquire(leases, "big", count=8).granted
+    clock.now += 1
+    assert leases.release(TYPE, "a")
+    small = _acquire(leases, "small")
+    assert not small.granted and small.in_use == 4 and small.ahead == 1
+    assert not _acquire(leases, "big", count=8).granted, "b still holds 4"
+    assert leases.release(TYPE, "b")
+    assert _acquire(leases, "big", count=8).granted
+    assert not _acquire(leases, "small").granted, "now the budget is full"
+
+
+def test_a_waiter_that_stopped_asking_loses_its_place(account):
+    """b's run is gone (aborted while it waited): once its place has expired it holds
+    nobody back, and the next write drops it."""
+    clock = Clock()
+    leases = InstanceLeases(account.table.table, clock)
+    assert _acquire(leases, "a", count=8).granted
+    assert not leases.acquire(
+        TYPE, "b", 4, 8, execution="x", round_number=1, lease_seconds=HOUR, wait_seconds=100
+    ).granted
+    assert leases.release(TYPE, "a")
+    clock.now += 101
+    assert leases.queue(TYPE) == []
+    assert _acquire(leases, "c").granted
+    item = account.table.table.get_item(Key=InstanceLeases.key_of(TYPE))["Item"]
+    assert item["waiting"] == {}, "the expired place was dropped"
+
+
+def test_releasing_a_waiting_run_takes_it_out_of_the_queue(account):
+    leases = InstanceLeases(account.table.table)
+    _acquire(leases, "a", count=8)
+    _acquire(leases, "b")
+    assert leases.queue(TYPE) == ["b"]
+    assert leases.release(TYPE, "b") is False, "it held no instances"
+    assert leases.queue(TYPE) == []
+
+
+def test_an_item_written_before_runs_were_queued_takes_waiters(account):
+    """A stack updated from a version without the queue: its item has no waiting map."""
+    table = account.table.table
+    lease = {"count": 8, "execution": "x", "round": 1, "expires_at": 2_000_000_000}
+    table.put_item(Item={**InstanceLeases.key_of(TYPE), "leases": {"old": lease}, "version": 3})
+    leases = InstanceLeases(table)
+    assert not _acquire(leases, "b").granted
+    assert leases.queue(TYPE) == ["b"]
+    assert leases.release(TYPE, "old")
+    assert _acquire(leases, "b").granted and leases.queue(TYPE) == []
 
 
 def test_a_write_that_lost_the_race_reads_again_and_sees_the_winner(account):
