@@ -39,6 +39,9 @@ _ACCOUNT = re.compile(r"\d{12}")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
 _SCHEDULE_NAME = re.compile(r"[0-9a-zA-Z-_.]{1,64}")
 _PREFIX = re.compile(r"([A-Za-z0-9!_.*'()-]+/)+")
+# S3 URL-encodes the keys of its events; the trigger's rule matches the prefix as encoded,
+# so it may only hold characters that no encoding changes.
+_TRIGGER_PREFIX = re.compile(r"([A-Za-z0-9_.-]+/)+")
 _SUBNET = re.compile(r"subnet-[0-9a-f]{8,17}")
 _SECURITY_GROUP = re.compile(r"sg-[0-9a-f]{8,17}")
 _PLACE_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
@@ -596,10 +599,12 @@ def _s3_trigger(raw: Any, where: str) -> S3TriggerConfig:
         raise ValidationError(f"{where}.prefix: required")
     trigger = S3TriggerConfig(**values)
     _require(
-        isinstance(trigger.prefix, str) and _PREFIX.fullmatch(trigger.prefix),
+        isinstance(trigger.prefix, str) and _TRIGGER_PREFIX.fullmatch(trigger.prefix),
         f"{where}.prefix",
         trigger.prefix,
-        "a key prefix ending with '/', e.g. input/arrivals/",
+        "a key prefix ending with '/' of letters, digits, '_', '.' and '-' (S3 URL-encodes "
+        "other characters in its events' keys, where the rule would not find the prefix), "
+        "e.g. input/arrivals/",
     )
     _require(
         isinstance(trigger.request, Mapping) and not set(trigger.request) & TRIGGER_SETS,

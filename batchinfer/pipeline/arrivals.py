@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_plus
 
 from botocore.exceptions import ClientError
 
@@ -97,6 +98,9 @@ def parse_arrival(record: Mapping[str, Any], trigger: Trigger) -> Arrival:
         raise ValidationError(f"{where}: not an S3 'Object Created' event")
     bucket = (detail.get("bucket") or {}).get("name")
     key = (detail.get("object") or {}).get("key")
+    if isinstance(key, str):
+        # S3 URL-encodes event keys as a form does: "red flower.jpg" is "red+flower.jpg".
+        key = unquote_plus(key)
     if bucket != trigger.bucket:
         raise ValidationError(f"{where}: detail.bucket.name {bucket!r} is not {trigger.bucket!r}")
     if not isinstance(key, str) or not key.startswith(trigger.prefix):

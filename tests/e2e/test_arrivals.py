@@ -86,6 +86,21 @@ def test_a_burst_of_50_arrivals_in_3_folders_is_3_runs_scoring_each_object_once(
     }
 
 
+def test_keys_s3_url_encodes_in_its_events_are_scored_under_their_own_names(prod_stack):
+    """S3's event says "day+1/a%2Bb.csv" for the key "day 1/a+b.csv": the run reads that
+    folder and scores that object, named as it is."""
+    arrive(prod_stack, "day 1/", ["a+b.csv", "c (copy).csv"])
+    batch = prod_stack.poll_arrivals()
+    assert batch is not None and batch.failed == []
+    keys = [json.loads(r["body"])["detail"]["object"]["key"] for r in batch.event["Records"]]
+    assert sorted(keys) == [
+        "input/arrivals/day+1/a%2Bb.csv",
+        "input/arrivals/day+1/c+%28copy%29.csv",
+    ]
+    runs = finished_runs(prod_stack, prod_stack.executions())
+    assert scored(prod_stack, runs) == {"day 1/a+b.csv": ROWS, "day 1/c (copy).csv": ROWS}
+
+
 def test_a_message_that_is_no_arrival_is_a_batch_item_failure_then_a_dead_letter(prod_stack):
     (queue,) = [u for u in prod_stack.queue_urls.values() if "deadletters" not in u]
     (dead_letters,) = [u for u in prod_stack.queue_urls.values() if "deadletters" in u]

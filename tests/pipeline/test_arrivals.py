@@ -179,6 +179,18 @@ def test_a_folder_too_large_for_one_request_starts_several_runs(monkeypatch):
     assert len({s.name for s in starts}) == len(starts)
 
 
+def test_event_keys_are_url_decoded_as_s3_encodes_them(states):
+    """S3 sends "input/arrivals/day 1/a+b=c.csv" as "input/arrivals/day+1/a%2Bb%3Dc.csv": the
+    run reads the folder and names the object as they are."""
+    arrival = parse_arrival(record("input/arrivals/day+1/a%2Bb%3Dc.csv"), TRIGGER)
+    assert arrival.key == "input/arrivals/day 1/a+b=c.csv"
+    event = {"Records": [record("input/arrivals/day+1/a%2Bb%3Dc.csv")]}
+    assert start_arrivals(event, trigger=TRIGGER, states=states) == {"batchItemFailures": []}
+    (request,) = started(states).values()
+    assert request["input"] == "s3://data/input/arrivals/day 1/"
+    assert request["names"] == ["a+b=c.csv"]
+
+
 def test_folder_markers_start_nothing():
     assert run_starts([Arrival("m", "e", "input/arrivals/new/")], TRIGGER) == []
 

@@ -79,6 +79,10 @@ def test_schedule_syntax_is_checked(expression, message):
         ({"log_retention_days": 10}, r"log_retention_days: 10 is not allowed"),
         ({"s3_trigger": {"prefix": "elsewhere/"}}, r"s3_trigger\.prefix: 'elsewhere/'"),
         (
+            {"s3_trigger": {"prefix": "input/day(1)/"}},
+            r"s3_trigger\.prefix: 'input/day\(1\)/' is not allowed; .*S3 URL-encodes",
+        ),
+        (
             {"s3_trigger": {"prefix": "input/a/", "request": {"run_id": "x"}}},
             r"s3_trigger\.request: .* allowed: an object of request keys without 'input', "
             r"'names' or 'run_id'",

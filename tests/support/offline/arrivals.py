@@ -8,6 +8,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote_plus
 
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.template import ACCOUNT, REGION
@@ -52,7 +53,9 @@ def create_queues(
 
 def object_created(bucket: str, key: str, size: int, etag: str) -> dict[str, Any]:
     """The EventBridge event S3 sends for a created object (Amazon S3 User Guide,
-    "EventBridge event message structure")."""
+    "EventBridge event message structure"), its key URL-encoded as a form is ("red
+    flower.jpg" is "red+flower.jpg"; the decoding of AWS's Lambda Powertools for these
+    events, ``unquote_plus``, undoes it)."""
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
@@ -64,7 +67,7 @@ def object_created(bucket: str, key: str, size: int, etag: str) -> dict[str, Any
         "detail": {
             "version": "0",
             "bucket": {"name": bucket},
-            "object": {"key": key, "size": size, "etag": etag.strip('"')},
+            "object": {"key": quote_plus(key, safe="/"), "size": size, "etag": etag.strip('"')},
             "reason": "PutObject",
         },
     }
