@@ -4,6 +4,8 @@ CSV = "text/csv"
 JSON = "application/json"
 JSONLINES = "application/jsonlines"
 NPY = "application/x-npy"
+# The request types the model server's default handler decodes (serving/codecs.DECODERS).
+DECODED_TYPES = frozenset({CSV, JSON, JSONLINES, NPY})
 
 
 def media_type(header: str | None) -> str | None:

@@ -32,11 +32,10 @@ from typing import Any
 
 from batchinfer.serving import codecs
 from batchinfer.serving.models import load_model, predict_method
+from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
 
 LOG = logging.getLogger(__name__)
-USER_MODULE = "inference.py"
-PROGRAM_VAR = "SAGEMAKER_PROGRAM"
 DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
 USER_FUNCTIONS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn")
 _SUPPORTED_OUTPUTS = frozenset(codecs.ENCODERS)
@@ -144,20 +143,6 @@ def _response(result: Any, content_type: str) -> tuple[bytes, str]:
         f"the user module returned {type(result).__name__}; "
         "return bytes, str or (body, content_type)"
     )
-
-
-def find_user_module(model_dir: Path, env: Mapping[str, str]) -> Path | None:
-    """The user module: ``code/<name>`` then ``<name>``, ``<name>`` = SAGEMAKER_PROGRAM or
-    inference.py. A SAGEMAKER_PROGRAM that names no file is an error."""
-    name = env.get(PROGRAM_VAR) or USER_MODULE
-    for folder in (model_dir / "code", model_dir):
-        if (folder / name).is_file():
-            return folder / name
-    if env.get(PROGRAM_VAR):
-        raise ModelLoadError(
-            f"{PROGRAM_VAR}={name}: no such file in {model_dir / 'code'} or {model_dir}"
-        )
-    return None
 
 
 def _import_user_module(path: Path) -> ModuleType:

@@ -1,9 +1,11 @@
-"""Whether a model can read a content type at all, told before any model server starts.
+"""Whether a model can read a content type at all, told before any model server starts,
+and where its user module is.
 
-The default handler decodes the types of :data:`batchinfer.serving.codecs.DECODERS`; any
+The default handler decodes the types of :data:`batchinfer.media_types.DECODED_TYPES`; any
 other type is answered 415 by every request, so a job would fail every file. A user module
 that defines ``input_fn`` or ``transform_fn`` reads the body itself and decides. The module
-is read, not run: its source is parsed for those top-level functions.
+is read, not run: its source is parsed for those top-level functions. Nothing here imports
+the model's libraries (or NumPy), so the engine asks before it starts a server.
 """
 
 import ast
@@ -11,9 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from batchinfer.errors import ValidationError
-from batchinfer.serving import codecs
-from batchinfer.serving.handlers import find_user_module
+from batchinfer.media_types import CSV, DECODED_TYPES, codec_type
 from batchinfer.serving.server_errors import ModelLoadError
+
+USER_MODULE = "inference.py"
+PROGRAM_VAR = "SAGEMAKER_PROGRAM"
 
 READERS = frozenset({"input_fn", "transform_fn"})
 
@@ -36,6 +40,20 @@ def defined_functions(path: Path) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def find_user_module(model_dir: Path, env: Mapping[str, str]) -> Path | None:
+    """The user module: ``code/<name>`` then ``<name>``, ``<name>`` = SAGEMAKER_PROGRAM or
+    inference.py. A SAGEMAKER_PROGRAM that names no file is an error."""
+    name = env.get(PROGRAM_VAR) or USER_MODULE
+    for folder in (model_dir / "code", model_dir):
+        if (folder / name).is_file():
+            return folder / name
+    if env.get(PROGRAM_VAR):
+        raise ModelLoadError(
+            f"{PROGRAM_VAR}={name}: no such file in {model_dir / 'code'} or {model_dir}"
+        )
+    return None
+
+
 def check_readable(
     model_dir: Path, environment: Mapping[str, str], content_type: str | None
 ) -> Path | None:
@@ -47,8 +65,8 @@ def check_readable(
         module = find_user_module(model_dir, environment)
     except ModelLoadError:
         return None
-    kind = codecs.codec_type(content_type) or codecs.CSV
-    if kind in codecs.DECODERS:
+    kind = codec_type(content_type) or CSV
+    if kind in DECODED_TYPES:
         return module
     defined = defined_functions(module) if module else frozenset()
     if defined is None or defined & READERS:
@@ -60,6 +78,6 @@ def check_readable(
     )
     raise ValidationError(
         f"content_type (ContentType): {content_type!r} is not a type the default handler "
-        f"decodes ({', '.join(sorted(codecs.DECODERS))}), and {where} to read it; every "
+        f"decodes ({', '.join(sorted(DECODED_TYPES))}), and {where} to read it; every "
         "request would be refused with 415"
     )

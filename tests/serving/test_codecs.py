@@ -3,6 +3,8 @@ numbers written in shortest round-trip form, and Accept negotiation."""
 
 import io
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from batchinfer.media_types import DECODED_TYPES
 from batchinfer.serving import codecs
 from batchinfer.serving.server_errors import RequestError
 from tests.serving.helpers import npy_bytes
@@ -153,3 +156,20 @@ def test_malformed_npy_bodies_are_refused_naming_the_body(body, message):
     assert refused.value.status == 400
     assert refused.value.message.startswith("application/x-npy body")
     assert message in refused.value.message
+
+
+def test_the_types_checked_before_a_run_are_the_ones_the_default_handler_decodes():
+    """The engine refuses an undecodable content type before any server starts, from
+    media_types.DECODED_TYPES, without importing the codecs (NumPy, Arrow)."""
+    assert set(codecs.DECODERS) == DECODED_TYPES
+
+
+def test_the_local_engine_loads_neither_numpy_nor_arrow():
+    """`batchinfer run` starts its servers sooner for not importing the model's libraries:
+    only the servers need them."""
+    code = (
+        "import sys, batchinfer.commands.run, batchinfer.engine.transform_engine; "
+        "print(sorted(m for m in ('numpy', 'pyarrow', 'sklearn') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
