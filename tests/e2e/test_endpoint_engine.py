@@ -150,37 +150,29 @@ def test_a_lambda_out_of_time_continues_in_a_new_invocation(endpoint):
     assert output.splitlines() == [b"%d" % (4 * i + 1) for i in range(10)]
 
 
-def test_scoring_a_shard_again_after_it_ran_sends_nothing_twice(endpoint):
-    """ScoreShard's answer lost after it ran (Lambda.ServiceException): the task's Retry
-    invokes it again, which finds the shard done; the endpoint saw each request once and
-    the output is whole."""
+@pytest.mark.parametrize(
+    ("run_id", "fault"),
+    [
+        # Its answer lost after it ran (Lambda.ServiceException): the retry finds it done.
+        ("again", LambdaFault("score_shard", "after")),
+        # Dead right after CompleteMultipartUpload (Lambda.Unknown, as out of memory): the
+        # retry completes the same upload again rather than scoring the shard again.
+        ("died", Dies("score_shard", "s3.CompleteMultipartUpload")),
+    ],
+)
+def test_scoring_a_shard_again_after_it_ran_sends_nothing_twice(endpoint, run_id, fault):
+    """The task's Retry invokes ScoreShard again after it did its work: the endpoint saw
+    each request once, the output is whole and the run succeeds."""
     stack = endpoint
-    stack.lambdas.faults.append(LambdaFault("score_shard", "after"))
-    request = endpoint_run(stack, "again", csv_rows(6), batch_strategy="SingleRecord")
-    execution = stack.run(request, "again")
+    stack.lambdas.faults.append(fault)
+    request = endpoint_run(stack, run_id, csv_rows(6), batch_strategy="SingleRecord")
+    execution = stack.run(request, run_id)
     assert execution.status == "SUCCEEDED", execution.cause
     assert len(stack.lambdas.events_of("score_shard")) == 2
     assert len(stack.endpoints.calls) == 6
-    output = stack.get(f"s3://{stack.bucket}/output/again/a.csv.out")
+    output = stack.get(f"s3://{stack.bucket}/output/{run_id}/a.csv.out")
     assert output.splitlines() == [b"%d" % (4 * i + 1) for i in range(6)]
-    assert run_status(stack, "again") == SUCCEEDED
-
-
-def test_a_scorer_that_died_completing_its_output_is_retried_and_sends_nothing_twice(endpoint):
-    """ScoreShard dies right after CompleteMultipartUpload (Lambda.Unknown, as a function
-    out of memory fails): the task's Retry invokes it again, which completes the same
-    upload again rather than scoring the shard again. Each record reached the endpoint
-    once; the output is whole; the run succeeds."""
-    stack = endpoint
-    stack.lambdas.faults.append(Dies("score_shard", "s3.CompleteMultipartUpload"))
-    request = endpoint_run(stack, "died", csv_rows(6), batch_strategy="SingleRecord")
-    execution = stack.run(request, "died")
-    assert execution.status == "SUCCEEDED", execution.cause
-    assert len(stack.lambdas.events_of("score_shard")) == 2
-    assert len(stack.endpoints.calls) == 6
-    output = stack.get(f"s3://{stack.bucket}/output/died/a.csv.out")
-    assert output.splitlines() == [b"%d" % (4 * i + 1) for i in range(6)]
-    assert run_status(stack, "died") == SUCCEEDED
+    assert run_status(stack, run_id) == SUCCEEDED
 
 
 def test_plan_refuses_an_endpoint_that_does_not_exist(stack):
