@@ -11,5 +11,8 @@ from batchinfer.pipeline.arrivals import Trigger, start_arrivals
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # One invocation per batching window: a client per invocation costs nothing that counts.
     return start_arrivals(
-        event, trigger=Trigger.from_variables(), states=boto3.client("stepfunctions")
+        event,
+        trigger=Trigger.from_variables(),
+        states=boto3.client("stepfunctions"),
+        s3=boto3.client("s3"),
     )

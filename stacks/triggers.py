@@ -3,6 +3,8 @@ fixed input, and an optional S3 trigger (arrivals -> SQS -> the arrivals Lambda,
 one run per folder per batching window); plus the rule that records runs that timed out or
 were aborted (no Catch runs then)."""
 
+from dataclasses import replace
+
 from aws_cdk import Duration, Stack, TimeZone
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -16,6 +18,7 @@ from constructs import Construct
 
 from batchinfer.pipeline.arrivals import Trigger
 from stacks.config import PipelineConfig, S3TriggerConfig
+from stacks.data_access import grant_list
 from stacks.functions import Functions, lambda_function
 from stacks.storage import Storage
 
@@ -151,6 +154,8 @@ class Triggers(Construct):
             config=config,
         )
         state_machine.grant_start_execution(role)
+        # Whether an event's key names an object as sent or URL-decoded (arrivals.resolve_key).
+        grant_list(role, [replace(source, prefix=trigger.prefix)], "ListArrivals")
         function.add_event_source(
             event_sources.SqsEventSource(
                 self.arrivals,

@@ -73,8 +73,9 @@ TRANSIENT_API_CAUSES = (
     "*Error Code: ServiceUnavailable*",
 )
 LAMBDA_THROTTLED = "Lambda.TooManyRequestsException"
-# A function that crashed (out of memory) or timed out, as Step Functions names it.
-LAMBDA_UNKNOWN = "Lambda.Unknown"
+# A function that crashed (out of memory) or timed out: Step Functions' documented name,
+# and the error types Lambda reports for a timeout and a runtime that exited.
+LAMBDA_DIED = ["Lambda.Unknown", "Sandbox.Timedout", "Runtime.ExitError"]
 # Raised by Plan when the run id is taken: the other run must stay untouched.
 RUN_ALREADY_EXISTS = "RunAlreadyExists"
 JOB_FAILED = "States.TaskFailed"
@@ -496,7 +497,7 @@ class Workflow(Construct):
         # An invocation that died goes on from its last saved progress (or completes its
         # output again): once more, since a crash that repeats is not worth more.
         score.add_retry(
-            errors=[LAMBDA_UNKNOWN], interval=Duration.seconds(5), backoff_rate=2, max_attempts=1
+            errors=LAMBDA_DIED, interval=Duration.seconds(5), backoff_rate=2, max_attempts=1
         )
         shard_done = sfn.Succeed(self, "ShardScored")
         score.next(

@@ -122,6 +122,8 @@ def plan(
     if plot is not None:
         if not tune:
             raise ValidationError("--plot: needs --tune (it draws the tuning curve)")
+        if not plot.parent.is_dir():
+            raise ValidationError(f"--plot {plot}: no such directory {plot.parent}")
         check_plotting()
     status = Console(stderr=True, quiet=as_json)
     result = make_plan(
@@ -129,9 +131,13 @@ def plan(
         on_stage=lambda s: status.print(f"[dim]{s}…[/]"),
         on_point=lambda p: status.print(f"[dim]  {_point_label(p)}: {_point_value(p)}[/]"),
     )
-    if plot is not None and result.tuning is not None:
-        write_plot(result.tuning, plot)
-        status.print(Text(f"tune: curve drawn in {plot}"), highlight=False, soft_wrap=True)
+    if plot is not None:
+        if result.tuning is None:
+            said = Text(f"tune: no curve drawn in {plot}: nothing was measured", style="yellow")
+        else:
+            write_plot(result.tuning, plot)
+            said = Text(f"tune: curve drawn in {plot}")
+        status.print(said, highlight=False, soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:

@@ -31,13 +31,15 @@ def acquire_instances(
     if plan.engine == "endpoint":  # the endpoint's own instances score it
         return Admission(True, instance_type, 0, 0, env.budget_for(instance_type))
     budget = env.budget_for(instance_type)
+    leases = InstanceLeases(table.table, clock)
     if count > budget:
+        leases.release(instance_type, plan.run_id)  # its place, if a bigger budget queued it
         raise InstancesUnavailable(
             f"instance_count: run {plan.run_id} asks for {count} x {instance_type}, more than "
             f"the stack's budget of {budget} for that type (admission.instance_budget in "
             "cdk.json); ask for fewer instances or raise the budget"
         )
-    grant = InstanceLeases(table.table, clock).acquire(
+    grant = leases.acquire(
         instance_type,
         plan.run_id,
         count,
@@ -50,13 +52,15 @@ def acquire_instances(
     if grant.granted:
         table.mark_admitted(plan.run_id, execution, instance_type)
         return Admission(True, instance_type, count, grant.in_use, budget)
-    since = table.mark_waiting(plan.run_id, execution, f"{count} x {instance_type}")
+    since = table.mark_waiting(plan.run_id, execution, f"{count} x {instance_type}", instance_type)
     waited = int(clock() - datetime.fromisoformat(since).timestamp())
     allowed = int(env.admission_max_wait_seconds)
     if waited > allowed:
+        leases.release(instance_type, plan.run_id)  # its place goes to the runs behind it
         raise InstancesUnavailable(
             f"run {plan.run_id}: waited {waited} s (since {since}) for {count} x "
             f"{instance_type}, longer than admission.max_wait_minutes allows ({allowed} s); "
-            f"other runs held {grant.in_use} of the budget of {budget} all that time"
+            f"when it last asked, other runs held {grant.in_use} of the budget of {budget} "
+            f"and {grant.ahead} waiting run(s) had asked before it"
         )
     return Admission(False, instance_type, count, grant.in_use, budget, since)

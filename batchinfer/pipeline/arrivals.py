@@ -20,8 +20,8 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -98,9 +98,6 @@ def parse_arrival(record: Mapping[str, Any], trigger: Trigger) -> Arrival:
         raise ValidationError(f"{where}: not an S3 'Object Created' event")
     bucket = (detail.get("bucket") or {}).get("name")
     key = (detail.get("object") or {}).get("key")
-    if isinstance(key, str):
-        # S3 URL-encodes event keys as a form does: "red flower.jpg" is "red+flower.jpg".
-        key = unquote_plus(key)
     if bucket != trigger.bucket:
         raise ValidationError(f"{where}: detail.bucket.name {bucket!r} is not {trigger.bucket!r}")
     if not isinstance(key, str) or not key.startswith(trigger.prefix):
@@ -108,6 +105,18 @@ def parse_arrival(record: Mapping[str, Any], trigger: Trigger) -> Arrival:
     if not isinstance(event.get("id"), str):
         raise ValidationError(f"{where}: the event has no id")
     return Arrival(message_id, event["id"], key)
+
+
+def resolve_key(key: str, exists: Callable[[str], bool]) -> str:
+    """The object an event's key names. S3 URL-encodes the keys of its notifications as a
+    form does ("red flower.jpg" is "red+flower.jpg"), and AWS's Lambda Powertools decodes
+    those of its EventBridge events alike, but EventBridge samples with raw keys are seen
+    too: where decoding changes the key, the one of the two that ``exists`` is taken (the
+    decoded one when both or neither do; Plan names an object that is missing)."""
+    decoded = unquote_plus(key)
+    if decoded == key or exists(decoded) or not exists(key):
+        return decoded
+    return key
 
 
 def folder_of(key: str) -> str:
@@ -163,17 +172,26 @@ def execution_name(folder: str, prefix: str, event_ids: Sequence[str]) -> str:
     return f"{readable or 'arrivals'}-{digest[:24]}"
 
 
-def start_arrivals(event: Mapping[str, Any], *, trigger: Trigger, states: Any) -> dict[str, Any]:
+def start_arrivals(
+    event: Mapping[str, Any], *, trigger: Trigger, states: Any, s3: Any
+) -> dict[str, Any]:
     """Start the runs of one SQS batch; the messages to deliver again, as the event source
     mapping's ReportBatchItemFailures reads them."""
     failed: list[str] = []
     arrivals = []
+
+    def exists(key: str) -> bool:
+        listed = s3.list_objects_v2(Bucket=trigger.bucket, Prefix=key, MaxKeys=1)
+        return any(obj["Key"] == key for obj in listed.get("Contents", []))
+
     for record in event.get("Records", []):
         try:
-            arrivals.append(parse_arrival(record, trigger))
+            arrival = parse_arrival(record, trigger)
         except ValidationError as exc:
             LOG.warning("not an arrival: %s", exc)
             failed.append(record.get("messageId", ""))
+            continue
+        arrivals.append(replace(arrival, key=resolve_key(arrival.key, exists)))
     for start in run_starts(arrivals, trigger):
         try:
             states.start_execution(

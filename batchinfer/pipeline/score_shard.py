@@ -7,12 +7,13 @@ invocation near its time limit stops before the next request, finishes those in 
 and saves its progress under the attempt's folder (``runs/<run>/endpoint/<job>/progress/``):
 the :class:`Position`, the upload's finished parts and the bytes not yet in a part (a
 ``.tail`` object). It answers ``continue`` and the next invocation goes on from there, so
-no record is sent or written twice and none is lost. The upload's parts are saved again
-before it is completed, so an invocation that dies completing it is retried by completing
-it, not by scoring the shard again. A record the endpoint refuses (4xx) is a data failure
-of the shard: its upload is aborted, the failure recorded under ``failures/``
-(ScoringOutcome names it) and the answer is ``failed``. An endpoint still throttled or
-failing after the retries of one invocation raises EndpointUnavailable, which
+no record is sent or written twice and none is lost (one that dies between two saves is
+retried from the last: what it sent since is sent again, still written once). The upload's
+parts are saved again before it is completed, so an invocation that dies completing it is
+retried by completing it, not by scoring the shard again. A record the endpoint refuses
+(4xx) is a data failure of the shard: its upload is aborted, the failure recorded under
+``failures/`` (ScoringOutcome names it) and the answer is ``failed``. An endpoint still
+throttled or failing after the retries of one invocation raises EndpointUnavailable, which
 the Map retries.
 """
 

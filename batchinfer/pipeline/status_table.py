@@ -188,15 +188,30 @@ class StatusTable:
             ConditionExpression=Attr("execution_arn").eq(execution_arn),
         )
 
-    def mark_waiting(self, run_id: str, execution_arn: str, waiting_for: str) -> str:
+    def mark_waiting(
+        self, run_id: str, execution_arn: str, waiting_for: str, instance_type: str
+    ) -> str:
         """Show the run as waiting for instances (``admission``, ``waiting_for``) and answer
-        since when it has waited (``waiting_since``, kept from the first wait)."""
+        since when it has waited (``waiting_since``, kept from the first wait). Its
+        ``instance_lease`` names the type whose queue holds it, which the failure recorder
+        leaves."""
         answer = self._update_owned(
             run_id,
             execution_arn,
-            "SET #admission = :waiting, #for = :for, #since = if_not_exists(#since, :now)",
-            {"#admission": "admission", "#for": "waiting_for", "#since": "waiting_since"},
-            {":waiting": WAITING_FOR_INSTANCES, ":for": waiting_for, ":now": now()},
+            "SET #admission = :waiting, #for = :for, #since = if_not_exists(#since, :now), "
+            "#lease = :type",
+            {
+                "#admission": "admission",
+                "#for": "waiting_for",
+                "#since": "waiting_since",
+                "#lease": INSTANCE_LEASE,
+            },
+            {
+                ":waiting": WAITING_FOR_INSTANCES,
+                ":for": waiting_for,
+                ":now": now(),
+                ":type": instance_type,
+            },
             ReturnValues="ALL_NEW",
         )
         return answer["Attributes"]["waiting_since"]

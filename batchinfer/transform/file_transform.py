@@ -225,7 +225,7 @@ def open_input(src: Path, name: str, start: int = 0, end: int | None = None) -> 
         raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if end is None and not start:
         return raw
-    return _ByteRange(raw, start, end)
+    return _ByteRange(raw, start, end, name)
 
 
 def decompressed(raw: BinaryIO, settings: TransformSettings, name: str) -> BinaryIO:
@@ -301,11 +301,13 @@ def _create_beside(dst: Path) -> tuple[int, Path]:
 
 class _ByteRange(io.RawIOBase):
     """Bytes ``[start, end)`` of an open file (``end`` None: to its end), read with
-    ``pread``; closing it closes the file."""
+    ``pread``; closing it closes the file. A file that ends before ``end`` (it was cut short
+    since the range was planned) raises InputError naming ``name``: a short range would
+    otherwise pass for a whole one."""
 
-    def __init__(self, file: BinaryIO, start: int, end: int | None):
+    def __init__(self, file: BinaryIO, start: int, end: int | None, name: str):
         super().__init__()
-        self._file, self._position = file, start
+        self._file, self._position, self._name = file, start, name
         self._end = os.fstat(file.fileno()).st_size if end is None else end
 
     def readable(self) -> bool:
@@ -316,6 +318,11 @@ class _ByteRange(io.RawIOBase):
         if size <= 0:
             return 0
         got = os.preadv(self._file.fileno(), [memoryview(target)[:size]], self._position)
+        if not got:
+            raise InputError(
+                f"{self._name}: the file ends at byte {self._position}, before byte "
+                f"{self._end}: it changed while it was read"
+            )
         self._position += got
         return got
 

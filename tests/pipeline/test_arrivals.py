@@ -14,6 +14,7 @@ from batchinfer.pipeline.arrivals import (
     Trigger,
     execution_name,
     parse_arrival,
+    resolve_key,
     run_starts,
     start_arrivals,
 )
@@ -53,6 +54,16 @@ def states(monkeypatch):
         yield client
 
 
+@pytest.fixture
+def s3(states):
+    """The trigger's bucket, in the same mocked account."""
+    client = boto3.client("s3", region_name=REGION)
+    client.create_bucket(
+        Bucket=TRIGGER.bucket, CreateBucketConfiguration={"LocationConstraint": REGION}
+    )
+    return client
+
+
 def started(states):
     executions = states.list_executions(stateMachineArn=TRIGGER.state_machine_arn)["executions"]
     return {
@@ -61,10 +72,10 @@ def started(states):
     }
 
 
-def test_a_batch_starts_one_run_per_folder_with_its_new_names(states):
+def test_a_batch_starts_one_run_per_folder_with_its_new_names(states, s3):
     keys = [f"input/arrivals/{shop}/{i}.csv" for shop in ("a", "b/2024") for i in range(3)]
     event = {"Records": [record(k) for k in [*keys, "input/arrivals/top.csv"]]}
-    answer = start_arrivals(event, trigger=TRIGGER, states=states)
+    answer = start_arrivals(event, trigger=TRIGGER, states=states, s3=s3)
     assert answer == {"batchItemFailures": []}
     runs = sorted(started(states).items())
     assert [(name.rsplit("-", 1)[0], request) for name, request in runs] == [
@@ -88,30 +99,34 @@ def test_a_batch_starts_one_run_per_folder_with_its_new_names(states):
     ]
 
 
-def test_a_redelivered_batch_starts_nothing_new(states):
+def test_a_redelivered_batch_starts_nothing_new(states, s3):
     event = {"Records": [record(f"input/arrivals/a/{i}.csv") for i in range(4)]}
-    start_arrivals(event, trigger=TRIGGER, states=states)
+    start_arrivals(event, trigger=TRIGGER, states=states, s3=s3)
     again = start_arrivals(
-        {"Records": list(reversed(event["Records"]))}, trigger=TRIGGER, states=states
+        {"Records": list(reversed(event["Records"]))}, trigger=TRIGGER, states=states, s3=s3
     )
     assert again == {"batchItemFailures": []}
     assert len(started(states)) == 1
 
 
-def test_a_later_batch_for_the_same_folder_is_a_new_run_of_its_own_names(states):
-    start_arrivals({"Records": [record("input/arrivals/a/1.csv")]}, trigger=TRIGGER, states=states)
-    start_arrivals({"Records": [record("input/arrivals/a/2.csv")]}, trigger=TRIGGER, states=states)
+def test_a_later_batch_for_the_same_folder_is_a_new_run_of_its_own_names(states, s3):
+    start_arrivals(
+        {"Records": [record("input/arrivals/a/1.csv")]}, trigger=TRIGGER, states=states, s3=s3
+    )
+    start_arrivals(
+        {"Records": [record("input/arrivals/a/2.csv")]}, trigger=TRIGGER, states=states, s3=s3
+    )
     assert sorted(r["names"] for r in started(states).values()) == [["1.csv"], ["2.csv"]]
 
 
-def test_messages_that_are_no_arrival_are_reported_and_the_others_start(states):
+def test_messages_that_are_no_arrival_are_reported_and_the_others_start(states, s3):
     good = record("input/arrivals/a/1.csv")
     bad = [
         {"messageId": "not-json", "body": "{oops"},
         record("input/arrivals/a/2.csv", bucket="other", message_id="other-bucket"),
         record("input/elsewhere/3.csv", message_id="other-prefix"),
     ]
-    answer = start_arrivals({"Records": [good, *bad]}, trigger=TRIGGER, states=states)
+    answer = start_arrivals({"Records": [good, *bad]}, trigger=TRIGGER, states=states, s3=s3)
     assert answer == {
         "batchItemFailures": [
             {"itemIdentifier": i} for i in ("not-json", "other-bucket", "other-prefix")
@@ -121,7 +136,7 @@ def test_messages_that_are_no_arrival_are_reported_and_the_others_start(states):
     assert request["names"] == ["1.csv"]
 
 
-def test_a_run_that_cannot_start_reports_its_messages(states):
+def test_a_run_that_cannot_start_reports_its_messages(states, s3):
     trigger = Trigger(**(TRIGGER.__dict__ | {"state_machine_arn": TRIGGER.state_machine_arn + "x"}))
     event = {
         "Records": [
@@ -129,7 +144,7 @@ def test_a_run_that_cannot_start_reports_its_messages(states):
             record("input/arrivals/a/1.csv", event_id="dup", message_id="m-dup"),
         ]
     }
-    answer = start_arrivals(event, trigger=trigger, states=states)
+    answer = start_arrivals(event, trigger=trigger, states=states, s3=s3)
     assert answer == {
         "batchItemFailures": [
             {"itemIdentifier": "m-input/arrivals/a/1.csv"},
@@ -179,16 +194,29 @@ def test_a_folder_too_large_for_one_request_starts_several_runs(monkeypatch):
     assert len({s.name for s in starts}) == len(starts)
 
 
-def test_event_keys_are_url_decoded_as_s3_encodes_them(states):
-    """S3 sends "input/arrivals/day 1/a+b=c.csv" as "input/arrivals/day+1/a%2Bb%3Dc.csv": the
-    run reads the folder and names the object as they are."""
-    arrival = parse_arrival(record("input/arrivals/day+1/a%2Bb%3Dc.csv"), TRIGGER)
-    assert arrival.key == "input/arrivals/day 1/a+b=c.csv"
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        ("input/arrivals/day 1/a+b=c.csv", "input/arrivals/day 1/a+b=c.csv"),  # encoded event
+        ("input/arrivals/day+1/a%2Bb%3Dc.csv", "input/arrivals/day+1/a%2Bb%3Dc.csv"),  # raw
+    ],
+)
+def test_an_event_key_names_the_object_that_exists_decoded_or_as_sent(states, s3, stored, expected):
+    """The event says "input/arrivals/day+1/a%2Bb%3Dc.csv": S3's URL encoding of "day 1/a+b=c.csv",
+    or, sent raw, a key of its own. The run names the one the bucket holds."""
+    s3.put_object(Bucket=TRIGGER.bucket, Key=stored, Body=b"1\n")
     event = {"Records": [record("input/arrivals/day+1/a%2Bb%3Dc.csv")]}
-    assert start_arrivals(event, trigger=TRIGGER, states=states) == {"batchItemFailures": []}
+    answer = start_arrivals(event, trigger=TRIGGER, states=states, s3=s3)
+    assert answer == {"batchItemFailures": []}
     (request,) = started(states).values()
-    assert request["input"] == "s3://data/input/arrivals/day 1/"
-    assert request["names"] == ["a+b=c.csv"]
+    folder, name = expected.rsplit("/", 1)
+    assert request["input"] == f"s3://data/{folder}/" and request["names"] == [name]
+
+
+def test_a_key_decoding_leaves_alone_is_not_looked_up():
+    assert resolve_key("input/arrivals/a.csv", lambda _k: pytest.fail("looked up")) == (
+        "input/arrivals/a.csv"
+    )
 
 
 def test_folder_markers_start_nothing():

@@ -316,6 +316,7 @@ def test_waiting_past_the_bound_fails_with_instances_unavailable(account):
             _plan("late"), example_round(), execution=EXECUTION + "late", env=env,
             table=account.table, clock=later,
         )  # fmt: skip
+    assert InstanceLeases(account.table.table, later).queue(TYPE) == [], "its place is given up"
 
 
 def test_a_run_asking_more_than_the_whole_budget_fails_at_once(account):
@@ -351,6 +352,24 @@ def test_a_failed_run_returns_its_instances(account):
     state = {"plan": _plan("r", 8).to_state(), "error": {"Error": "States.Timeout", "Cause": "x"}}
     record_failure(state, execution=EXECUTION + "r", execution_name="r", **_clients(account))
     assert InstanceLeases(account.table.table).held(TYPE) == {}
+
+
+def test_a_run_that_fails_while_it_waits_leaves_the_queue(account):
+    """Stopped while it waited: the runs behind it do not wait for its place to expire."""
+    env = _env(account)
+    for run_id in ("hog", "w"):
+        account.table.create_run(run_id, EXECUTION + run_id)
+    acquire_instances(
+        _plan("hog", 8), example_round(), execution=EXECUTION + "hog", env=env, table=account.table
+    )
+    acquire_instances(
+        _plan("w"), example_round(), execution=EXECUTION + "w", env=env, table=account.table
+    )
+    leases = InstanceLeases(account.table.table)
+    assert leases.queue(TYPE) == ["w"]
+    state = {"plan": _plan("w").to_state(), "error": {"Error": "States.Timeout", "Cause": "x"}}
+    record_failure(state, execution=EXECUTION + "w", execution_name="w", **_clients(account))
+    assert leases.queue(TYPE) == [] and set(leases.held(TYPE)) == {"hog"}
 
 
 def test_an_aborted_execution_returns_its_instances(account):

@@ -150,14 +150,33 @@ def test_tune_plot_writes_the_curve_as_a_png(capsys, example_dir, tmp_path):
     assert pixels.std() > 0.05, "the image is not blank"
 
 
-def test_plot_needs_tune_and_names_the_install_step_without_matplotlib(
+def test_plot_needs_tune_a_directory_and_names_the_install_step_without_matplotlib(
     capsys, example_dir, tmp_path, monkeypatch
 ):
     args = ["plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model")]
     png = str(tmp_path / "curve.png")
     code, printed = run_cli(capsys, *args, "--plot", png)
     assert code == 2 and "--plot: needs --tune" in printed, printed
+    nowhere = str(tmp_path / "missing" / "curve.png")
+    code, printed = run_cli(capsys, *args, "--tune", "--plot", nowhere)
+    assert code == 2 and "no such directory" in printed, printed
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
     code, printed = run_cli(capsys, *args, "--tune", "--plot", png)
     assert code == 2 and "pip install 'batchinfer[plot]'" in printed, printed
     assert not (tmp_path / "curve.png").exists()
+
+
+def test_plot_says_so_when_nothing_was_measured(capsys, example_dir, tmp_path):
+    """The model refuses the sample (3 values a record, 10 features expected): the plan
+    warns and the PNG is not written, which the command says rather than staying quiet."""
+    data = tmp_path / "narrow.csv"
+    data.write_bytes(b"1,2,3\n" * 200)
+    png = tmp_path / "curve.png"
+    code, printed = run_cli(
+        capsys, "plan", str(data), *CSV, "--model", str(example_dir / "model"),
+        "--tune", "--plot", str(png),
+    )  # fmt: skip
+    assert code == 0, printed
+    assert "the model failed on the calibration sample" in printed
+    assert f"tune: no curve drawn in {png}: nothing was measured" in printed
+    assert not png.exists()

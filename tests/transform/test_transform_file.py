@@ -467,3 +467,22 @@ def test_a_byte_range_of_a_file_is_transformed_alone_as_a_shard_would_be_r3(
     expected = b"".join(b"%d\n" % sum(map(int, r.split(b","))) for r in records)
     assert dst.read_bytes() == expected
     assert (stats.records_in, stats.bytes_in) == (len(records), len(data[start:end]))
+
+
+def test_a_byte_range_past_the_end_of_a_file_cut_short_fails_naming_it_r19(tmp_path, model_m):
+    """The file lost its tail after its shards were planned: the shard fails, naming the
+    file and where it ends, rather than passing for whole."""
+    src = tmp_path / "d.csv"
+    src.write_bytes(b"1,2\n3,4\n")
+    settings = TransformSettings(**CSV, split_type="Line", assemble_with="Line")
+    with pytest.raises(InputError, match=r"d\.part: the file ends at byte 8, before byte 16"):
+        transform_file(
+            src,
+            tmp_path / "d.part.out",
+            byte_range=(0, 16),
+            settings=settings,
+            effective=settings.resolve(),
+            invoke=model_m("text/csv"),
+            name="d.part",
+        )
+    assert not (tmp_path / "d.part.out").exists()
