@@ -92,7 +92,8 @@ def share_cores(workers: int, env: MutableMapping[str, str]) -> None:
 def _exit_without_teardown(_arbiter: Any, _worker: Any) -> None:
     """gunicorn's worker_exit hook: a worker leaving cleanly runs its exit handlers (a user
     module's too), flushes its logs and exits without tearing down the interpreter, which
-    takes about 0.3 s once scikit-learn is loaded and delays every stop (C10)."""
+    takes about 0.3 s once scikit-learn is loaded and delays every stop (C10). Threads a
+    user module started are not waited for: its exit handlers are where to finish them."""
     leaving = sys.exc_info()[1]
     if isinstance(leaving, SystemExit) and leaving.code in (0, None):
         atexit._run_exitfuncs()  # logging's own handler among them: the log is flushed
