@@ -8,6 +8,7 @@ Everything else is the SDK's own: how it lists the input, splits and batches rec
 
 import io
 import tempfile
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,8 +89,10 @@ class Exchange:
 
 @dataclass
 class SdkRun:
-    """What one SDK local transform job did: its DescribeTransformJob answer and its calls."""
+    """What one SDK local transform job did: its name (new for each job, as the platform
+    requires), its DescribeTransformJob answer and its calls."""
 
+    job_name: str = field(default_factory=lambda: f"oracle-{uuid.uuid4().hex[:12]}")
     description: dict[str, Any] = field(default_factory=dict)
     exchanges: list[Exchange] = field(default_factory=list)
 
@@ -145,9 +148,7 @@ def _recording(session: LocalSession, run: SdkRun) -> None:
     client.invoke_endpoint = invoke_endpoint
 
 
-def sdk_transform(
-    model_dir: Path, data: str, output: str, job_name: str, **settings: Any
-) -> SdkRun:
+def sdk_transform(model_dir: Path, data: str, output: str, **settings: Any) -> SdkRun:
     """Run one SDK local transform job of ``data`` (file:// or s3://) into ``output`` with
     the model directory served by batchinfer. ``settings`` use batchinfer's names
     (``batch_strategy``, ``max_payload_mb``, ``split_type``...)."""
@@ -155,6 +156,7 @@ def sdk_transform(
     if unknown:
         raise ValueError(f"settings the SDK oracle does not pass: {sorted(unknown)}")
     run = SdkRun()
+    job_name = run.job_name
     with served_by_batchinfer(), tempfile.TemporaryDirectory(prefix="sdk-local-") as root:
         session = LocalSession(boto_session=boto3.Session(region_name=REGION))
         # The SDK's working and download directories go below ``root``, removed at the end.

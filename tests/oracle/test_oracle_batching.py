@@ -1,8 +1,6 @@
 """Batch strategies, assembly and payload sizes: the SDK's local mode and `batchinfer run`,
 same model, same files, same settings, outputs compared byte for byte (R6, R7, R8, R13)."""
 
-import uuid
-
 import pytest
 
 from tests.oracle.departures import (
@@ -22,10 +20,6 @@ JSON_LINES = dict(content_type="application/jsonlines", accept="application/json
 CSV_FILES = {"a.csv": b"1,2\n3,4\n5,6\n7,8", "b.csv": b"10,20,30\n1,1\n"}
 
 
-def job_name() -> str:
-    return f"oracle-{uuid.uuid4().hex[:12]}"
-
-
 @pytest.mark.parametrize("assemble_with", ["None", "Line"])
 @pytest.mark.parametrize("batch_strategy", ["SingleRecord", "MultiRecord"])
 def test_batch_strategy_and_assembly_match_the_sdk_r6_r7_r13(
@@ -35,9 +29,7 @@ def test_batch_strategy_and_assembly_match_the_sdk_r6_r7_r13(
     settings = dict(
         CSV, split_type="Line", batch_strategy=batch_strategy, assemble_with=assemble_with
     )
-    sdk = sdk_transform(
-        row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk = sdk_transform(row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **settings)
 
     assert ours.exit_code == 0, ours.said
@@ -57,9 +49,7 @@ def test_a_blank_line_is_a_record_as_in_the_sdk_r6(tmp_path, row_sum_model, batc
     empty body, which AssembleWith Line turns into an empty line."""
     data = write_tree(tmp_path / "in", {"gap.csv": b"1,2\n\n3,4\n"})
     settings = dict(CSV, split_type="Line", batch_strategy="SingleRecord", assemble_with="Line")
-    sdk = sdk_transform(
-        row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk = sdk_transform(row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **settings)
 
     assert ours.exit_code == 0, ours.said
@@ -76,9 +66,7 @@ def test_json_lines_multi_record_matches_the_sdk_r7_r13(tmp_path, row_sum_model,
     data = write_tree(tmp_path / "in", {"r.jsonl": b'{"f":[1,2]}\n[3,4]\n5\n{"f":[0.5,1]}\n'})
     settings = dict(JSON_LINES, split_type="Line", batch_strategy="MultiRecord")
     settings["assemble_with"] = "Line"
-    sdk_transform(
-        row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk_transform(row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **settings)
 
     assert ours.exit_code == 0, ours.said
@@ -97,9 +85,7 @@ def test_split_none_sends_each_file_whole_like_the_sdk_r6_r13(
     settings = dict(
         CSV, split_type="None", batch_strategy="MultiRecord", assemble_with=assemble_with
     )
-    sdk = sdk_transform(
-        row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk = sdk_transform(row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **settings)
 
     assert ours.exit_code == 0, ours.said
@@ -117,9 +103,7 @@ def test_departure_r10_the_sdk_refuses_the_containers_multi_record_spelling(
     settings = dict(CSV, split_type="Line", assemble_with="Line")
     ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **settings)
     with pytest.raises(ValueError, match="Invalid Batch Strategy"):
-        sdk_transform(
-            row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-        )
+        sdk_transform(row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
 
     assert ours.exit_code == 0, ours.said
     assert ours.manifest["effective"]["batch_strategy"] == "MultiRecord"
@@ -148,7 +132,7 @@ def test_max_payload_cuts_multi_record_requests_like_the_sdk_once_sized_in_bytes
     ours = batchinfer_run(brackets_model, data, tmp_path / "ours", **settings)
     with byte_sized_batches():
         sdk = sdk_transform(
-            brackets_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
+            brackets_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings
         )
 
     assert ours.exit_code == 0, ours.said
@@ -166,9 +150,7 @@ def test_departure_r7_the_sdk_cuts_a_batch_of_exactly_max_payload_one_record_ear
     settings = dict(
         CSV, split_type="Line", batch_strategy="MultiRecord", max_payload_mb=1, assemble_with="None"
     )
-    sdk = sdk_transform(
-        brackets_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk = sdk_transform(brackets_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     counts = [line_count(e.request) for e in sdk.exchanges]
     assert counts == [16_383, 20_000 - 16_383], str(MULTI_RECORD_SIZE)
 
@@ -181,9 +163,7 @@ def test_departure_r6_the_sdk_ends_records_at_carriage_returns(
     body = b"1,2\r\n3,4\r5,6\n7,8"
     data = write_tree(tmp_path / "in", {"crlf.csv": body})
     settings = dict(CSV, split_type="Line", batch_strategy="SingleRecord", assemble_with="None")
-    sdk = sdk_transform(
-        echo_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk = sdk_transform(echo_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     ours = batchinfer_run(echo_model, data, tmp_path / "ours", **settings)
 
     assert ours.exit_code == 0, ours.said
@@ -203,9 +183,7 @@ def test_departure_r13_assemble_with_line_after_a_response_that_ends_in_a_newlin
     body = b"1,2\n3,4\n5,6"
     data = write_tree(tmp_path / "in", {"d.csv": body})
     settings = dict(CSV, split_type="Line", batch_strategy="SingleRecord", assemble_with="Line")
-    sdk = sdk_transform(
-        echo_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk = sdk_transform(echo_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     ours = batchinfer_run(echo_model, data, tmp_path / "ours", **settings)
 
     assert ours.exit_code == 0, ours.said
@@ -227,9 +205,7 @@ def test_batchinfer_fails_a_file_whose_answer_lacks_a_line_the_sdk_writes_it_r17
     file, the SDK writes the 3 lines."""
     data = write_tree(tmp_path / "in", {"gap.csv": b"1,2\n\n3,4\n5,6\n"})
     settings = dict(CSV, split_type="Line", batch_strategy="MultiRecord", assemble_with="Line")
-    sdk = sdk_transform(
-        row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk = sdk_transform(row_sum_model, f"file://{data}", f"file://{tmp_path / 'sdk'}", **settings)
     ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **settings)
 
     assert [e.request for e in sdk.exchanges] == [b"1,2\n\n3,4\n5,6\n"]

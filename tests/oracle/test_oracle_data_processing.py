@@ -5,7 +5,6 @@ applied to its predictions record by record with the csv and json modules."""
 import csv
 import io
 import json
-import uuid
 
 import pytest
 
@@ -18,10 +17,6 @@ pytestmark = pytest.mark.oracle
 LINES = dict(split_type="Line", batch_strategy="MultiRecord", assemble_with="Line")
 CSV = dict(LINES, content_type="text/csv", accept="text/csv")
 JSON_LINES = dict(LINES, content_type="application/jsonlines", accept="application/jsonlines")
-
-
-def job_name() -> str:
-    return f"oracle-{uuid.uuid4().hex[:12]}"
 
 
 def csv_rows(data: bytes) -> list[list[str]]:
@@ -47,7 +42,7 @@ def test_csv_input_filter_join_and_output_filter_e1_r15_r16_r17(
     ours = batchinfer_run(row_sum_model, data, tmp_path / "ours", **CSV, **processing)
 
     ignored = sdk_transform(
-        row_sum_model, f"file://{data}", f"file://{tmp_path / 'x'}", job_name(), **CSV, **processing
+        row_sum_model, f"file://{data}", f"file://{tmp_path / 'x'}", **CSV, **processing
     )
     assert ignored.description["TransformJobStatus"] == "Completed"
     whole_row_sums = {
@@ -60,9 +55,7 @@ def test_csv_input_filter_join_and_output_filter_e1_r15_r16_r17(
         tmp_path / "filtered",
         {name: csv_bytes([row[1:] for row in csv_rows(body)]) for name, body in files.items()},
     )
-    sdk_transform(
-        row_sum_model, f"file://{filtered}", f"file://{tmp_path / 'sdk'}", job_name(), **CSV
-    )
+    sdk_transform(row_sum_model, f"file://{filtered}", f"file://{tmp_path / 'sdk'}", **CSV)
     corrected = {}
     for name, body in files.items():
         predictions = csv_rows(output_tree(tmp_path / "sdk")[f"{name}.out"])
@@ -99,14 +92,11 @@ def test_json_lines_input_filter_join_and_output_filter_e2_r16_r18(
         tmp_path / "filtered",
         {"objects.jsonl": "".join(json.dumps(r["f"]) + "\n" for r in records).encode()},
     )
-    sdk_transform(
-        row_sum_model, f"file://{filtered}", f"file://{tmp_path / 'sdk'}", job_name(), **JSON_LINES
-    )
+    sdk_transform(row_sum_model, f"file://{filtered}", f"file://{tmp_path / 'sdk'}", **JSON_LINES)
     sdk_transform(
         row_sum_model,
         f"file://{plain}",
         f"file://{tmp_path / 'sdk-arrays'}",
-        job_name(),
         **JSON_LINES,
     )
 

@@ -2,8 +2,6 @@
 output for it; the SDK writes the refusal into the output, so only the other files are
 compared."""
 
-import uuid
-
 import pytest
 
 from tests.oracle.departures import FAILED_RECORDS
@@ -32,7 +30,6 @@ def test_a_refused_record_fails_its_file_the_others_match_the_sdk_r19(
         row_sum_model,
         f"file://{data}",
         f"file://{tmp_path / 'sdk'}",
-        f"oracle-{uuid.uuid4().hex[:12]}",
         **settings,
     )
 

@@ -2,7 +2,6 @@
 prefixes (R4, R12), on file:// and on S3 (moto), against the SDK's local mode."""
 
 import gzip
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,6 @@ NESTED = {"a.csv": b"1,2\n", "sub/c.csv": b"5,6\n7,8\n", "sub/deeper/e.csv": b"1
 BUCKET = "oracle-data"
 
 
-def job_name() -> str:
-    return f"oracle-{uuid.uuid4().hex[:12]}"
-
-
 def test_gzip_input_is_decompressed_and_named_x_gz_out_r11(tmp_path, row_sum_model, batchinfer_run):
     """GZIP: the SDK sends the compressed bytes (and fails to read them as text); given the
     decompressed bytes under the same names it must write what batchinfer writes for the
@@ -43,13 +38,9 @@ def test_gzip_input_is_decompressed_and_named_x_gz_out_r11(tmp_path, row_sum_mod
     settings = dict(CSV_JOB, compression_type="Gzip")
     ours = batchinfer_run(row_sum_model, packed, tmp_path / "ours", **settings)
     with pytest.raises(UnicodeDecodeError):
-        sdk_transform(
-            row_sum_model, f"file://{packed}", f"file://{tmp_path / 'x'}", job_name(), **settings
-        )
+        sdk_transform(row_sum_model, f"file://{packed}", f"file://{tmp_path / 'x'}", **settings)
     unpacked = write_tree(tmp_path / "unpacked", PLAIN)
-    sdk_transform(
-        row_sum_model, f"file://{unpacked}", f"file://{tmp_path / 'sdk'}", job_name(), **settings
-    )
+    sdk_transform(row_sum_model, f"file://{unpacked}", f"file://{tmp_path / 'sdk'}", **settings)
 
     assert not (tmp_path / "x").exists(), str(GZIP)
     assert ours.exit_code == 0, ours.said
@@ -77,7 +68,6 @@ def test_nested_folders_keep_their_sub_paths_r4_r12(tmp_path, row_sum_model, bat
             row_sum_model,
             f"file://{data / folder}",
             f"file://{sdk_out / folder}",
-            job_name(),
             **CSV_JOB,
         )
         if folder == "":
@@ -134,10 +124,9 @@ def test_nested_s3_prefix_outputs_match_once_read_below_the_job_name_r4_r12(
     sdk_outputs: dict[str, bytes] = {}
     for folder in folders(NESTED):
         prefix = f"in/{folder}/" if folder else "in/"
-        name = job_name()
-        sdk_transform(
-            row_sum_model, f"s3://{BUCKET}/{prefix}", f"s3://{BUCKET}/out", name, **CSV_JOB
-        )
+        name = sdk_transform(
+            row_sum_model, f"s3://{BUCKET}/{prefix}", f"s3://{BUCKET}/out", **CSV_JOB
+        ).job_name
         written = s3_tree(s3, f"out/{name}/")
         below_job = {f"{name}/{key}" for key in written}
         assert set(s3_tree(s3, "out/")) == below_job, str(S3_OUTPUT_PREFIX)
