@@ -25,7 +25,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr
 from botocore.exceptions import ClientError
 
-from batchinfer.pipeline.status_table import PARTITION_KEY, SORT_KEY
+from batchinfer.pipeline.status_table import PARTITION_KEY, SORT_KEY, condition_failed
 
 LEASES_PARTITION_PREFIX = "INSTANCES#"
 LEASES_SK = "LEASES"
@@ -125,7 +125,7 @@ class InstanceLeases:
                 ConditionExpression="attribute_exists(#field.#key)",
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
             return False
         return True
@@ -192,7 +192,7 @@ class InstanceLeases:
                 ConditionExpression="#version = :read",
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
             return False
         return True

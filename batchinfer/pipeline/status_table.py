@@ -64,6 +64,11 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def condition_failed(exc: ClientError) -> bool:
+    """Whether DynamoDB refused a conditional write because its condition did not hold."""
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
 @dataclass
 class StatusTable:
     """Access to the status table through a boto3 ``Table`` resource."""
@@ -100,7 +105,7 @@ class StatusTable:
                 | Attr("execution_arn").eq(execution_arn),
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
             existing = self.get_run(run_id) or {}
             raise RunAlreadyExists(
@@ -153,7 +158,7 @@ class StatusTable:
                 ConditionExpression=condition,
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
             raise NotRunOwner(
                 f"run {run_id!r}: not updated; it belongs to another execution than "
@@ -174,7 +179,7 @@ class StatusTable:
                 & Attr(attribute).not_exists(),
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
             return False
         return True
@@ -253,7 +258,7 @@ class StatusTable:
                 **kwargs,
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
             raise NotRunOwner(
                 f"run {run_id!r}: not updated; it belongs to another execution than {execution_arn}"
