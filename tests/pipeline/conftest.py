@@ -47,6 +47,16 @@ class Account:
         listed = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
         return sorted(item["Key"] for item in listed.get("Contents", []))
 
+    def failure_clients(self) -> dict[str, Any]:
+        """What record_failure and record_ended_execution are given besides the event."""
+        return {
+            "env": self.env,
+            "table": self.table,
+            "events": self.events,
+            "sns": self.sns,
+            "sagemaker": self.sagemaker,
+        }
+
     def announced(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(SNS notifications, run-finished events) delivered so far."""
         return _drain(self.sqs, self.topic_queue), _drain(self.sqs, self.bus_queue)

@@ -16,16 +16,6 @@ EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:"
 PLAN = example_plan(run_id="r").to_state()
 
 
-def _clients(account):
-    return {
-        "env": account.env,
-        "table": account.table,
-        "events": account.events,
-        "sns": account.sns,
-        "sagemaker": account.sagemaker,
-    }
-
-
 def test_plan_failure_is_recorded_as_rejected_under_the_request_run_id(account):
     state = {
         "input": "s3://x",
@@ -36,7 +26,7 @@ def test_plan_failure_is_recorded_as_rejected_under_the_request_run_id(account):
         },
     }
     result = record_failure(
-        state, execution=EXECUTION + "e", execution_name="e", **_clients(account)
+        state, execution=EXECUTION + "e", execution_name="e", **account.failure_clients()
     )
     assert result == Failure("ValidationError", "run bad-1: input: 's3://x' is outside")
     run = account.table.get_run("bad-1")
@@ -49,9 +39,11 @@ def test_plan_failure_is_recorded_as_rejected_under_the_request_run_id(account):
 
 def test_a_rejected_request_leaves_its_run_id_to_the_corrected_one(account):
     state = {"run_id": "fix-me", "error": {"Error": "ValidationError", "Cause": "bad key"}}
-    record_failure(state, execution=EXECUTION + "e1", execution_name="e1", **_clients(account))
+    record_failure(
+        state, execution=EXECUTION + "e1", execution_name="e1", **account.failure_clients()
+    )
     again = record_failure(
-        state, execution=EXECUTION + "e2", execution_name="e2", **_clients(account)
+        state, execution=EXECUTION + "e2", execution_name="e2", **account.failure_clients()
     )
     assert "not this execution's" not in again.cause, "a second rejection is recorded too"
     account.table.create_run("fix-me", EXECUTION + "e3")
@@ -67,10 +59,10 @@ def test_recording_again_after_it_ran_announces_once(account):
         "error": {"Error": "ShardsMissing", "Cause": json.dumps({"errorMessage": "gone"})},
     }
     first = record_failure(
-        state, execution=EXECUTION + "e", execution_name="e", **_clients(account)
+        state, execution=EXECUTION + "e", execution_name="e", **account.failure_clients()
     )
     second = record_failure(
-        state, execution=EXECUTION + "e", execution_name="e", **_clients(account)
+        state, execution=EXECUTION + "e", execution_name="e", **account.failure_clients()
     )
     assert first == second
     notifications, events = account.announced()
@@ -81,7 +73,7 @@ def test_recording_again_after_it_ran_announces_once(account):
 def test_a_failed_send_is_sent_again_by_the_retry(account, monkeypatch):
     account.table.create_run("r", EXECUTION + "e")
     state = {"plan": PLAN, "error": {"Error": "ShardsMissing", "Cause": "gone"}}
-    clients = _clients(account)
+    clients = account.failure_clients()
     publish = account.sns.publish
     calls = []
 
@@ -102,7 +94,9 @@ def test_a_failed_send_is_sent_again_by_the_retry(account, monkeypatch):
 def test_a_stopped_job_aborts_the_run(account):
     account.table.create_run("r", EXECUTION + "e")
     state = {"plan": PLAN, "error": {"Error": "JobStopped", "Cause": "stopped"}}
-    record_failure(state, execution=EXECUTION + "e", execution_name="e", **_clients(account))
+    record_failure(
+        state, execution=EXECUTION + "e", execution_name="e", **account.failure_clients()
+    )
     assert account.table.get_run("r")["run_status"] == ABORTED
 
 
@@ -110,7 +104,7 @@ def test_another_executions_run_is_left_alone(account):
     account.table.create_run("shared", EXECUTION + "owner")
     state = {"run_id": "shared", "error": {"Error": "ValidationError", "Cause": "bad"}}
     result = record_failure(
-        state, execution=EXECUTION + "other", execution_name="other", **_clients(account)
+        state, execution=EXECUTION + "other", execution_name="other", **account.failure_clients()
     )
     assert "not this execution's" in result.cause
     assert account.table.get_run("shared")["run_status"] == RUNNING
@@ -133,7 +127,7 @@ def test_timed_out_execution_marks_its_running_run_failed(account):
     account.table.create_run("slow", EXECUTION + "e1")
     result = record_ended_execution(
         _status_change("e1", "TIMED_OUT", {"input": "s3://b/input/", "run_id": "slow"}),
-        **_clients(account),
+        **account.failure_clients(),
     )
     assert result.error == "ExecutionTimedOut"
     assert account.table.get_run("slow")["run_status"] == FAILED
@@ -142,7 +136,7 @@ def test_timed_out_execution_marks_its_running_run_failed(account):
 def test_aborted_execution_marks_its_running_run_aborted(account):
     account.table.create_run("stop", EXECUTION + "e3")
     event = _status_change("e3", "ABORTED", {"input": "s3://b/input/", "run_id": "stop"})
-    assert record_ended_execution(event, **_clients(account)).error == "ExecutionAborted"
+    assert record_ended_execution(event, **account.failure_clients()).error == "ExecutionAborted"
     assert account.table.get_run("stop")["run_status"] == ABORTED
 
 
@@ -152,11 +146,11 @@ def test_an_execution_failed_without_a_catch_closes_its_run_with_the_cause(accou
     account.table.create_run("lost", EXECUTION + "e4")
     event = _status_change("e4", "FAILED", {"input": "s3://b/input/", "run_id": "lost"})
     event["detail"] |= {"error": "States.Runtime", "cause": "path $.round.complete not found"}
-    result = record_ended_execution(event, **_clients(account))
+    result = record_ended_execution(event, **account.failure_clients())
     assert result.error == "States.Runtime" and "$.round.complete" in result.cause
     run = account.table.get_run("lost")
     assert run["run_status"] == FAILED and run["error"] == "States.Runtime"
-    assert record_ended_execution(event, **_clients(account)) is None, "closed once"
+    assert record_ended_execution(event, **account.failure_clients()) is None, "closed once"
     notifications, events = account.announced()
     assert len(notifications) == 1 and len(events) == 1
 
@@ -165,6 +159,6 @@ def test_finished_runs_are_not_touched_by_late_status_events(account):
     account.table.create_run("done", EXECUTION + "e2")
     account.table.update_run("done", EXECUTION + "e2", {"run_status": SUCCEEDED})
     event = _status_change("e2", "ABORTED", {"input": "s3://b/input/", "run_id": "done"})
-    assert record_ended_execution(event, **_clients(account)) is None
+    assert record_ended_execution(event, **account.failure_clients()) is None
     assert account.table.get_run("done")["run_status"] == SUCCEEDED
     assert account.table.runs(SUCCEEDED)[0]["run_id"] == "done"

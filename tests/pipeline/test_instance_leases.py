@@ -333,16 +333,6 @@ def test_types_without_a_budget_of_their_own_take_the_default(account):
     assert env.budget_for("ml.c5.large") == 1 and env.budget_for(TYPE) == 8
 
 
-def _clients(account):
-    return {
-        "env": account.env,
-        "table": account.table,
-        "events": account.events,
-        "sns": account.sns,
-        "sagemaker": account.sagemaker,
-    }
-
-
 def test_a_failed_run_returns_its_instances(account):
     env = _env(account)
     account.table.create_run("r", EXECUTION + "r")
@@ -350,7 +340,9 @@ def test_a_failed_run_returns_its_instances(account):
         _plan("r", 8), example_round(), execution=EXECUTION + "r", env=env, table=account.table
     )
     state = {"plan": _plan("r", 8).to_state(), "error": {"Error": "States.Timeout", "Cause": "x"}}
-    record_failure(state, execution=EXECUTION + "r", execution_name="r", **_clients(account))
+    record_failure(
+        state, execution=EXECUTION + "r", execution_name="r", **account.failure_clients()
+    )
     assert InstanceLeases(account.table.table).held(TYPE) == {}
 
 
@@ -368,7 +360,9 @@ def test_a_run_that_fails_while_it_waits_leaves_the_queue(account):
     leases = InstanceLeases(account.table.table)
     assert leases.queue(TYPE) == ["w"]
     state = {"plan": _plan("w").to_state(), "error": {"Error": "States.Timeout", "Cause": "x"}}
-    record_failure(state, execution=EXECUTION + "w", execution_name="w", **_clients(account))
+    record_failure(
+        state, execution=EXECUTION + "w", execution_name="w", **account.failure_clients()
+    )
     assert leases.queue(TYPE) == [] and set(leases.held(TYPE)) == {"hog"}
 
 
@@ -387,7 +381,7 @@ def test_an_aborted_execution_returns_its_instances(account):
             "input": '{"input": "s3://b/input/", "run_id": "stop"}',
         },
     }
-    record_ended_execution(event, **_clients(account))
+    record_ended_execution(event, **account.failure_clients())
     assert InstanceLeases(account.table.table).held(TYPE) == {}
 
 
