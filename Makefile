@@ -23,6 +23,7 @@ $(NPM_STAMP): package.json package-lock.json $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 pytest: $(STAMP) $(NPM_STAMP)
 	$(BIN)/pytest -n 2

@@ -4,6 +4,8 @@ import re
 
 from batchinfer.errors import ValidationError
 
+MIB = 1024**2  # MaxPayloadInMB counts these (1 MB = 1,048,576 bytes, the larger reading)
+
 _UNITS = {
     "": 1,
     "b": 1,
@@ -16,7 +18,7 @@ _UNITS = {
     "t": 1000**4,
     "tb": 1000**4,
     "kib": 1024,
-    "mib": 1024**2,
+    "mib": MIB,
     "gib": 1024**3,
     "tib": 1024**4,
 }

@@ -3,9 +3,9 @@ the run's admission (granted, or waiting since when)."""
 
 from typing import Any
 
-from batchinfer.pipeline.acquire_instances import acquire_instances
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.state import Round, RunPlan
+from batchinfer.pipeline.contract.state import Round, RunPlan
+from batchinfer.pipeline.steps.acquire_instances import acquire_instances
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from typing import Any
 
 import boto3
 
-from batchinfer.pipeline.arrivals import Trigger, start_arrivals
+from batchinfer.pipeline.steps.arrivals import Trigger, start_arrivals
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.collect import collect
-from batchinfer.pipeline.state import RunPlan
+from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.pipeline.steps.collect import collect
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -1,11 +1,11 @@
 """Step Functions task: CountShard, one item of the CountShards Map. Event: a
-:class:`~batchinfer.pipeline.state.ShardCheck`; answers a ``ShardCount``."""
+:class:`~batchinfer.pipeline.contract.state.ShardCheck`; answers a ``ShardCount``."""
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.count_shard import count_shard
-from batchinfer.pipeline.state import ShardCheck
+from batchinfer.pipeline.contract.state import ShardCheck
+from batchinfer.pipeline.steps.count_shard import count_shard
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

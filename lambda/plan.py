@@ -3,8 +3,8 @@
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.plan import plan_run
+from batchinfer.pipeline.steps.plan import plan_run
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -3,9 +3,9 @@ engine and request for this attempt."""
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.prepare_job import prepare_job
-from batchinfer.pipeline.state import Round, RunPlan
+from batchinfer.pipeline.contract.state import Round, RunPlan
+from batchinfer.pipeline.steps.prepare_job import prepare_job
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -5,8 +5,8 @@ out or was aborted."""
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
+from batchinfer.pipeline.steps.record_failure import record_ended_execution, record_failure
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None:

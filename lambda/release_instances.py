@@ -3,9 +3,9 @@
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.release_instances import release_instances
-from batchinfer.pipeline.state import RunPlan
+from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.pipeline.steps.release_instances import release_instances
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

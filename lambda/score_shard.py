@@ -4,16 +4,16 @@ invokes it again, from the progress it saved."""
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.score_shard import ShardItem, score_shard
-from batchinfer.pipeline.state import RunPlan
+from batchinfer.pipeline.contract.state import RunPlan, ShardEntry
+from batchinfer.pipeline.steps.score_shard import score_shard
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     aws = services()
     status = score_shard(
         RunPlan.from_state(event["plan"]),
-        ShardItem.from_state(event["shard"]),
+        ShardEntry.from_line(event["shard"], where="score event"),
         event["job"],
         s3=aws.s3,
         runtime=aws.runtime,

@@ -4,9 +4,9 @@ the shards whose records the endpoint refused."""
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.scoring_outcome import scoring_outcome
-from batchinfer.pipeline.state import RunPlan
+from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.pipeline.steps.scoring_outcome import scoring_outcome
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -1,11 +1,11 @@
 """Step Functions task: SplitObject, one item of the split Map. Event: a
-:class:`~batchinfer.pipeline.state.SplitTask`; answers a ``SplitResult`` (where the shard
+:class:`~batchinfer.pipeline.contract.state.SplitTask`; answers a ``SplitResult`` (where the shard
 index is; the shard list stays in it)."""
 
 from typing import Any
 
-from batchinfer.pipeline.split_object import split_object
-from batchinfer.pipeline.state import SplitTask
+from batchinfer.pipeline.contract.state import SplitTask
+from batchinfer.pipeline.steps.split_object import split_object
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -4,9 +4,9 @@ answers the next round, or the same one ``complete``."""
 
 from typing import Any
 
-from batchinfer.pipeline.clients import services
-from batchinfer.pipeline.state import JobOutcome, Round, RunPlan
-from batchinfer.pipeline.verify import verify
+from batchinfer.pipeline.contract.state import JobOutcome, Round, RunPlan
+from batchinfer.pipeline.steps.verify import verify
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from batchinfer.pipeline.layout import INPUT_PREFIX
-from batchinfer.pipeline.status_table import STATUS_INDEX
+from batchinfer.pipeline.contract.layout import INPUT_PREFIX
+from batchinfer.pipeline.storage.status_table import STATUS_INDEX
 from stacks.nag import acknowledge, resource_finding
 from stacks.status_table import StatusTable
 from stacks.storage import Storage

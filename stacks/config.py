@@ -12,16 +12,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY, EndpointTarget
 from batchinfer.engines import PIPELINE_ENGINES
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline import data_places
-from batchinfer.pipeline.data_places import DATA, DataPlace
-from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY, EndpointTarget
-from batchinfer.pipeline.instance_types import accepted, check_instance_type, nearest
-from batchinfer.pipeline.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
-from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
-from batchinfer.pipeline.limits import MAX_ROUNDS, MIN_SHARD_SIZE
-from batchinfer.pipeline.run_model import PACKAGE_GROUP, PACKAGE_VERSION
+from batchinfer.instances.supported import accepted, check_instance_type, nearest
+from batchinfer.pipeline.contract import data_places
+from batchinfer.pipeline.contract.data_places import DATA, DataPlace
+from batchinfer.pipeline.contract.job_names import MAX_PREFIX_LENGTH, PREFIX_PATTERN
+from batchinfer.pipeline.contract.layout import INPUT_PREFIX, OUTPUT_PREFIX
+from batchinfer.pipeline.contract.limits import MAX_ROUNDS, MIN_SHARD_SIZE
+from batchinfer.pipeline.jobs.run_model import PACKAGE_GROUP, PACKAGE_VERSION
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import is_s3_uri, parse_s3_uri

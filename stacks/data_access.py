@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 
-from batchinfer.pipeline.data_places import DataPlace
+from batchinfer.pipeline.contract.data_places import DataPlace
 from stacks.nag import resource_finding
 
 WRITE_ACTIONS = ["s3:PutObject", "s3:AbortMultipartUpload"]

@@ -1,6 +1,6 @@
 """The pipeline's Lambdas: one asset (``lambda/`` + ``batchinfer/``, bundled locally without
 Docker), one function and one least-privilege role per step of the registry
-(:data:`batchinfer.pipeline.steps.STEPS`), JSON logs and X-Ray."""
+(:data:`batchinfer.pipeline.contract.registry.STEPS`), JSON logs and X-Ray."""
 
 import shutil
 from pathlib import Path
@@ -19,9 +19,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.layout import INPUT_PREFIX, OUTPUT_PREFIX
-from batchinfer.pipeline.steps import STEPS, Step
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.contract.layout import INPUT_PREFIX, OUTPUT_PREFIX
+from batchinfer.pipeline.contract.registry import STEPS, Step
 from stacks.config import LOG_RETENTION_DAYS, PipelineConfig
 from stacks.data_access import grant_list, grant_read, grant_write
 from stacks.model_access import grant_create_run_models, grant_delete_run_models

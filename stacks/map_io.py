@@ -6,7 +6,7 @@ import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 
-from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX
 
 
 class RunItemReader(sfn.S3JsonLItemReader):

@@ -10,7 +10,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from batchinfer.pipeline.layout import RUNS_PREFIX, SHARDS_PREFIX
+from batchinfer.pipeline.contract.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
 from stacks.config import ECR_IMAGE, PipelineConfig
 from stacks.data_access import JOB_OUTPUT_KEY_ACTIONS, grant_write

@@ -4,13 +4,13 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline.contract import stack_outputs
 from stacks.config import PipelineConfig
 
 
 class Outputs(Construct):
     """One exported output and one SSM parameter per value (keys in
-    :mod:`batchinfer.pipeline.stack_outputs`)."""
+    :mod:`batchinfer.pipeline.contract.stack_outputs`)."""
 
     def __init__(
         self, scope: Construct, id: str, *, config: PipelineConfig, values: dict[str, str]

@@ -6,9 +6,9 @@ from pathlib import Path
 from aws_cdk import Environment, Stack
 from constructs import Construct
 
-from batchinfer.pipeline import data_places, stack_outputs
-from batchinfer.pipeline.endpoints import targets_to_json
-from batchinfer.pipeline.environment import PipelineEnvironment
+from batchinfer.endpoints.targets import targets_to_json
+from batchinfer.pipeline.contract import data_places, stack_outputs
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.units import parse_size
 from stacks.cli_access import CliAccess
 from stacks.config import PipelineConfig

@@ -1,5 +1,5 @@
 """The split jobs: SageMaker Processing jobs in the project's image that split the input
-objects too large for the SplitObject Lambda (batchinfer/pipeline/split_job.py).
+objects too large for the SplitObject Lambda (batchinfer/pipeline/jobs/split_job.py).
 
 Their role has the SplitObject step's data grants, from the step registry (read the input
 places, by version; write shards/ by multipart upload), plus what every job needs: its
@@ -9,7 +9,7 @@ logs and metrics, the image, and network interfaces in the stack's VPC.
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from batchinfer.pipeline import steps
+from batchinfer.pipeline.contract import registry as steps
 from stacks.config import PipelineConfig
 from stacks.functions import grant_step, grant_step_places
 from stacks.model import Model, grant_job_logs

@@ -4,14 +4,14 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from batchinfer.pipeline import status_table as keys
+from batchinfer.pipeline.storage import status_table as keys
 from stacks.config import PipelineConfig
 from stacks.storage import Storage
 
 
 class StatusTable(Construct):
     """``table``: pk ``run_id``, sk ``RUN``/``SHARD#<n>`` (see
-    :mod:`batchinfer.pipeline.status_table`)."""
+    :mod:`batchinfer.pipeline.storage.status_table`)."""
 
     def __init__(
         self, scope: Construct, id: str, *, config: PipelineConfig, storage: Storage

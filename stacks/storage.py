@@ -5,15 +5,16 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from batchinfer.pipeline.data_places import DATA
-from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX, SHARDS_PREFIX
+from batchinfer.pipeline.contract.data_places import DATA
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX, SHARDS_PREFIX
 from stacks.config import PipelineConfig
 from stacks.nag import acknowledge
 
 
 class Storage(Construct):
     """A KMS key (rotation on) and a TLS-only, versioned, access-logged data bucket holding
-    ``input/``, ``shards/``, ``output/`` and ``runs/`` (see :mod:`batchinfer.pipeline.layout`).
+    ``input/``, ``shards/``, ``output/`` and ``runs/`` (see
+    :mod:`batchinfer.pipeline.contract.layout`).
     """
 
     def __init__(self, scope: Construct, id: str, *, config: PipelineConfig) -> None:

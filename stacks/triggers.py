@@ -16,7 +16,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from batchinfer.pipeline.arrivals import Trigger
+from batchinfer.pipeline.steps.arrivals import Trigger
 from stacks.config import PipelineConfig, S3TriggerConfig
 from stacks.data_access import grant_list
 from stacks.functions import Functions, lambda_function

@@ -29,18 +29,18 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from batchinfer.pipeline import steps
-from batchinfer.pipeline.instance_types import has_local_storage
-from batchinfer.pipeline.job_names import RUN_ID_TAG
-from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX
-from batchinfer.pipeline.prepare_job import JOB_TASKS, JobTask
-from batchinfer.pipeline.split_job import (
+from batchinfer.instances.supported import has_local_storage
+from batchinfer.pipeline.contract import registry as steps
+from batchinfer.pipeline.contract.job_names import RUN_ID_TAG
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX
+from batchinfer.pipeline.contract.registry import Step
+from batchinfer.pipeline.jobs.split_job import (
     JOB,
     SPLIT_ENTRYPOINT,
     SPLIT_NAME_MARK,
     SPLIT_VOLUME_GB,
 )
-from batchinfer.pipeline.steps import Step
+from batchinfer.pipeline.steps.prepare_job import JOB_TASKS, JobTask
 from stacks.config import PipelineConfig
 from stacks.functions import Functions, retention
 from stacks.map_io import RunItemReader, RunResultWriter

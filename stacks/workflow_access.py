@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 
 from batchinfer.engines import ENGINES
-from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX
 from stacks.config import PipelineConfig
 from stacks.functions import Functions
 from stacks.nag import acknowledge, resource_finding

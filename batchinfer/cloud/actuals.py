@@ -9,8 +9,8 @@ at the estimate's hourly price (the same table, or the request's price), else th
 from datetime import UTC, datetime
 from typing import Any
 
+from batchinfer.instances.prices import hourly_price
 from batchinfer.planning.estimate import SECONDS_PER_HOUR
-from batchinfer.planning.prices import hourly_price
 
 ACTUAL_KEYS = (
     "finished",

@@ -12,7 +12,7 @@ from typing import Any
 from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.errors import BatchInferError
-from batchinfer.pipeline.status_table import RUN_STATUSES, RUNNING, StatusTable
+from batchinfer.pipeline.storage.status_table import RUN_STATUSES, RUNNING, StatusTable
 
 # The keys of ``--json`` output, always present (null when the item has no value yet).
 RUN_KEYS = (

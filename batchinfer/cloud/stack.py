@@ -1,13 +1,13 @@
 """A deployed stack's resources, found through its CloudFormation outputs (never through
-hard-coded names; the keys are :mod:`batchinfer.pipeline.stack_outputs`)."""
+hard-coded names; the keys are :mod:`batchinfer.pipeline.contract.stack_outputs`)."""
 
 from dataclasses import dataclass
 from typing import Any
 
 from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.errors import BatchInferError
-from batchinfer.pipeline import stack_outputs
-from batchinfer.pipeline.status_table import StatusTable
+from batchinfer.pipeline.contract import stack_outputs
+from batchinfer.pipeline.storage.status_table import StatusTable
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ from batchinfer.cloud.stack import DeployedStack
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline.plan import check_request
-from batchinfer.pipeline.run_estimate import ESTIMATE_KEY, EstimateRequest
-from batchinfer.pipeline.status_table import RUN_STATUSES
+from batchinfer.pipeline.jobs.run_estimate import ESTIMATE_KEY, EstimateRequest
+from batchinfer.pipeline.jobs.run_request import RunRequest
+from batchinfer.pipeline.storage.status_table import RUN_STATUSES
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
@@ -122,7 +122,7 @@ def submit(
         )
     deployed = _stack(stack, region)
     state_machine = deployed.state_machine_arn
-    check_request(request)
+    RunRequest.parse(request)
     if dry_run:
         typer.echo(json.dumps({"state_machine_arn": state_machine, "request": request}, indent=2))
         typer.echo(
@@ -142,7 +142,7 @@ def measured_throughput(
     """The request's ``estimate``: the model's throughput on ``sample``, calibrated as
     ``batchinfer plan --model`` calibrates it."""
     from batchinfer.commands.run import parse_engine
-    from batchinfer.planning.plan import PlanRequest, make_plan
+    from batchinfer.planning.job_plan import PlanRequest, make_plan
 
     request = PlanRequest(
         inputs=[str(sample)],

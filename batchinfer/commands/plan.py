@@ -14,10 +14,11 @@ from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.run import parse_local_engine, parse_shards
 from batchinfer.commands.transform_options import option_name
+from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline.endpoints import DEFAULT_ENDPOINT_CONCURRENCY
+from batchinfer.instances.prices import parse_price_overrides
 from batchinfer.planning.endpoint_estimate import EndpointEstimate
-from batchinfer.planning.plan import (
+from batchinfer.planning.job_plan import (
     DEFAULT_SAMPLE_RECORDS,
     Plan,
     PlanRequest,
@@ -25,12 +26,11 @@ from batchinfer.planning.plan import (
     largest_record,
     make_plan,
 )
-from batchinfer.planning.prices import parse_price_overrides
 from batchinfer.planning.survey import Sharding
 from batchinfer.planning.tune import TunePoint, recommend
 from batchinfer.planning.tune_plot import check_plotting, write_plot
-from batchinfer.transform.settings import MIB, TransformSettings
-from batchinfer.units import parse_size
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import MIB, parse_size
 
 FILES_SHOWN = 20
 

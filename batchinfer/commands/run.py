@@ -14,7 +14,7 @@ from batchinfer.commands.run_display import LiveProgress, plural, summary_notes,
 from batchinfer.engine.local_job import JobInterrupted, JobResult, LocalJob, run_job
 from batchinfer.engines import ENGINES, LOCAL_ENGINES, Engine, LocalEngine
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline.layout import RESULT_MANIFEST
+from batchinfer.transform.assemble import RESULT_MANIFEST
 from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_LINES = 3

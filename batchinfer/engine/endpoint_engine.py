@@ -3,7 +3,7 @@
 Content-Type and Accept, C3, C7), e.g. ``batchinfer serve`` or a model container.
 
 ``instance_count`` files are scored at once, each taken whole from one queue (R3) and
-scored by :func:`batchinfer.engine.endpoint_scoring.score_file` with up to
+scored by :func:`batchinfer.endpoints.scoring.score_file` with up to
 MaxConcurrentTransforms requests in flight, so its ``.out`` is what a transform job writes.
 """
 
@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from batchinfer.engine.endpoint_scoring import (
+from batchinfer.endpoints.scoring import (
     REALTIME_TIMEOUT_SECONDS,
     endpoint_retry,
     endpoint_settings,

@@ -12,20 +12,7 @@ import urllib.parse
 from typing import Any
 
 from batchinfer.errors import ValidationError
-from batchinfer.transform.record_errors import InvocationError
-
-EXCERPT_BYTES = 500
-THROTTLED = 429
-
-
-def checked_response(status: int, body: bytes, *, retry_throttling: bool = False) -> bytes:
-    """The body of a 2xx answer; otherwise an InvocationError quoting the start of the body,
-    retryable for 5xx (R20) and, with ``retry_throttling``, for 429."""
-    if not 200 <= status < 300:
-        detail = body[:EXCERPT_BYTES].decode("utf-8", "replace").strip()
-        retryable = status >= 500 or (retry_throttling and status == THROTTLED)
-        raise InvocationError(detail, status=status, retryable=retryable)
-    return body
+from batchinfer.transform.record_errors import InvocationError, checked_response
 
 
 class ModelServerClient:

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from batchinfer.endpoints.scoring import endpoint_settings
 from batchinfer.engine.endpoint_engine import endpoint_client, run_endpoint
-from batchinfer.engine.endpoint_scoring import endpoint_settings
 from batchinfer.engine.inputs import (
     InputFile,
     Units,
@@ -31,14 +31,13 @@ from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutc
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
-from batchinfer.pipeline.layout import RESULT_MANIFEST, SUCCESS_MARKER
 from batchinfer.serving.readable import check_readable
 from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
 from batchinfer.sharding.splitter import splits_as_gzip
-from batchinfer.transform.assemble import output_name
+from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, output_name
 from batchinfer.transform.settings import TransformSettings
 
 

@@ -21,9 +21,9 @@ from batchinfer.engine.key_split import shard_by_key
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
 from batchinfer.engine.transform_engine import default_workers_per_instance
 from batchinfer.errors import BatchInferError
-from batchinfer.serving.limits import execution_parameters
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.file_transform import FileStats
+from batchinfer.transform.server_limits import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 

@@ -17,13 +17,13 @@ from dataclasses import asdict
 from multiprocessing import get_context
 from pathlib import Path
 
-from batchinfer.engine.http_client import checked_response
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.serving.handlers import InferenceHandler, load_handler
-from batchinfer.serving.limits import execution_parameters
 from batchinfer.serving.server_errors import error_answer
+from batchinfer.transform.record_errors import checked_response
+from batchinfer.transform.server_limits import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")

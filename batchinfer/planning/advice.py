@@ -6,8 +6,8 @@ Every warning has a stable ``code`` (for ``--json`` readers) and a message for p
 from dataclasses import dataclass
 
 from batchinfer.errors import ValidationError
-from batchinfer.planning.price_table import AS_OF
-from batchinfer.planning.prices import known_regions
+from batchinfer.instances.price_table import AS_OF
+from batchinfer.instances.prices import known_regions
 from batchinfer.planning.survey import InputSurvey, Sharding
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.transform.records import oversize_error

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from batchinfer.engine.endpoint_scoring import endpoint_settings
+from batchinfer.endpoints.scoring import endpoint_settings
 from batchinfer.planning.estimate import Throughput, Unit
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 

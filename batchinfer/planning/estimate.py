@@ -18,9 +18,9 @@ from decimal import Decimal
 from typing import Any
 
 from batchinfer.engine.key_split import shard_by_key
-from batchinfer.pipeline.instance_specs import InstanceSpec
-from batchinfer.planning.prices import Price
-from batchinfer.serving.limits import execution_parameters
+from batchinfer.instances.prices import Price
+from batchinfer.instances.specs import InstanceSpec
+from batchinfer.transform.server_limits import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 SECONDS_PER_HOUR = 3600.0

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from batchinfer.planning.calibrate import calibrate
-from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, MIB, TransformSettings
+from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
+from batchinfer.units import MIB
 
 PAYLOADS_MB = (1, 2, 4, 6, 8, 16, 32, 64, 100)
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)

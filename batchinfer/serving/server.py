@@ -23,12 +23,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from batchinfer.errors import ValidationError
-from batchinfer.serving.limits import (
-    DEFAULT_MAX_PAYLOAD_MB,
-    DEFAULT_TIMEOUT,
-    max_payload_mb,
-    request_timeout,
-)
+from batchinfer.transform.server_limits import DEFAULT_TIMEOUT, max_payload_mb, request_timeout
+from batchinfer.transform.settings import DEFAULT_MAX_PAYLOAD_MB
 
 LOG = logging.getLogger(__name__)
 DEFAULT_PORT = 8080
@@ -128,9 +124,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
 
         def load(self) -> Any:
             from batchinfer.serving.handlers import load_handler
-            from batchinfer.serving.limits import ServerLimits
             from batchinfer.serving.server_errors import ModelLoadError
             from batchinfer.serving.wsgi_app import InferenceApp
+            from batchinfer.transform.server_limits import ServerLimits
 
             try:
                 handler = load_handler(settings.model_dir)

@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from batchinfer.serving.handlers import InferenceHandler
-from batchinfer.serving.limits import ServerLimits
 from batchinfer.serving.server_errors import RequestError, error_answer
+from batchinfer.transform.server_limits import ServerLimits
+from batchinfer.units import MIB
 
 LOG = logging.getLogger(__name__)
-MIB = 1024 * 1024
 _READ_CHUNK = 4 * MIB
 _REASONS = {
     200: "OK",

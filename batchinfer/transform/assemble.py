@@ -1,9 +1,14 @@
-"""Assembly of responses into the output object (R13) and output naming (R11, R12)."""
+"""Assembly of responses into the output object (R13), output naming (R11, R12), and the
+markers of a finished output folder."""
 
 from batchinfer.errors import ValidationError
 from batchinfer.transform.records import count_records
 
 OUTPUT_SUFFIX = ".out"
+# What a finished job leaves in its output folder beside the outputs: the record of what it
+# did, then the marker that says the folder is complete (written last).
+RESULT_MANIFEST = "_manifest.json"
+SUCCESS_MARKER = "_SUCCESS"
 
 
 def assemble(response: bytes, assemble_with: str) -> bytes:

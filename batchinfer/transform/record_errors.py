@@ -1,6 +1,10 @@
-"""Errors of one file's transform: a failed record or a failed request (spec R19)."""
+"""Errors of one file's transform: a failed record or a failed request (spec R19), and the
+answer of a request told apart from its failure."""
 
 from batchinfer.errors import BatchInferError, InputError
+
+EXCERPT_BYTES = 500  # of an error answer's body, quoted in its error
+THROTTLED = 429
 
 
 class RecordError(InputError):
@@ -26,3 +30,13 @@ class InvocationError(BatchInferError):
         self.status = status
         self.retryable = retryable
         super().__init__(reason if status is None else f"HTTP {status}: {reason}")
+
+
+def checked_response(status: int, body: bytes, *, retry_throttling: bool = False) -> bytes:
+    """The body of a 2xx answer; otherwise an InvocationError quoting the start of the body,
+    retryable for 5xx (R20) and, with ``retry_throttling``, for 429."""
+    if not 200 <= status < 300:
+        detail = body[:EXCERPT_BYTES].decode("utf-8", "replace").strip()
+        retryable = status >= 500 or (retry_throttling and status == THROTTLED)
+        raise InvocationError(detail, status=status, retryable=retryable)
+    return body

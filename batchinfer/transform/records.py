@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 from batchinfer.errors import ValidationError
 from batchinfer.transform.record_errors import RecordError
+from batchinfer.units import MIB
 
-MIB = 1024 * 1024
 READ_SIZE = 8 * MIB
 
 # (original record, its 1-based number) -> the bytes it contributes to the request body.

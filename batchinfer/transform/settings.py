@@ -15,8 +15,8 @@ from typing import Any
 from batchinfer.errors import ValidationError
 from batchinfer.media_types import CSV, JSON, JSONLINES, codec_type, media_type
 from batchinfer.transform import jsonpath
+from batchinfer.units import MIB
 
-MIB = 1024 * 1024
 # Answer types that hold one line per record, so output records can be counted (R17).
 LINE_ANSWERS = frozenset({CSV, JSONLINES})
 

@@ -26,10 +26,10 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from batchinfer.pipeline.collect import collect
-from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.plan import plan_run
-from batchinfer.pipeline.status_table import StatusTable
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.steps.collect import collect
+from batchinfer.pipeline.steps.plan import plan_run
+from batchinfer.pipeline.storage.status_table import StatusTable
 
 
 def support(name: str) -> ModuleType:

@@ -1,5 +1,5 @@
 """A moto account with a deployed-looking pipeline stack: a CloudFormation stack whose
-outputs (the keys of batchinfer.pipeline.stack_outputs) name a status table (the stack's
+outputs (the keys of batchinfer.pipeline.contract.stack_outputs) name a status table (the stack's
 keys and index) and a state machine."""
 
 import json
@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batchinfer.pipeline import stack_outputs
-from batchinfer.pipeline.status_table import StatusTable
+from batchinfer.pipeline.contract import stack_outputs
+from batchinfer.pipeline.storage.status_table import StatusTable
 from tests.support.aws import create_output_stack, create_status_table
 
 REGION = "eu-west-1"

@@ -12,12 +12,12 @@ from batchinfer.cloud.actuals import ACTUAL_KEYS, actual
 from batchinfer.cloud.runs import RUN_KEYS, SHARD_KEYS, as_json
 from batchinfer.commands import figures
 from batchinfer.commands.transform_options import option_name
-from batchinfer.pipeline import stack_outputs
-from batchinfer.pipeline.plan import check_request
-from batchinfer.pipeline.run_estimate import EstimateRequest, ShardTally, run_estimate
-from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
+from batchinfer.instances.prices import table_price
+from batchinfer.pipeline.contract import stack_outputs
+from batchinfer.pipeline.jobs.run_estimate import EstimateRequest, ShardTally, run_estimate
+from batchinfer.pipeline.jobs.run_request import RunRequest
+from batchinfer.pipeline.storage.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.planning.estimate import Throughput
-from batchinfer.planning.prices import table_price
 from batchinfer.transform.settings import PASCAL, TransformSettings
 from tests.support.aws import create_output_stack
 from tests.support.cli import run_cli
@@ -430,7 +430,7 @@ def test_submit_measures_the_throughput_the_run_is_estimated_with(invoke, deploy
     assert set(measured) == {"bytes_per_second", "rows_per_second", "busy_cpus"}
     assert measured["bytes_per_second"] > measured["rows_per_second"] > 0
     assert measured["busy_cpus"] >= 1
-    check_request(request)  # the Plan takes it
+    RunRequest.parse(request)  # the Plan takes it
 
 
 def test_submit_needs_both_the_estimate_model_and_its_sample(invoke, deployed, tmp_path):

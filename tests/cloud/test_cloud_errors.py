@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError
 
 from batchinfer.cloud.aws_errors import user_error
 from batchinfer.errors import AwsUnreachable, CredentialsMissing
-from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline.contract import stack_outputs
 from tests.support.aws import create_output_stack
 from tests.support.cli import run_cli
 

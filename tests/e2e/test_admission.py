@@ -9,8 +9,8 @@ import itertools
 import threading
 import time
 
-from batchinfer.pipeline.instance_leases import InstanceLeases
-from batchinfer.pipeline.status_table import (
+from batchinfer.pipeline.storage.instance_leases import InstanceLeases
+from batchinfer.pipeline.storage.status_table import (
     ADMITTED,
     FAILED,
     SUCCEEDED,

@@ -5,7 +5,7 @@ objects once (R4: the run names its objects, as a ManifestFile does)."""
 
 import json
 
-from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
+from batchinfer.pipeline.storage.status_table import SUCCEEDED, StatusTable
 from batchinfer.uris import parse_s3_uri
 from tests.support.offline import OfflineStack
 

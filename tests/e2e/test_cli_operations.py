@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from batchinfer.pipeline import stack_outputs
+from batchinfer.pipeline.contract import stack_outputs
 from tests.support.aws import create_output_stack
 from tests.support.cli import run_cli
 from tests.support.offline import REGION

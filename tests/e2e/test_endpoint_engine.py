@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.status_table import FAILED, SUCCEEDED, StatusTable
+from batchinfer.pipeline.storage.status_table import FAILED, SUCCEEDED, StatusTable
 from batchinfer.serving.launcher import start_server
 from tests.support.offline import (
     REGION,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
+from batchinfer.pipeline.storage.status_table import SUCCEEDED, StatusTable
 from tests.support.offline import REGION, OfflineStack
 
 from .test_happy_path import csv_rows

@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from batchinfer.pipeline.status_table import FAILED, MISSING, REJECTED, SUCCEEDED, StatusTable
+from batchinfer.pipeline.storage.status_table import (
+    FAILED,
+    MISSING,
+    REJECTED,
+    SUCCEEDED,
+    StatusTable,
+)
 from batchinfer.transform.settings import validate_job_name
 from tests.support.offline import ApiError, FailInputs, OfflineStack
 

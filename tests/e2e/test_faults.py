@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from batchinfer.pipeline.instance_leases import InstanceLeases
-from batchinfer.pipeline.status_table import (
+from batchinfer.pipeline.storage.instance_leases import InstanceLeases
+from batchinfer.pipeline.storage.status_table import (
     ABORTED,
     FAILED,
     SUCCEEDED,

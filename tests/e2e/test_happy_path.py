@@ -7,8 +7,8 @@ from pathlib import Path
 
 from batchinfer.engine.inputs import collect_inputs
 from batchinfer.engine.transform_engine import run_transform
-from batchinfer.pipeline.notify import DETAIL_TYPE
-from batchinfer.pipeline.status_table import SUCCEEDED, StatusTable
+from batchinfer.pipeline.storage.notify import DETAIL_TYPE
+from batchinfer.pipeline.storage.status_table import SUCCEEDED, StatusTable
 from batchinfer.transform.settings import TransformSettings, validate_job_name
 from batchinfer.uris import parse_s3_uri
 from tests.support.models import WIDE

@@ -5,7 +5,7 @@ approved is refused by Plan before anything is made."""
 
 import pytest
 
-from batchinfer.pipeline.status_table import FAILED, SUCCEEDED, StatusTable
+from batchinfer.pipeline.storage.status_table import FAILED, SUCCEEDED, StatusTable
 from tests.support.models import ROW_SUM
 from tests.support.offline import model_archive
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.split_job import SPLIT_ENTRYPOINT
-from batchinfer.pipeline.status_table import FAILED, StatusTable
+from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT
+from batchinfer.pipeline.storage.status_table import FAILED, StatusTable
 from tests.support.offline import OfflineStack, ThrottledWait, offline_stack
 
 from .conftest import synthesize

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from batchinfer.engine.endpoint_position import START, Position
-from batchinfer.engine.endpoint_scoring import partial_output, score_file
+from batchinfer.endpoints.position import START, Position
+from batchinfer.endpoints.scoring import partial_output, score_file
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.transform.record_errors import RecordError
 from batchinfer.transform.retry import RetryPolicy

@@ -25,7 +25,7 @@ from sagemaker.core.local import LocalSession
 from sagemaker.core.transformer import Transformer
 
 from batchinfer.serving.launcher import ServerProcess, start_server
-from batchinfer.transform.records import MIB
+from batchinfer.units import MIB
 from tests.support.aws import REGION
 
 START_TIMEOUT = 60.0

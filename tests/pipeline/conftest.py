@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.status_table import StatusTable
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.storage.status_table import StatusTable
 from tests.support.aws import create_status_table
 from tests.support.run_state import BUCKET
 

@@ -8,8 +8,8 @@ import pytest
 from moto import mock_aws
 
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline import arrivals
-from batchinfer.pipeline.arrivals import (
+from batchinfer.pipeline.steps import arrivals
+from batchinfer.pipeline.steps.arrivals import (
     Arrival,
     Trigger,
     execution_name,

@@ -15,13 +15,14 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
+from batchinfer.endpoints.targets import answer_of
 from batchinfer.errors import InputError, ValidationError
-from batchinfer.pipeline.endpoints import answer_of
-from batchinfer.pipeline.plan import plan_run
-from batchinfer.pipeline.prepare_job import prepare_job
-from batchinfer.pipeline.run_errors import DataFailure, EndpointUnavailable
-from batchinfer.pipeline.score_shard import CONTINUE, DONE, FAILED, ShardItem, score_shard
-from batchinfer.pipeline.scoring_outcome import COMPLETED, scoring_outcome
+from batchinfer.pipeline.contract.run_errors import DataFailure, EndpointUnavailable
+from batchinfer.pipeline.contract.state import ShardEntry
+from batchinfer.pipeline.steps.plan import plan_run
+from batchinfer.pipeline.steps.prepare_job import prepare_job
+from batchinfer.pipeline.steps.score_shard import CONTINUE, DONE, FAILED, score_shard
+from batchinfer.pipeline.steps.scoring_outcome import COMPLETED, scoring_outcome
 from batchinfer.serving.launcher import start_server
 from batchinfer.transform.settings import TransformSettings
 from tests.support.offline import Endpoints, Throttle
@@ -94,6 +95,11 @@ def endpoint_plan(**settings):
     )
 
 
+def shard_entry(name: str, compression: str = "None") -> ShardEntry:
+    """The shard list's line for shard 0, ``name`` under the run's shard prefix."""
+    return ShardEntry(0, name, f"s3://{BUCKET}/input/{name}", name, 0, compression)
+
+
 def asks_until_stop(asks: int):
     """``seconds_left`` with plenty of time for ``asks`` questions, then none."""
     left = iter([900.0] * asks)
@@ -148,7 +154,7 @@ def test_a_stopped_shard_continues_over_its_multipart_output(
     and completes the upload: the output is whole, every record once."""
     data = padded_rows(12, 1_000_000)
     account.put("shards/r-1/a.csv", gzip.compress(data) if compression == "Gzip" else data)
-    plan, shard = endpoint_plan(), ShardItem("a.csv", compression)
+    plan, shard = endpoint_plan(), shard_entry("a.csv", compression)
 
     def score(seconds_left):
         return score_shard(
@@ -193,7 +199,7 @@ def test_an_invocation_that_died_completing_the_output_is_retried_by_completing_
     the retry completes the same upload again (S3 answers it as before) and saves it
     done. Each record went to the endpoint once; the output is whole."""
     account.put("shards/r-1/a.csv", padded_rows(5, 3))
-    plan, shard = endpoint_plan(), ShardItem("a.csv")
+    plan, shard = endpoint_plan(), shard_entry("a.csv")
     dies_after(account.s3, "CompleteMultipartUpload")
     with pytest.raises(Died):
         score_shard(plan, shard, JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0)
@@ -214,7 +220,7 @@ def test_an_output_replaced_before_the_retry_completes_it_is_not_taken_as_scored
     """The object the upload made was replaced before the retry: S3 answers NoSuchUpload,
     and the shard fails naming its output rather than passing someone else's bytes."""
     account.put("shards/r-1/a.csv", padded_rows(3, 3))
-    plan, shard = endpoint_plan(), ShardItem("a.csv")
+    plan, shard = endpoint_plan(), shard_entry("a.csv")
     dies_after(account.s3, "CompleteMultipartUpload")
     with pytest.raises(Died):
         score_shard(plan, shard, JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0)
@@ -237,7 +243,7 @@ def test_a_refused_record_is_recorded_and_named_by_the_outcome(account, runtime)
     account.put("shards/r-1/a.csv", padded_rows(3, 4) + b"bad,4\n" + padded_rows(2, 4))
     plan = endpoint_plan()
     status = score_shard(
-        plan, ShardItem("a.csv"), JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0
+        plan, shard_entry("a.csv"), JOB, s3=account.s3, runtime=runtime, seconds_left=lambda: 900.0
     )
     assert status == FAILED
     assert not account.keys("output/r-1/")
@@ -263,7 +269,7 @@ def test_throttling_past_the_retries_is_left_to_the_map(account, runtime, endpoi
     with pytest.raises(EndpointUnavailable, match="HTTP 429: ThrottlingException"):
         score_shard(
             plan,
-            ShardItem("a.csv"),
+            shard_entry("a.csv"),
             JOB,
             s3=account.s3,
             runtime=runtime,

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
-from batchinfer.pipeline.state import Failure
-from batchinfer.pipeline.status_table import ABORTED, FAILED, REJECTED, RUNNING, SUCCEEDED
+from batchinfer.pipeline.contract.state import Failure
+from batchinfer.pipeline.steps.record_failure import record_ended_execution, record_failure
+from batchinfer.pipeline.storage.status_table import ABORTED, FAILED, REJECTED, RUNNING, SUCCEEDED
 from tests.support.run_state import example_plan
 
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:"

@@ -12,12 +12,12 @@ from unittest import mock
 import pytest
 from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
 
-from batchinfer.pipeline.acquire_instances import acquire_instances
-from batchinfer.pipeline.instance_leases import InstanceLeases
-from batchinfer.pipeline.record_failure import record_ended_execution, record_failure
-from batchinfer.pipeline.release_instances import release_instances
-from batchinfer.pipeline.run_errors import InstancesUnavailable
-from batchinfer.pipeline.status_table import ADMITTED, WAITING_FOR_INSTANCES
+from batchinfer.pipeline.contract.run_errors import InstancesUnavailable
+from batchinfer.pipeline.steps.acquire_instances import acquire_instances
+from batchinfer.pipeline.steps.record_failure import record_ended_execution, record_failure
+from batchinfer.pipeline.steps.release_instances import release_instances
+from batchinfer.pipeline.storage.instance_leases import InstanceLeases
+from batchinfer.pipeline.storage.status_table import ADMITTED, WAITING_FOR_INSTANCES
 from tests.support.atomic_dynamodb import atomic_writes
 from tests.support.run_state import example_plan, example_round
 

@@ -7,24 +7,24 @@ from dataclasses import replace
 import pytest
 
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline import data_places
-from batchinfer.pipeline.data_places import DataPlace
-from batchinfer.pipeline.instance_types import (
+from batchinfer.instances.supported import (
     LOCAL_STORAGE_FAMILIES,
     accepted,
     has_local_storage,
 )
-from batchinfer.pipeline.job_names import MAX_BASE_LENGTH, job_base, job_name
-from batchinfer.pipeline.limits import MAX_ROUNDS
-from batchinfer.pipeline.prepare_job import (
+from batchinfer.pipeline.contract import data_places
+from batchinfer.pipeline.contract.data_places import DataPlace
+from batchinfer.pipeline.contract.job_names import MAX_BASE_LENGTH, job_base, job_name
+from batchinfer.pipeline.contract.limits import MAX_ROUNDS
+from batchinfer.pipeline.jobs.job_requests import (
     GIB,
     PROCESSING_FIELDS,
     TRANSFORM_FIELDS,
     check_payload_times_concurrency,
-    prepare_job,
     processing_arguments,
     processing_volume_gb,
 )
+from batchinfer.pipeline.steps.prepare_job import prepare_job
 from batchinfer.transform.settings import TransformSettings, validate_job_name
 from tests.support.run_state import example_plan, example_round
 

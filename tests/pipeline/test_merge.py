@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.multipart import CopyPart, PartLimits, plan_concatenation
-from batchinfer.pipeline.merge import merge_objects
+from batchinfer.pipeline.storage.merge import merge_objects
 from batchinfer.uris import parse_s3_uri
 from tests.support.s3_requests import RequestLog, error_response
 

@@ -7,12 +7,12 @@ from decimal import Decimal
 import pytest
 
 from batchinfer.errors import InputError, ValidationError
-from batchinfer.pipeline import data_places
-from batchinfer.pipeline.data_places import DataPlace
-from batchinfer.pipeline.plan import plan_run
-from batchinfer.pipeline.status_table import RUNNING, RunAlreadyExists
-from batchinfer.planning.price_table import AS_OF
-from batchinfer.planning.prices import table_price
+from batchinfer.instances.price_table import AS_OF
+from batchinfer.instances.prices import table_price
+from batchinfer.pipeline.contract import data_places
+from batchinfer.pipeline.contract.data_places import DataPlace
+from batchinfer.pipeline.steps.plan import plan_run
+from batchinfer.pipeline.storage.status_table import RUNNING, RunAlreadyExists
 
 from .conftest import BUCKET
 

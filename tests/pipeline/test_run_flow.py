@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.prepare_job import TRANSFORM_FIELDS
-from batchinfer.pipeline.state import JobOutcome
-from batchinfer.pipeline.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
+from batchinfer.pipeline.contract.state import JobOutcome
+from batchinfer.pipeline.jobs.job_requests import TRANSFORM_FIELDS
+from batchinfer.pipeline.storage.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.transform.settings import validate_job_name
 from tests.support.lambdas import load_handler
 from tests.support.map_results import count_shards
@@ -103,7 +103,7 @@ def handlers(account, monkeypatch):
             "record_failure",
         )
     }
-    from batchinfer.pipeline.clients import services
+    from batchinfer.pipeline.storage.clients import services
 
     services.cache_clear()
     yield loaded

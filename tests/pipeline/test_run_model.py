@@ -10,8 +10,8 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline.record_failure import record_failure
-from batchinfer.pipeline.run_model import OwnModel, create_run_model, delete_run_model
+from batchinfer.pipeline.jobs.run_model import OwnModel, create_run_model, delete_run_model
+from batchinfer.pipeline.steps.record_failure import record_failure
 
 from .conftest import BUCKET
 from .test_plan import plan

@@ -10,8 +10,8 @@ import pytest
 from moto import mock_aws
 
 from batchinfer.errors import InputError
-from batchinfer.pipeline import s3io
-from batchinfer.pipeline.s3io import SpooledJson, count_lines, read_json, read_json_lines
+from batchinfer.pipeline.storage import s3io
+from batchinfer.pipeline.storage.s3io import SpooledJson, count_lines, read_json, read_json_lines
 from batchinfer.uris import parse_s3_uri
 
 REGION = "eu-west-1"

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from batchinfer.pipeline.collect import collect
-from batchinfer.pipeline.ordered import ordered_map
-from batchinfer.pipeline.plan import plan_run
-from batchinfer.pipeline.state import Round
-from batchinfer.pipeline.status_table import PENDING, RUNNING
+from batchinfer.pipeline.contract.state import Round
+from batchinfer.pipeline.steps.collect import collect
+from batchinfer.pipeline.steps.plan import plan_run
+from batchinfer.pipeline.storage.ordered import ordered_map
+from batchinfer.pipeline.storage.status_table import PENDING, RUNNING
 from tests.support.many_objects import object_name, put_directly, put_inputs, split_state
 from tests.support.run_state import example_plan
 

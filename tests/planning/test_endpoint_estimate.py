@@ -6,7 +6,8 @@ import pytest
 from batchinfer.errors import ValidationError
 from batchinfer.planning.endpoint_estimate import endpoint_estimate, requests_of
 from batchinfer.planning.estimate import Throughput, Unit
-from batchinfer.transform.settings import MIB, TransformSettings
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import MIB
 from tests.planning.test_plan_cli import CSV, plan_json
 
 

@@ -3,10 +3,10 @@ queue of a transform job and the key split of a processing job (R3, R9, R10, P4)
 
 import pytest
 
-from batchinfer.pipeline.instance_specs import instance_spec
+from batchinfer.instances.prices import Price
+from batchinfer.instances.specs import instance_spec
 from batchinfer.planning.calibrate import Calibration
 from batchinfer.planning.estimate import Unit, busy_cpus, estimate
-from batchinfer.planning.prices import Price
 from batchinfer.transform.settings import TransformSettings
 
 

@@ -3,10 +3,10 @@
 import pytest
 
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline.instance_specs import SPECS, instance_spec
-from batchinfer.pipeline.instance_types import accepted
-from batchinfer.planning.price_table import PRICES
-from batchinfer.planning.prices import hourly_price, parse_price_overrides, table_price
+from batchinfer.instances.price_table import PRICES
+from batchinfer.instances.prices import hourly_price, parse_price_overrides, table_price
+from batchinfer.instances.specs import SPECS, instance_spec
+from batchinfer.instances.supported import accepted
 
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1", "eu-central-1")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from batchinfer.pipeline.instance_specs import instance_spec
-from batchinfer.planning.prices import table_price
+from batchinfer.instances.prices import table_price
+from batchinfer.instances.specs import instance_spec
 from batchinfer.sharding import split
 from tests.planning.conftest import EXAMPLE_ROWS
 from tests.support.cli import run_cli

@@ -9,7 +9,7 @@ import pytest
 
 from batchinfer.planning.tune import TunePoint, grid, recommend
 from batchinfer.planning.tune_plot import tune_figure
-from batchinfer.transform.settings import MIB
+from batchinfer.units import MIB
 from tests.support.cli import run_cli
 
 CSV = ["--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line"]

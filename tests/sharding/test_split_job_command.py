@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from batchinfer.cli import app
 from batchinfer.errors import ValidationError
-from batchinfer.pipeline.split_job import JOB, LAMBDA, choose_splitter, split_arguments
-from batchinfer.pipeline.split_object import split_object
-from batchinfer.pipeline.state import SplitTask
+from batchinfer.pipeline.contract.state import SplitTask
+from batchinfer.pipeline.jobs.split_job import JOB, LAMBDA, choose_splitter, split_arguments
+from batchinfer.pipeline.steps.split_object import split_object
 from batchinfer.sharding import ShardIndex
 from batchinfer.sharding import s3 as sharding_s3
 from batchinfer.sharding.gzip_split import OUT_CHUNK

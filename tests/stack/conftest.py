@@ -15,7 +15,7 @@ from aws_cdk import App, Environment  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
 
 from app import build_app, cdk_json_context  # noqa: E402
-from batchinfer.pipeline.environment import PipelineEnvironment  # noqa: E402
+from batchinfer.pipeline.contract.environment import PipelineEnvironment  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
 
 ACCOUNT, REGION = "123456789012", "eu-west-1"

@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.prepare_job import prepare_job
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.steps.prepare_job import prepare_job
 from tests.support.run_state import example_plan, example_round
 
 from .conftest import pipeline_environment, synthesize_prod

@@ -4,9 +4,9 @@ import json
 
 from aws_cdk.assertions import Match
 
-from batchinfer.pipeline import stack_outputs
-from batchinfer.pipeline.layout import SHARDS_PREFIX
-from batchinfer.pipeline.steps import STEPS
+from batchinfer.pipeline.contract import stack_outputs
+from batchinfer.pipeline.contract.layout import SHARDS_PREFIX
+from batchinfer.pipeline.contract.registry import STEPS
 from tests.support.offline.template import render
 
 from .conftest import ACCOUNT, REGION, of_type

@@ -5,7 +5,7 @@ may do with it."""
 
 import pytest
 
-from batchinfer.pipeline.split_job import SPLIT_ENTRYPOINT
+from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT
 from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
 
 from .conftest import of_type, pipeline_functions, synthesize_prod

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from batchinfer.pipeline.steps import STEPS
+from batchinfer.pipeline.contract.registry import STEPS
 from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
 
 from .conftest import REPO_ROOT

@@ -2,16 +2,16 @@
 ``$.round...``, ``$.admission...``, ``$.job...``, ``$.result...``, ``$.failure...``,
 ``$.error...``) exists in what the typed state writes there (``to_state``), so renaming a
 field of
-:mod:`batchinfer.pipeline.state` fails here, not in a run."""
+:mod:`batchinfer.pipeline.contract.state` fails here, not in a run."""
 
 import re
 from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.environment import PipelineEnvironment
-from batchinfer.pipeline.prepare_job import JOB_TASKS, prepare_job, scoring_job
-from batchinfer.pipeline.state import Admission, Failure, JobOutcome, RunEnd
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.contract.state import Admission, Failure, JobOutcome, RunEnd
+from batchinfer.pipeline.steps.prepare_job import JOB_TASKS, prepare_job, scoring_job
 from tests.support.run_state import BUCKET, example_plan, example_round
 
 from .definition import all_states, definitions

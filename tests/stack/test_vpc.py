@@ -5,7 +5,7 @@ roles may manage the network interfaces that takes; cdk-nag stays clean."""
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from batchinfer.pipeline.steps import STEPS
+from batchinfer.pipeline.contract.registry import STEPS
 
 from .conftest import pipeline_environment, pipeline_functions, synthesize_prod
 

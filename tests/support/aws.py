@@ -5,7 +5,7 @@ from typing import Any
 
 import boto3
 
-from batchinfer.pipeline import status_table as keys
+from batchinfer.pipeline.storage import status_table as keys
 
 # The account and region the offline stack and the permission audit stand in for.
 ACCOUNT = "123456789012"

@@ -9,7 +9,7 @@ from collections.abc import Collection
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.s3.models import s3_backends
 
-from batchinfer.pipeline.state import RunPlan
+from batchinfer.pipeline.contract.state import RunPlan
 from batchinfer.sharding import ShardIndex
 from batchinfer.sharding.index import Shard
 from batchinfer.sharding.names import index_name, shard_name

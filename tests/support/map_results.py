@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from batchinfer.pipeline.layout import MAP_RESULTS_PREFIX
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX
 
 
 def write_map_results(

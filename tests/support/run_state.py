@@ -1,6 +1,6 @@
 """A run's typed state as the tests build it: a plan and a round of a small CSV run."""
 
-from batchinfer.pipeline.state import Round, RunPlan
+from batchinfer.pipeline.contract.state import Round, RunPlan
 from batchinfer.transform.settings import TransformSettings
 
 BUCKET = "batchinfer-test-data"  # the data bucket of the tests' moto account

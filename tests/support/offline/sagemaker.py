@@ -47,7 +47,7 @@ from batchinfer.engine.processing_engine import run_processing
 from batchinfer.engine.transform_engine import run_transform
 from batchinfer.errors import BatchInferError
 from batchinfer.model_artifact import prepare_model_dir
-from batchinfer.pipeline.split_job import SPLIT_ENTRYPOINT
+from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.job_api import from_api
 from batchinfer.transform.settings import TransformSettings, validate_job_name

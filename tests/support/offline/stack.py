@@ -22,7 +22,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
     state_task_factory,
 )
 
-from batchinfer.pipeline.clients import services
+from batchinfer.pipeline.storage.clients import services
 from batchinfer.uris import parse_s3_uri
 from tests.support.atomic_dynamodb import atomic_writes
 from tests.support.offline.arrivals import (

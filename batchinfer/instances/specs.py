@@ -1,0 +1,82 @@
+"""vCPUs, memory and GPUs of the ml.* instance types batch jobs commonly run on.
+
+A dated table (AWS's published specifications of the EC2 instances behind each ml.* type,
+as of :data:`AS_OF`) of the general purpose (m5, m6i), compute optimised (c5, c6i), memory
+optimised (r5) and GPU (g4dn, g5, p3) families that SageMaker offers for transform or
+processing jobs. Which types a job may ask for is :mod:`instance_types` (botocore's
+enumerations); this table only describes them.
+"""
+
+from dataclasses import dataclass
+
+from batchinfer.errors import ValidationError
+from batchinfer.instances.supported import nearest
+
+AS_OF = "2024-06"
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    vcpus: int
+    memory_gib: float
+    gpus: int = 0
+    gpu_model: str | None = None
+
+
+def _family(sizes: dict[str, tuple[int, float]], family: str) -> dict[str, InstanceSpec]:
+    return {f"ml.{family}.{size}": InstanceSpec(c, m) for size, (c, m) in sizes.items()}
+
+
+def _gpu_family(
+    sizes: dict[str, tuple[int, float, int]], family: str, model: str
+) -> dict[str, InstanceSpec]:
+    return {
+        f"ml.{family}.{size}": InstanceSpec(c, m, g, model) for size, (c, m, g) in sizes.items()
+    }
+
+
+# size -> (vCPUs, memory GiB)
+_GENERAL = {"large": (2, 8), "xlarge": (4, 16), "2xlarge": (8, 32), "4xlarge": (16, 64),
+            "8xlarge": (32, 128), "12xlarge": (48, 192), "16xlarge": (64, 256),
+            "24xlarge": (96, 384), "32xlarge": (128, 512)}  # fmt: skip
+_M5 = {size: _GENERAL[size] for size in ("large", "xlarge", "2xlarge", "4xlarge", "12xlarge",
+                                         "24xlarge")}  # fmt: skip
+_C5 = {"xlarge": (4, 8), "2xlarge": (8, 16), "4xlarge": (16, 32),
+       "9xlarge": (36, 72), "18xlarge": (72, 144)}  # fmt: skip
+_C6I = {"large": (2, 4), "xlarge": (4, 8), "2xlarge": (8, 16), "4xlarge": (16, 32),
+        "8xlarge": (32, 64), "12xlarge": (48, 96), "16xlarge": (64, 128), "24xlarge": (96, 192),
+        "32xlarge": (128, 256)}  # fmt: skip
+_R5 = {"large": (2, 16), "xlarge": (4, 32), "2xlarge": (8, 64), "4xlarge": (16, 128),
+       "8xlarge": (32, 256), "12xlarge": (48, 384), "16xlarge": (64, 512),
+       "24xlarge": (96, 768)}  # fmt: skip
+# size -> (vCPUs, memory GiB, GPUs)
+_G4DN = {"xlarge": (4, 16, 1), "2xlarge": (8, 32, 1), "4xlarge": (16, 64, 1),
+         "8xlarge": (32, 128, 1), "12xlarge": (48, 192, 4), "16xlarge": (64, 256, 1)}  # fmt: skip
+_G5 = {"xlarge": (4, 16, 1), "2xlarge": (8, 32, 1), "4xlarge": (16, 64, 1),
+       "8xlarge": (32, 128, 1), "12xlarge": (48, 192, 4), "16xlarge": (64, 256, 1),
+       "24xlarge": (96, 384, 4), "48xlarge": (192, 768, 8)}  # fmt: skip
+_P3 = {"2xlarge": (8, 61, 1), "8xlarge": (32, 244, 4), "16xlarge": (64, 488, 8)}
+
+SPECS: dict[str, InstanceSpec] = {
+    **_family(_M5, "m5"),
+    **_family(_GENERAL, "m6i"),
+    **_family(_C5, "c5"),
+    **_family(_C6I, "c6i"),
+    **_family(_R5, "r5"),
+    **_gpu_family(_G4DN, "g4dn", "NVIDIA T4"),
+    **_gpu_family(_G5, "g5", "NVIDIA A10G"),
+    **_gpu_family(_P3, "p3", "NVIDIA V100"),
+}
+
+
+def instance_spec(instance_type: str) -> InstanceSpec:
+    """The vCPUs, memory and GPUs of ``instance_type``; a type the table does not hold is a
+    ValidationError naming the nearest types it does."""
+    spec = SPECS.get(instance_type)
+    if spec is None:
+        raise ValidationError(
+            f"instance_type (InstanceType): {instance_type!r} is not in batchinfer's table of "
+            f"instance specifications (as of {AS_OF}); nearest: "
+            f"{', '.join(nearest(instance_type, SPECS))}"
+        )
+    return spec

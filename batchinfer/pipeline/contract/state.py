@@ -1,0 +1,356 @@
+"""What the state machine carries from step to step, typed.
+
+The execution's state is JSON: the request at ``$``, then ``$.plan`` (:class:`RunPlan`,
+written by Plan), ``$.round`` (:class:`Round`, by Collect and Verify), ``$.job`` (a
+:class:`JobRequest` from PrepareJob, then the job task's :class:`JobOutcome`),
+``$.admission`` (:class:`Admission`, by AcquireInstances and ReleaseInstances around each
+job), ``$.counts`` (where the CountShards Map's results are), ``$.result`` (:class:`RunEnd`,
+by Finalize) and ``$.failure`` (:class:`Failure`, by RecordFailure). The split Map's items
+are :class:`SplitTask` objects in S3 and each SplitObject answers a :class:`SplitResult`;
+each item of the CountShards Map is a :class:`ShardCheck` and CountShard answers a
+:class:`ShardCount`.
+
+Each class reads its part of the state with ``from_state`` and writes it with
+``to_state``; the handlers of ``lambda/`` do nothing else with the state. Settings are
+validated once, by Plan, and then carried as they are (:meth:`TransformSettings.from_state`).
+Standard library only.
+"""
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Self
+
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.contract.layout import RunLayout
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import parse_size
+from batchinfer.uris import is_s3_uri, parse_s3_uri
+
+
+class StatePart:
+    """A frozen dataclass written to the state as its fields (JSON values) and read back
+    from the keys named as its fields (others are ignored)."""
+
+    def to_state(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_state(cls, state: Any) -> Self:
+        return cls(**cls._fields_in(state))
+
+    @classmethod
+    def _fields_in(cls, state: dict[str, Any]) -> dict[str, Any]:
+        names = (f.name for f in fields(cls))  # type: ignore[arg-type]
+        return {name: state[name] for name in names if name in state}
+
+
+@dataclass(frozen=True)
+class RunPlan(StatePart):
+    """What Plan decided for a run (``$.plan``); every later step reads it."""
+
+    run_id: str
+    engine: str
+    input: str
+    output: str
+    job_output: str  # where jobs write: the output prefix, or the parts of a merged run
+    artefacts: str
+    shards_prefix: str
+    inputs_key: str  # the split Map's items (JSON Lines), a key in the data bucket
+    objects: int
+    bytes: int
+    # Validated by Plan, without the container environment: that can hold up to 180 KB, so
+    # it is in S3 at ``environment_uri`` and in the state only once, in the job request.
+    settings: TransformSettings
+    merge: bool
+    max_rounds: int
+    job_base: str
+    environment_uri: str | None = None
+    # The run's own model (run_model.py), created by Plan and deleted when the run ends;
+    # None: the stack's model.
+    model_name: str | None = None
+    model_data_url: str | None = None
+    # The endpoint engine's target (endpoints.EndpointTarget): its name, and the production
+    # variant or inference component the requests go to, if any.
+    endpoint: dict[str, str | None] | None = None
+
+    @property
+    def layout(self) -> RunLayout:
+        return RunLayout(parse_s3_uri(self.artefacts).bucket, self.run_id)
+
+    @classmethod
+    def from_state(cls, state: Any) -> "RunPlan":
+        settings = TransformSettings.from_state(state["settings"])
+        return cls(**cls._fields_in(state) | {"settings": settings})
+
+
+@dataclass(frozen=True)
+class Round(StatePart):
+    """One round of jobs (``$.round``): its ManifestFile of the shards still without a
+    valid output (spec R4), and whether every shard is done."""
+
+    number: int
+    manifest: str
+    complete: bool
+    shards: int
+    missing: int
+    shards_key: str  # the round's shards (JSON Lines), a key in the data bucket
+
+
+@dataclass(frozen=True)
+class JobRequest(StatePart):
+    """One job attempt as PrepareJob made it (``$.job``): a new name (R1), the engine, and
+    the Create*Job request whose fields the job task copies."""
+
+    name: str
+    engine: str
+    data_processing: bool
+    request: dict[str, Any]
+
+
+JOB_STOPPED = "Stopped"  # TransformJobStatus / ProcessingJobStatus of a stopped job
+# FailureReason prefixes of a job that failed because of its data or code, not its
+# infrastructure: the container refused records (transform) or exited non-zero on them
+# (processing). Retrying cannot help (docs/errors.md).
+DATA_FAILURE_PREFIXES = ("ClientError", "AlgorithmError")
+
+
+@dataclass(frozen=True)
+class JobOutcome(StatePart):
+    """What a job attempt left at ``$.job``: ``{"name", "status"}`` when the task ended, or
+    the ``Error``/``Cause`` a Catch recorded (the Cause of a Failed .sync job is its
+    Describe*Job response, spec S2)."""
+
+    name: str | None
+    status: str | None
+    error: str | None = None
+    reason: str | None = None
+
+    def to_state(self) -> dict[str, Any]:
+        if self.error is None:
+            return {"name": self.name, "status": self.status}
+        return {"Error": self.error, "Cause": self.reason or ""}
+
+    @classmethod
+    def from_state(cls, state: Any) -> "JobOutcome":
+        if not isinstance(state, dict):
+            return cls(None, None)
+        if "Error" not in state:
+            return cls(state.get("name"), state.get("status"))
+        cause = state.get("Cause") or ""
+        try:
+            described = json.loads(cause)
+        except ValueError:
+            described = None
+        if not isinstance(described, dict):
+            return cls(None, None, state["Error"], cause or None)
+        name = described.get("TransformJobName") or described.get("ProcessingJobName")
+        status = described.get("TransformJobStatus") or described.get("ProcessingJobStatus")
+        reason = (
+            described.get("FailureReason")
+            or described.get("ExitMessage")
+            or described.get("errorMessage")
+            or cause
+        )
+        return cls(name, status, state["Error"], reason)
+
+    @property
+    def data_failure(self) -> bool:
+        """True when the job failed because of its data, not its infrastructure."""
+        return self.error is not None and (self.reason or "").startswith(DATA_FAILURE_PREFIXES)
+
+    def describe(self) -> str:
+        what = f"job {self.name}" if self.name else "the job"
+        if self.error is None:
+            return f"{what} ended {self.status or 'without a status'}"
+        return f"{what} failed ({self.error}): {self.reason or 'no reason given'}"
+
+
+@dataclass(frozen=True)
+class Admission(StatePart):
+    """Whether the run holds its instances (``$.admission``): AcquireInstances answers
+    ``granted`` (or not yet, and since when the run has waited), ReleaseInstances answers
+    ``granted`` false once they are returned."""
+
+    granted: bool
+    instance_type: str
+    instance_count: int
+    in_use: int  # instances of the type leased when it was decided
+    budget: int
+    waiting_since: str | None = None
+
+
+@dataclass(frozen=True)
+class RunEnd(StatePart):
+    """How a run ended: Finalize's result (``$.result``) and what a failure records; the
+    run-finished event and the SNS message carry it."""
+
+    run_id: str
+    status: str
+    output: str | None = None
+    execution: str | None = None
+    records_in: int | None = None
+    records_out: int | None = None
+    shards: int | None = None
+    error: str | None = None
+    cause: str | None = None
+    failed_job: str | None = None
+    failed_shards: list[str] | None = None
+
+    def to_state(self) -> dict[str, Any]:
+        """The fields that are set."""
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
+@dataclass(frozen=True)
+class Failure(StatePart):
+    """RecordFailure's answer (``$.failure``): the error and cause the execution fails with."""
+
+    error: str
+    cause: str
+
+
+@dataclass(frozen=True)
+class SplitTask(StatePart):
+    """One item of the split Map (Plan writes one a line to ``inputs_key``): split ``input``
+    into shards under ``output``, ``shards`` of them or about ``shard_size`` bytes each.
+    ``splitter`` is who splits it, the SplitObject Lambda or a split job; a job's task also
+    has ``job``: its name base, run id and container arguments (split_job.py)."""
+
+    input: str
+    output: str
+    shards: int | None = None
+    shard_size: int | None = None
+    header: bool = False
+    compression_type: str = "None"
+    splitter: str = "lambda"
+    job: dict[str, Any] | None = None
+
+    def to_state(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    @classmethod
+    def from_state(cls, state: Any) -> "SplitTask":
+        """Read an item, naming the key at fault (items come from an S3 object)."""
+        unknown = sorted(set(state) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValidationError(f"split event: unknown key(s) {', '.join(unknown)}")
+        for key in ("input", "output"):
+            if not isinstance(state.get(key), str) or not is_s3_uri(state[key]):
+                raise ValidationError(f"split event: {key} must be an s3:// URI")
+        shards = state.get("shards")
+        if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int)):
+            raise ValidationError(f"split event: shards must be an integer, not {shards!r}")
+        size = state.get("shard_size")
+        if isinstance(size, str):
+            size = parse_size(size, field="shard_size")
+        elif size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+            raise ValidationError(f"split event: shard_size must be a size, not {size!r}")
+        header = state.get("header", False)
+        if not isinstance(header, bool):
+            raise ValidationError(f"split event: header must be true or false, not {header!r}")
+        splitter = state.get("splitter", "lambda")
+        if splitter not in ("lambda", "job"):
+            raise ValidationError(f"split event: splitter must be lambda or job, not {splitter!r}")
+        job = state.get("job")
+        if (job is not None) != (splitter == "job") or not isinstance(job or {}, dict):
+            raise ValidationError("split event: job must be an object exactly when splitter is job")
+        return cls(
+            state["input"],
+            state["output"],
+            shards,
+            size,
+            header,
+            state.get("compression_type", "None"),
+            splitter,
+            job,
+        )
+
+
+@dataclass(frozen=True)
+class SplitResult(StatePart):
+    """What SplitObject answers for one object: where its shard index is, and scalars only
+    (the shard list stays in the index: a state holds at most 256 KB)."""
+
+    index: str
+    manifest: str
+    shards: int
+    source: str
+    etag: str | None
+    compression_type: str
+    copied: bool
+
+
+@dataclass(frozen=True)
+class ShardEntry:
+    """One line of a run's shard list (``shards.jsonl``, written by Collect) and of a later
+    round's list of missing shards: the items of the CountShards and ScoreShards Maps.
+    ``number`` is the shard's SHARD item, ``name`` its key under the run's shard prefix,
+    ``input_name`` its input object's path under the run's input (what its merged output is
+    named after), ``size`` its bytes and ``compression`` its CompressionType."""
+
+    number: int
+    name: str
+    input: str
+    input_name: str
+    size: int
+    compression: str = "None"
+
+    @classmethod
+    def from_line(cls, line: Any, *, where: str = "shard list") -> "ShardEntry":
+        """The entry a shard list's line holds; ValidationError naming ``where`` and the
+        field at fault."""
+        if not isinstance(line, dict) or not isinstance(line.get("name"), str):
+            raise ValidationError(f"{where}: shard: {line!r} has no name")
+        name = line["name"]
+        for key, kind in (("number", int), ("input", str), ("input_name", str), ("size", int)):
+            if not isinstance(line.get(key), kind) or isinstance(line.get(key), bool):
+                raise ValidationError(f"{where}: shard {name}: {key} {line.get(key)!r} is missing")
+        compression = line.get("compression", "None")
+        if compression not in ("None", "Gzip"):
+            raise ValidationError(
+                f"{where}: shard {name}: compression {compression!r} is not None or Gzip"
+            )
+        return cls(
+            line["number"], name, line["input"], line["input_name"], line["size"], compression
+        )
+
+    def to_line(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def gzip(self) -> bool:
+        return self.compression == "Gzip"
+
+
+@dataclass(frozen=True)
+class ShardCheck(StatePart):
+    """One item of the CountShards Map: a shard of the round (a line of the round's shard
+    list) and what its check needs of the plan."""
+
+    shard: ShardEntry
+    job_output: str
+    shards_prefix: str
+    settings: TransformSettings
+
+    @classmethod
+    def from_state(cls, state: Any) -> "ShardCheck":
+        settings = TransformSettings.from_state(state["settings"])
+        shard = ShardEntry.from_line(state["shard"], where="count event")
+        return cls(**cls._fields_in(state) | {"settings": settings, "shard": shard})
+
+
+@dataclass(frozen=True)
+class ShardCount(StatePart):
+    """What CountShard answers for one shard: the shard, its output, what is wrong with
+    that output (None: it is valid) and, when counted and valid, ``records_in`` and
+    ``records_out``."""
+
+    shard: ShardEntry
+    output: str
+    problem: str | None
+    records: dict[str, int]
+
+    @classmethod
+    def from_state(cls, state: Any) -> "ShardCount":
+        shard = ShardEntry.from_line(state["shard"], where="shard count")
+        return cls(**cls._fields_in(state) | {"shard": shard})

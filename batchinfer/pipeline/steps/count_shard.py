@@ -1,0 +1,29 @@
+"""CountShard: one item of the CountShards Map, the check of one shard of a round. Its
+output must exist and, where output records can be counted (R17), hold as many Line
+records as its input (R6). Each check reads one shard's input and output, no more; Verify
+gathers the answers of the round."""
+
+from typing import Any
+
+from batchinfer.pipeline.contract.state import ShardCheck, ShardCount
+from batchinfer.pipeline.storage.s3io import count_lines, object_size
+from batchinfer.transform.assemble import output_name
+from batchinfer.uris import parse_s3_uri
+
+
+def count_shard(check: ShardCheck, *, s3: Any) -> ShardCount:
+    """Check the output of ``check.shard``; reads nothing when there is no output, and
+    only its size when records are not counted."""
+    shard = check.shard
+    output = parse_s3_uri(check.job_output).child(output_name(shard.name)).uri
+    if object_size(s3, output) is None:
+        return ShardCount(shard, output, f"no output {output}", {})
+    if not check.settings.counts_records:
+        return ShardCount(shard, output, None, {})
+    source = parse_s3_uri(check.shards_prefix).child(shard.name).uri
+    records_in = count_lines(s3, source, gzip=shard.gzip)
+    records_out = count_lines(s3, output)
+    if records_in != records_out:
+        problem = f"output has {records_out} records, input {records_in}"
+        return ShardCount(shard, output, problem, {})
+    return ShardCount(shard, output, None, {"records_in": records_in, "records_out": records_out})

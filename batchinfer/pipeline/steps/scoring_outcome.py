@@ -1,0 +1,37 @@
+"""ScoringOutcome: the end of an endpoint round, as a job's outcome. Every shard answered
+``done`` or ``failed``; shards refused by the endpoint (4xx) fail the run with DataFailure
+naming them (another round would be refused again), otherwise the round is ``Completed``
+and Verify checks every output as it does a job's."""
+
+from typing import Any
+
+from batchinfer.pipeline.contract.run_errors import DataFailure
+from batchinfer.pipeline.contract.state import JobOutcome, RunPlan
+from batchinfer.pipeline.storage.s3io import read_json
+from batchinfer.sharding.listing import list_objects
+from batchinfer.uris import S3Location
+
+COMPLETED = "Completed"
+SHOWN = 10
+
+
+def scoring_outcome(plan: RunPlan, job: str, *, s3: Any) -> JobOutcome:
+    """``job``'s outcome; DataFailure when the endpoint refused records of any shard."""
+    failures = shard_failures(s3, plan, job)
+    if failures:
+        listed = "; ".join(f["error"] for f in failures[:SHOWN])
+        more = f" (and {len(failures) - SHOWN} more)" if len(failures) > SHOWN else ""
+        raise DataFailure(
+            f"endpoint {plan.endpoint and plan.endpoint['name']} refused records of "
+            f"{len(failures)} shard(s) in {job}; no new round, the data would be refused "
+            f"again: {listed}{more}"
+        )
+    return JobOutcome(job, COMPLETED)
+
+
+def shard_failures(s3: Any, plan: RunPlan, job: str) -> list[dict[str, Any]]:
+    """The data failures the shards of attempt ``job`` recorded."""
+    folder = plan.layout.scoring_failures(job)
+    return [
+        read_json(s3, S3Location(folder.bucket, obj["Key"])) for obj in list_objects(s3, folder)
+    ]

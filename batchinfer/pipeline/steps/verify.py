@@ -1,0 +1,111 @@
+"""Verify: after a round's job, gather the CountShards Map's checks of the round's shards
+(one :class:`ShardCount` a shard, read from the Map's result files) into SHARD items and
+the next round. Shards without a valid output go to a new ManifestFile and shard list for
+the next round (only those, spec R4); after the last round the run fails naming them.
+
+Verify reads no shard and no output itself, and holds at most :data:`SHOWN` checks: the
+results are read one file at a time and the next round's lists are spooled to /tmp."""
+
+import heapq
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from batchinfer.errors import InputError
+from batchinfer.pipeline.contract.run_errors import DataFailure, JobStopped, ShardsMissing
+from batchinfer.pipeline.contract.state import JOB_STOPPED, JobOutcome, Round, RunPlan, ShardCount
+from batchinfer.pipeline.storage.s3io import SpooledJson, read_json
+from batchinfer.pipeline.storage.status_table import MISSING, SUCCEEDED, StatusTable, now
+from batchinfer.uris import S3Location
+
+SHOWN = 10
+
+
+def verify(
+    plan: RunPlan,
+    round_: Round,
+    outcome: JobOutcome,
+    *,
+    counts: str,
+    execution: str,
+    s3: Any,
+    table: StatusTable,
+) -> Round:
+    """Gather the checks of round ``round_`` (``counts``: the key of the Map's result
+    manifest) after the job of ``outcome``; return the next round, or this one
+    ``complete``."""
+    run_id, number = plan.run_id, round_.number
+    layout = plan.layout
+    missing = 0
+    shown: list[tuple[int, str, str]] = []  # the first SHOWN missing: (number, name, why)
+    with SpooledJson("array") as manifest, SpooledJson("lines") as next_shards:
+        manifest.add({"prefix": plan.shards_prefix})
+        with table.shard_writer(run_id) as put_shard:  # 25 items a request
+            for count in read_counts(s3, S3Location(layout.bucket, counts)):
+                shard = count.shard
+                attributes: dict[str, Any] = {
+                    "name": shard.name,
+                    "input": shard.input,
+                    "job_name": outcome.name,
+                    "attempts": number,
+                    "updated_at": now(),
+                }
+                if count.problem is None:
+                    valid = {"status": SUCCEEDED, "output": count.output, **count.records}
+                    put_shard(shard.number, attributes | valid)
+                    continue
+                missing += 1
+                put_shard(shard.number, attributes | {"status": MISSING, "reason": count.problem})
+                manifest.add(shard.name)
+                next_shards.add(shard.to_line())
+                entry = (-shard.number, shard.name, count.problem)
+                if len(shown) < SHOWN:
+                    heapq.heappush(shown, entry)
+                else:
+                    heapq.heappushpop(shown, entry)
+        shards = round_.shards
+        done = shards - missing
+        table.update_run(run_id, execution, {"shards": shards, "shards_done": done})
+        if outcome.status == JOB_STOPPED:
+            raise JobStopped(
+                f"{outcome.describe()}: stopped from outside the pipeline, so the run stops "
+                f"too; {done} of {shards} shards have their output"
+            )
+        if not missing:
+            return replace(round_, complete=True, missing=0)
+        listed = "; ".join(f"{name}: {why}" for _, name, why in sorted(shown, reverse=True))
+        more = f" (and {missing - SHOWN} more)" if missing > SHOWN else ""
+        if outcome.data_failure:
+            raise DataFailure(
+                f"{outcome.describe()}; no new round, the data would fail again; shards "
+                f"without output: {listed}{more}"
+            )
+        if number >= plan.max_rounds:
+            raise ShardsMissing(
+                f"{missing} of {shards} shards have no valid output after {number} job "
+                f"round(s); last {outcome.describe()}; shards: {listed}{more}"
+            )
+        next_shards.upload(s3, layout.round_shards(number + 1))
+        return Round(
+            number=number + 1,
+            manifest=manifest.upload(s3, layout.round_manifest(number + 1)),
+            complete=False,
+            shards=shards,
+            missing=missing,
+            shards_key=layout.round_shards(number + 1).key,
+        )
+
+
+def read_counts(s3: Any, manifest: S3Location) -> Iterator[ShardCount]:
+    """The checks in the result files a Map's result manifest lists, one file at a time;
+    InputError naming the manifest when a child execution did not succeed."""
+    files = read_json(s3, manifest)["ResultFiles"]
+    unfinished = [f["Key"] for status in ("FAILED", "PENDING") for f in files.get(status, [])]
+    if unfinished:
+        raise InputError(
+            f"{manifest.uri}: shard checks did not all succeed: {', '.join(unfinished)}"
+        )
+    for listed in files["SUCCEEDED"]:
+        for result in read_json(s3, S3Location(manifest.bucket, listed["Key"])):
+            yield ShardCount.from_state(json.loads(result["Output"]))

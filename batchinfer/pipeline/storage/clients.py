@@ -1,0 +1,47 @@
+"""The AWS clients and settings a pipeline Lambda works with, made once per container."""
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from batchinfer.endpoints.scoring import REALTIME_TIMEOUT_SECONDS
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.storage.status_table import StatusTable
+
+
+@dataclass(frozen=True)
+class Services:
+    env: PipelineEnvironment
+    s3: Any
+    events: Any
+    sns: Any
+    sagemaker: Any
+    table: StatusTable
+    runtime: Any  # sagemaker-runtime
+
+
+@cache
+def services() -> Services:
+    """Clients for the Lambda's region and the stack settings from its environment."""
+    import boto3
+    from botocore.config import Config
+
+    env = PipelineEnvironment.from_variables()
+    return Services(
+        env=env,
+        s3=boto3.client("s3"),
+        events=boto3.client("events"),
+        sns=boto3.client("sns"),
+        sagemaker=boto3.client("sagemaker"),
+        table=StatusTable.named(env.table_name, int(env.run_record_days)),
+        # One attempt per call: the endpoint scoring retries throttling and 5xx itself,
+        # with its own bound; a request may take the real-time limit (C8).
+        runtime=boto3.client(
+            "sagemaker-runtime",
+            config=Config(
+                retries={"total_max_attempts": 1},
+                read_timeout=REALTIME_TIMEOUT_SECONDS + 10,
+                max_pool_connections=50,
+            ),
+        ),
+    )

@@ -1,0 +1,314 @@
+"""``batchinfer plan``: what a job over some inputs would do and cost, before it runs.
+
+The inputs are surveyed (objects, bytes, records, the largest record, shards), the common
+mistakes are named, and with a model the job's throughput is calibrated on a sample and
+turned into a duration per instance and a cost; for the endpoint engine, into the requests
+sent and their time at the stack's concurrency.
+"""
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
+from batchinfer.engine.inputs import InputFile, collect_inputs
+from batchinfer.engines import PipelineEngine
+from batchinfer.errors import InputError, ValidationError
+from batchinfer.instances.prices import Price, hourly_price
+from batchinfer.instances.specs import InstanceSpec, instance_spec
+from batchinfer.instances.supported import check_instance_type
+from batchinfer.planning import advice
+from batchinfer.planning.advice import Advice
+from batchinfer.planning.calibrate import Calibration, CalibrationFailed, calibrate
+from batchinfer.planning.endpoint_estimate import EndpointEstimate, endpoint_estimate
+from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estimate
+from batchinfer.planning.scan import Reservoir
+from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
+from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, sweep, tune_json
+from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import MIB
+from batchinfer.uris import is_s3_uri, parse_s3_uri
+
+DEFAULT_REGION = "us-east-1"
+DEFAULT_SAMPLE_RECORDS = 4000
+SAMPLE_OBJECTS = 8  # SplitType None: whole objects sent for calibration, at most
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    inputs: list[str]
+    settings: TransformSettings
+    engine: PipelineEngine = "transform"
+    sharding: Sharding = field(default_factory=Sharding)
+    merge: bool = False
+    model: Path | None = None
+    region: str = DEFAULT_REGION
+    prices: dict[str, float] = field(default_factory=dict)
+    sample_records: int = DEFAULT_SAMPLE_RECORDS
+    tune: bool = False
+    endpoint_concurrency: int = DEFAULT_ENDPOINT_CONCURRENCY
+
+    @property
+    def job_engine(self) -> str:
+        """The engine whose instances the sample is measured on: an endpoint's container
+        speaks the transform contract."""
+        return "transform" if self.engine == "endpoint" else self.engine
+
+
+@dataclass
+class Plan:
+    request: PlanRequest
+    inputs: list[InputSurvey]
+    spec: InstanceSpec | None
+    price: Price | None
+    calibration: Calibration | None = None
+    job: JobEstimate | None = None
+    warnings: list[Advice] = field(default_factory=list)
+    tuning: list[TunePoint] | None = None
+    endpoint: EndpointEstimate | None = None
+
+    @property
+    def units(self) -> int:
+        """What the job's instances share out: inputs and shards (R3)."""
+        return sum(i.shards for i in self.inputs)
+
+    @property
+    def estimate(self) -> Estimate | None:
+        return None if self.job is None else self.job.duration
+
+    @property
+    def records(self) -> int | None:
+        counts = [i.records for i in self.inputs]
+        return None if None in counts else sum(c or 0 for c in counts)
+
+    def to_json(self) -> dict[str, Any]:
+        request, job = self.request, self.job
+        assert job is not None, "make_plan estimates every plan it returns"
+        return {
+            "inputs": request.inputs,
+            "engine": request.engine,
+            "region": request.region,
+            "settings": request.settings.to_state(),
+            "objects": job.objects,
+            "bytes": job.bytes,
+            "records": self.records,
+            "shards": job.shards,
+            "instances": job.instances,
+            "busy_instances": job.busy_instances,
+            "jobs": job.jobs,
+            "files": [asdict(i) for i in self.inputs],
+            "largest_record": largest_record(self),
+            "instance": {"type": request.settings.instance_type}
+            | ({} if self.spec is None else asdict(self.spec)),
+            "price": None if self.price is None else asdict(self.price),
+            "calibration": None if self.calibration is None else self.calibration.to_json(),
+            "estimate": None if self.estimate is None else self.estimate.to_json(),
+            "warnings": [asdict(w) for w in self.warnings],
+            "tune": None if self.tuning is None else tune_json(self.tuning),
+            "endpoint": None if self.endpoint is None else self.endpoint.to_json(),
+        }
+
+
+def largest_record(plan: Plan) -> dict[str, Any] | None:
+    """The largest record of all inputs, and the payload limit it must fit (R8)."""
+    found = [(i.largest.size, i.name, i.largest.number) for i in plan.inputs if i.largest]
+    if not found:
+        return None
+    size, name, number = max(found, key=lambda f: f[0])
+    limit = plan.request.settings.resolve().max_payload_bytes
+    return {
+        "file": name,
+        "record": number,
+        "bytes": size,
+        "max_payload_bytes": limit,
+        "fits": limit is None or size <= limit,
+    }
+
+
+def default_region() -> str:
+    return os.environ.get("AWS_REGION") or DEFAULT_REGION
+
+
+def make_plan(
+    request: PlanRequest,
+    on_stage: Callable[[str], None] = lambda _s: None,
+    on_point: Callable[[TunePoint], None] = lambda _p: None,
+) -> Plan:
+    """Survey, check, calibrate (with a model), estimate and with ``tune`` sweep the batch
+    settings (each point measured goes to ``on_point``); invalid requests raise
+    ValidationError naming the option."""
+    settings = request.settings
+    scoring = request.engine == "endpoint"
+    if scoring:
+        if request.endpoint_concurrency < 1:
+            raise ValidationError(
+                f"--endpoint-concurrency: {request.endpoint_concurrency} must be at least 1"
+            )
+    else:
+        check_instance_type(settings.instance_type, request.engine)
+    if request.sample_records < 1:
+        raise ValidationError(f"--sample-records: {request.sample_records} must be at least 1")
+    remote = [is_s3_uri(i) for i in request.inputs]
+    if any(remote) and not all(remote):
+        raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
+    if request.model is not None and not request.model.exists():
+        raise InputError(f"--model {request.model}: no such file or directory")
+    if request.tune:
+        _check_tune(request, any(remote))
+    warnings = advice.sharding(request.settings, request.sharding, request.merge)
+    calibrating = request.model is not None and not any(remote)
+    reservoir = Reservoir(request.sample_records if calibrating else 0)
+    on_stage("scan")
+    files: list[InputFile] = []
+    if any(remote):
+        surveys = _survey_s3(request)
+        if request.model is not None:
+            warnings.append(advice.s3_not_calibrated())
+    else:
+        files = collect_inputs([Path(i) for i in request.inputs])
+        surveys = [survey_local(f, settings, request.sharding, reservoir) for f in files]
+    price = (
+        None if scoring else hourly_price(settings.instance_type, request.region, request.prices)
+    )
+    plan = Plan(request, surveys, None, price)
+    plan.warnings = warnings + advice.inputs(plan.inputs, settings, plan.units)
+    try:
+        plan.spec = None if scoring else instance_spec(settings.instance_type)
+    except ValidationError as exc:
+        plan.warnings.append(advice.no_spec(str(exc)))
+    if plan.price is None and not scoring:
+        plan.warnings.append(advice.no_price(settings.instance_type, request.region))
+    if calibrating:
+        on_stage("calibrate")
+        plan.calibration = _calibrate(request, files, reservoir, plan)
+    if request.tune and plan.calibration is not None:
+        on_stage("tune")
+        plan.tuning = _tune(request, reservoir.sample(), plan, on_point)
+    throughput = None if plan.calibration is None else plan.calibration.throughput
+    units = _units(plan.inputs)
+    plan.job = job_estimate(
+        units,
+        objects=len(plan.inputs),
+        bytes=sum(i.bytes for i in plan.inputs),
+        shards=plan.units,
+        settings=settings,
+        engine=request.job_engine,
+        price=plan.price,
+        spec=plan.spec,
+        throughput=None if scoring else throughput,
+    )
+    if scoring:
+        plan.endpoint = endpoint_estimate(
+            units, settings, concurrency=request.endpoint_concurrency, throughput=throughput
+        )
+    return plan
+
+
+def _check_tune(request: PlanRequest, remote: bool) -> None:
+    needs = [
+        (request.model is None, "--model (the model whose server is measured)"),
+        (remote, "local inputs (the sample is drawn from them)"),
+        (request.engine != "transform", "--engine transform (a processing job has no batches)"),
+        (request.settings.split_type != "Line", "--split-type Line (records to batch)"),
+    ]
+    for missing, what in needs:
+        if missing:
+            raise ValidationError(f"--tune: needs {what}")
+
+
+def _tune(
+    request: PlanRequest, sample: list[bytes], plan: Plan, on_point: Callable[[TunePoint], None]
+) -> list[TunePoint] | None:
+    assert request.model is not None
+    largest = largest_record(plan)
+    calibration = plan.calibration
+    assert calibration is not None
+    if calibration.bytes <= PAYLOADS_MB[0] * MIB:
+        plan.warnings.append(advice.small_tune_sample(calibration.bytes, PAYLOADS_MB[0]))
+    try:
+        return sweep(
+            request.model,
+            request.settings,
+            sample,
+            0 if largest is None else largest["bytes"],
+            calibration.local_cpus,
+            on_point,
+        )
+    except CalibrationFailed as exc:
+        plan.warnings.append(advice.calibration_failed(str(exc)))
+        return None
+
+
+def _survey_s3(request: PlanRequest) -> list[InputSurvey]:
+    import boto3
+
+    from batchinfer.sharding.listing import input_objects
+
+    s3 = boto3.client("s3", region_name=request.region)
+    surveys = []
+    for uri in request.inputs:
+        location = parse_s3_uri(uri, field="INPUT")
+        base = location.key[: location.key.rfind("/") + 1]
+        for obj in input_objects(s3, location):
+            surveys.append(
+                survey_s3_object(
+                    obj["Key"][len(base) :],
+                    f"s3://{location.bucket}/{obj['Key']}",
+                    obj["Size"],
+                    request.settings,
+                    request.sharding,
+                    s3,
+                )
+            )
+    return surveys
+
+
+def _calibrate(
+    request: PlanRequest, files: list[InputFile], reservoir: Reservoir, plan: Plan
+) -> Calibration | None:
+    assert request.model is not None
+    settings = request.settings
+    try:
+        if settings.split_type == "Line":
+            sample = reservoir.sample()
+            if not sample:
+                plan.warnings.append(advice.nothing_to_calibrate("the inputs hold no records"))
+                return None
+            return calibrate(request.model, request.job_engine, settings, records=sample)
+        objects = _sample_objects(files, plan)
+        if not objects:
+            plan.warnings.append(advice.nothing_to_calibrate("no input object fits MaxPayloadInMB"))
+            return None
+        return calibrate(request.model, request.job_engine, settings, objects=objects)
+    except CalibrationFailed as exc:
+        plan.warnings.append(advice.calibration_failed(str(exc)))
+        return None
+
+
+def _sample_objects(files: list[InputFile], plan: Plan) -> list[InputFile]:
+    """Up to :data:`SAMPLE_OBJECTS` whole objects spread across the inputs, each within the
+    payload limit (SplitType None sends each object as one request)."""
+    limit = plan.request.settings.resolve().max_payload_bytes
+    fitting = [
+        f
+        for f, s in zip(files, plan.inputs, strict=True)
+        if s.largest is not None
+        and s.largest.size > 0
+        and (limit is None or s.largest.size <= limit)
+    ]
+    step = max(1, len(fitting) // SAMPLE_OBJECTS)
+    return fitting[::step][:SAMPLE_OBJECTS]
+
+
+def _units(inputs: list[InputSurvey]) -> list[Unit]:
+    """Each input, or each of its shards (an equal part of its records and bytes)."""
+    units = []
+    for survey in inputs:
+        records, data = survey.records, survey.data_bytes or survey.bytes
+        for shard in range(survey.shards):
+            name = survey.name if survey.shards == 1 else f"{survey.name}#{shard:05d}"
+            part = None if records is None else records / survey.shards
+            units.append(Unit(name, part, data / survey.shards))
+    return units

@@ -1,0 +1,77 @@
+"""Limits a model server takes from its environment (spec C6, C8), read without heavy imports."""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from batchinfer.errors import ValidationError
+from batchinfer.transform.settings import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_X_CONCURRENCY_MB
+from batchinfer.units import MIB
+
+# The BatchStrategy the server answers on /execution-parameters (spec C5).
+BATCH_STRATEGY = "MULTI_RECORD"
+DEFAULT_TIMEOUT = 3600
+PAYLOAD_VAR = "SAGEMAKER_MAX_PAYLOAD_IN_MB"
+TIMEOUT_VAR = "SAGEMAKER_MODEL_SERVER_TIMEOUT"
+
+
+def int_from_env(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    """The whole number ``env[name]`` in ``low..high``, or ``default`` when unset or empty."""
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValidationError(f"{name}={text!r} is not a whole number") from None
+    if not low <= value <= high:
+        raise ValidationError(f"{name}={value} is outside {low}..{high}")
+    return value
+
+
+def max_payload_mb(env: Mapping[str, str]) -> int:
+    """MaxPayloadInMB: SAGEMAKER_MAX_PAYLOAD_IN_MB (0..100, 0 = no limit) or 6."""
+    return int_from_env(env, PAYLOAD_VAR, DEFAULT_MAX_PAYLOAD_MB, 0, 100)
+
+
+def request_timeout(env: Mapping[str, str]) -> int:
+    """Seconds one request may take: SAGEMAKER_MODEL_SERVER_TIMEOUT or 3600 (spec C8)."""
+    return int_from_env(env, TIMEOUT_VAR, DEFAULT_TIMEOUT, 1, 86400)
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What ``/execution-parameters`` advertises and ``/invocations`` enforces.
+
+    ``max_payload_mb`` is in MiB (1 MB = 1,048,576 bytes, the larger reading, so every body a
+    client sized by either reading fits); 0 means no limit (spec R8).
+    """
+
+    workers: int
+    max_payload_mb: int
+
+    @property
+    def max_body_bytes(self) -> int | None:
+        return self.max_payload_mb * MIB if self.max_payload_mb else None
+
+    def execution_parameters(self) -> dict[str, Any]:
+        """MaxConcurrentTransforms = workers (capped so that it times MaxPayloadInMB stays
+        within 100, spec R1), BatchStrategy MULTI_RECORD, MaxPayloadInMB."""
+        concurrency = self.workers
+        if self.max_payload_mb:
+            concurrency = max(
+                1, min(concurrency, MAX_PAYLOAD_X_CONCURRENCY_MB // self.max_payload_mb)
+            )
+        return {
+            "MaxConcurrentTransforms": concurrency,
+            "BatchStrategy": BATCH_STRATEGY,
+            "MaxPayloadInMB": self.max_payload_mb,
+        }
+
+
+def execution_parameters(workers: int, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What ``GET /execution-parameters`` answers for a server of ``workers`` workers whose
+    environment is ``env`` (default: this process's)."""
+    env = os.environ if env is None else env
+    return ServerLimits(workers, max_payload_mb(env)).execution_parameters()
