@@ -1,5 +1,5 @@
 # Two entry points do all set-up on a fresh machine:
-#   make test   venv + dependencies, lint, then every test
+#   make test   venv + dependencies, lint, every test, then the docs site (--strict)
 #   make demo   venv + dependencies, then a local batch inference run on the example data
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 # The pinned CDK CLI and asl-validator (package-lock.json) for the stack tests.
 NPM_STAMP := node_modules/.installed
 
-.PHONY: test demo lint pytest image-smoke
+.PHONY: test demo lint pytest image-smoke docs
 
 $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
@@ -32,7 +32,13 @@ pytest: $(STAMP) $(NPM_STAMP)
 image-smoke: $(STAMP)
 	PYTHON=$(BIN)/python containers/inference/smoke_test.sh
 
-test: lint pytest image-smoke
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on a page left out
+# of the nav, a broken link or a missing anchor. NO_MKDOCS_2_WARNING silences the theme's
+# banner about its own end of life (May 2027; requirements-dev.txt pins the version).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+test: lint pytest image-smoke docs
 
 # The example: a classifier trained on a dataset shipped with scikit-learn, 500k rows of
 # input generated from it, then a local job: 2 instances, auto shards, CSV join, merge.

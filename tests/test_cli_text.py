@@ -50,10 +50,10 @@ def _error_classes(base: type[BatchInferError]) -> list[type[BatchInferError]]:
     return [base] + [found for sub in base.__subclasses__() for found in _error_classes(sub)]
 
 
-def test_each_kind_of_error_has_its_own_exit_code_and_the_readme_lists_them_all():
+def test_each_kind_of_error_has_its_own_exit_code_and_the_docs_list_them_all():
     classes = [c for c in _error_classes(BatchInferError) if "exit_code" in vars(c)]
     codes = [c.exit_code for c in classes]
     assert len(codes) == len(set(codes)), codes
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    documented = {int(code) for code in re.findall(r"^\| (\d+) \| ", readme, re.MULTILINE)}
+    page = (Path(__file__).parents[1] / "docs" / "operate.md").read_text()
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \| ", page, re.MULTILINE)}
     assert documented == {0, *codes}

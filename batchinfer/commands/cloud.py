@@ -45,7 +45,7 @@ Stack = Annotated[
     ),
 ]
 Region = Annotated[str | None, typer.Option(help="AWS region (default: your AWS config).")]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON (keys listed in the README).")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON (keys listed in docs/operate.md).")]
 
 
 def _stack(name: str, region: str | None) -> DeployedStack:

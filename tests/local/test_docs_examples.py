@@ -1,5 +1,6 @@
-"""The README's JSON Lines example, run exactly as written on the data it generates
-(R15 filters and a join, R16 the filter language, R18 the JSON join)."""
+"""The documentation's examples, run exactly as written: the JSON Lines example of
+docs/local-mode.md on the data it generates (R15 filters and a join, R16 the filter
+language, R18 the JSON join), and the ``batchinfer plan`` transcript of docs/plan.md."""
 
 import json
 import os
@@ -9,16 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+LOCAL_MODE = DOCS / "local-mode.md"
+PLAN = DOCS / "plan.md"
 
 
-def readme_block(heading: str) -> tuple[list[list[str]], list[str]]:
+def doc_block(page: Path, heading: str) -> tuple[list[list[str]], list[str]]:
     """The commands (as argv lists) and the ``# `` comment lines of the first bash block
-    under ``heading``."""
-    text = README.read_text()
+    under ``heading`` in ``page``."""
+    text = page.read_text()
     section = text[text.index(heading) :]
     block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
-    assert block, f"no bash block under {heading!r} in {README}"
+    assert block, f"no bash block under {heading!r} in {page}"
     joined = block.group(1).replace("\\\n", " ")
     commands = [shlex.split(line) for line in joined.splitlines() if line.strip()[:1] not in "#"]
     comments = [line[2:] for line in joined.splitlines() if line.startswith("# ")]
@@ -26,7 +29,7 @@ def readme_block(heading: str) -> tuple[list[list[str]], list[str]]:
 
 
 def run_as_written(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """One README command, run as printed (200 columns, so tables do not wrap)."""
+    """One documented command, run as printed (200 columns, so tables do not wrap)."""
     done = subprocess.run(
         [sys.executable, "-m", "batchinfer", *argv[1:]],
         cwd=cwd,
@@ -40,7 +43,7 @@ def run_as_written(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[st
 
 
 def test_the_json_lines_example_runs_as_written_r15_r16_r18(tmp_path):
-    commands, comments = readme_block("### JSON Lines")
+    commands, comments = doc_block(LOCAL_MODE, "### JSON Lines")
     assert [argv[:2] for argv in commands] == [["batchinfer", "example"], ["batchinfer", "run"]]
     assert "--input-filter" in commands[1] and "$.features" in commands[1]
     for argv in commands:
@@ -53,12 +56,13 @@ def test_the_json_lines_example_runs_as_written_r15_r16_r18(tmp_path):
 
 
 def test_the_plan_transcript_runs_as_written_and_its_counts_are_what_plan_prints(tmp_path):
-    """The ``batchinfer plan`` transcript under "Before you pay": its commands run as
-    written, and the lines that do not depend on this machine's speed are printed as shown."""
-    text = README.read_text()
+    """The ``batchinfer plan`` transcript under "Before you pay" in docs/plan.md: its
+    commands run as written, and the lines that do not depend on this machine's speed are
+    printed as shown."""
+    text = PLAN.read_text()
     section = text[text.index("## Before you pay") :]
     block = re.search(r"```console\n(.*?)```", section, re.DOTALL)
-    assert block, "no console block under 'Before you pay'"
+    assert block, f"no console block under 'Before you pay' in {PLAN}"
     joined = block.group(1).replace("\\\n", " ")
     lines = joined.splitlines()
     commands = [shlex.split(line[2:]) for line in lines if line.startswith("$ ")]
@@ -70,7 +74,7 @@ def test_the_plan_transcript_runs_as_written_and_its_counts_are_what_plan_prints
     measured = ("calibration:", "estimate:", "cost:")
     for line in shown:
         if not line.startswith(measured) and "CPUs busy" not in line:  # this machine's
-            assert line.rstrip() in printed, f"the README shows {line!r}; plan printed {printed}"
+            assert line.rstrip() in printed, f"{PLAN.name} shows {line!r}; plan printed {printed}"
     assert [line.split(":")[0] for line in printed if line.startswith(measured)] == [
         "calibration",
         "estimate",
