@@ -17,7 +17,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from batchinfer.pipeline.arrivals import Trigger
-from stacks.config import PipelineConfig, S3TriggerConfig
+from stacks.config import PipelineConfig
+from stacks.config.trigger import S3TriggerConfig
 from stacks.data_access import grant_list
 from stacks.functions import Functions, lambda_function
 from stacks.storage import Storage
