@@ -10,7 +10,13 @@ section's dataclass, parser and checks live in a module of its own.
 
 from stacks.config.admission import AdmissionConfig
 from stacks.config.image import FrameworkImageConfig
-from stacks.config.load import DEFAULT_ENV_KEY, ENVIRONMENTS_KEY, load_config, parse_config
+from stacks.config.load import (
+    DEFAULT_ENV_KEY,
+    ENVIRONMENTS_KEY,
+    load_config,
+    parse_config,
+    validate_config,
+)
 from stacks.config.pipeline import PipelineConfig
 from stacks.config.retry import RetryConfig
 from stacks.config.schedules import ScheduleConfig
@@ -29,4 +35,5 @@ __all__ = [
     "VpcConfig",
     "load_config",
     "parse_config",
+    "validate_config",
 ]

@@ -1,5 +1,5 @@
 """Reading an environment from CDK context: :func:`load_config` picks it, :func:`parse_config`
-builds each section and validates the whole, section by section."""
+builds each section, :func:`validate_config` checks the whole, section by section."""
 
 import json
 from collections.abc import Mapping
@@ -76,12 +76,14 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
         as_list(values.get("notification_emails", []), f"{where}.notification_emails")
     )
     config = PipelineConfig(name=name, **values)
-    _validate(config, where, base_dir)
+    validate_config(config, base_dir)
     return config
 
 
-def _validate(config: PipelineConfig, where: str, base_dir: Path) -> None:
-    """Each section's checks, in this order: the first error found is the one reported."""
+def validate_config(config: PipelineConfig, base_dir: Path) -> None:
+    """Each section's checks, in this order: the first error found is the one reported, naming
+    ``environments.<name>.<key>``. A local ``model_data`` lies under ``base_dir``."""
+    where = f"environments.{config.name}"
     check_deployment(config, where)
     check_engine(config, where)
     check_endpoints(config, where)
