@@ -68,7 +68,7 @@ class Triggers(Construct):
                         input=scheduler.ScheduleTargetInput.from_object(request),
                     ),
                 )
-        self.arrival_rule = None
+        self.arrival_rule: events.Rule | None = None
         self.arrivals: sqs.Queue | None = None
         self.dead_letters: sqs.Queue | None = None
         self.arrivals_function: lambda_.Function | None = None
