@@ -49,7 +49,7 @@ def build_app(
     )
     if env is None and config.account and config.region:
         env = Environment(account=config.account, region=config.region)
-    stack = PipelineStack(app, config, repo_root=REPO_ROOT, env=env)
+    stack = PipelineStack(app, config, env=env)
     if nag:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack

@@ -22,7 +22,8 @@ from constructs import Construct
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.contract.registry import STEPS, Step
-from stacks.config import LOG_RETENTION_DAYS, PipelineConfig
+from stacks.config import PipelineConfig
+from stacks.config.retention import LOG_RETENTION_DAYS
 from stacks.data_access import grant_list, grant_read, grant_write
 from stacks.model_access import grant_create_run_models, grant_delete_run_models
 from stacks.nag import acknowledge, resource_finding

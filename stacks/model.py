@@ -12,7 +12,8 @@ from constructs import Construct
 
 from batchinfer.pipeline.contract.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
-from stacks.config import ECR_IMAGE, PipelineConfig
+from stacks.config import PipelineConfig
+from stacks.config.image import ECR_IMAGE
 from stacks.data_access import JOB_OUTPUT_KEY_ACTIONS, grant_write
 from stacks.framework_images import framework_image_uri
 from stacks.nag import acknowledge, resource_finding

@@ -4,7 +4,7 @@ network-interface permissions the Lambdas and the SageMaker jobs need there."""
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
-from stacks.config import VpcConfig
+from stacks.config.vpc import VpcConfig
 from stacks.nag import acknowledge
 
 # What the Lambda service does with a function's role to place it in subnets (the actions

@@ -17,7 +17,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from batchinfer.pipeline.steps.arrivals import Trigger
-from stacks.config import PipelineConfig, S3TriggerConfig
+from stacks.config import PipelineConfig
+from stacks.config.trigger import S3TriggerConfig
 from stacks.data_access import grant_list
 from stacks.functions import Functions, lambda_function
 from stacks.storage import Storage
@@ -67,7 +68,7 @@ class Triggers(Construct):
                         input=scheduler.ScheduleTargetInput.from_object(request),
                     ),
                 )
-        self.arrival_rule = None
+        self.arrival_rule: events.Rule | None = None
         self.arrivals: sqs.Queue | None = None
         self.dead_letters: sqs.Queue | None = None
         self.arrivals_function: lambda_.Function | None = None

@@ -281,30 +281,54 @@ class Workflow(Construct):
         split_jobs: SplitJobs | None = None,
     ) -> None:
         super().__init__(scope, id)
+        self._config = config
+        self._storage = storage
+        self._functions = functions
+        self._record_failure = self._failure_path()
+        start = self._plan_and_split(model, split_jobs)
+        run_job = self._job()
+        verify_round = self._count_and_verify()
+        acquire, release = self._admission(run_job)
+        release.next(verify_round)
+        self._job_outcome(run_job, release)
+        finalize = self._finalize()
+        verify_round.next(
+            sfn.Choice(self, "AllShardsDone")
+            .when(sfn.Condition.boolean_equals("$.round.complete", True), finalize)
+            .otherwise(acquire)
+        )
+        self._state_machine(start.next(acquire), model, split_jobs)
 
-        def invoke(step: Step) -> tasks.LambdaInvoke:
-            task = tasks.LambdaInvoke(
-                self,
-                step.state,
-                lambda_function=functions.functions[step.name],
-                payload=_payload(step),
-                payload_response_only=True,
-                result_selector=step.result_selector,
-                result_path=sfn.JsonPath.DISCARD
-                if step.result_path == steps.DISCARD
-                else step.result_path,
-            )
-            # CDK retries the Lambda service errors; throttling needs a retry of its own.
-            task.add_retry(
-                errors=[LAMBDA_THROTTLED],
-                interval=Duration.seconds(1),
-                backoff_rate=2,
-                max_attempts=8,
-                max_delay=Duration.seconds(60),
-                jitter_strategy=sfn.JitterType.FULL,
-            )
-            return task
+    def _invoke(self, step: Step) -> tasks.LambdaInvoke:
+        """The task of a registry step: its function, payload and result paths."""
+        task = tasks.LambdaInvoke(
+            self,
+            step.state,
+            lambda_function=self._functions.functions[step.name],
+            payload=_payload(step),
+            payload_response_only=True,
+            result_selector=step.result_selector,
+            result_path=sfn.JsonPath.DISCARD
+            if step.result_path == steps.DISCARD
+            else step.result_path,
+        )
+        # CDK retries the Lambda service errors; throttling needs a retry of its own.
+        task.add_retry(
+            errors=[LAMBDA_THROTTLED],
+            interval=Duration.seconds(1),
+            backoff_rate=2,
+            max_attempts=8,
+            max_delay=Duration.seconds(60),
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        return task
 
+    def _on_error(self, state: Any) -> None:
+        """Any error of ``state`` goes to the failure path, in ``$.error``."""
+        state.add_catch(self._record_failure, errors=["States.ALL"], result_path="$.error")
+
+    def _failure_path(self) -> tasks.LambdaInvoke:
+        """RecordFailure, then RunFailed; FailureNotRecorded when recording fails too."""
         run_failed = sfn.Fail(
             self,
             "RunFailed",
@@ -318,14 +342,15 @@ class Workflow(Construct):
             cause="The run failed and recording the failure failed too; see the execution "
             "history and the record_failure Lambda's logs.",
         )
-        record_failure = invoke(steps.RECORD_FAILURE)
+        record_failure = self._invoke(steps.RECORD_FAILURE)
         record_failure.add_catch(not_recorded, errors=["States.ALL"], result_path="$.error")
         record_failure.next(run_failed)
+        return record_failure
 
-        def on_error(state: Any) -> None:
-            state.add_catch(record_failure, errors=["States.ALL"], result_path="$.error")
-
-        plan = invoke(steps.PLAN)
+    def _plan_and_split(self, model: Model, split_jobs: SplitJobs | None) -> sfn.Chain:
+        """Plan (a taken run id ends in DuplicateRun), the SplitInputs Map (the Lambda, or a
+        split job for large objects when the stack has split jobs), Collect."""
+        plan = self._invoke(steps.PLAN)
         plan.add_catch(
             sfn.Fail(
                 self,
@@ -336,32 +361,37 @@ class Workflow(Construct):
             errors=[RUN_ALREADY_EXISTS],
             result_path="$.error",
         )
-        on_error(plan)
+        self._on_error(plan)
 
-        split_object = invoke(steps.SPLIT_OBJECT)
+        split_object = self._invoke(steps.SPLIT_OBJECT)
         split_inputs = _run_map(
-            self, "SplitInputs", storage, "$.plan.inputs_key", config.split_concurrency
+            self, "SplitInputs", self._storage, "$.plan.inputs_key", self._config.split_concurrency
         )
         if split_jobs is None:
             split_inputs.item_processor(split_object)
         else:
-            split_job = _split_job(self, config, storage, model, split_jobs)
+            split_job = _split_job(self, self._config, self._storage, model, split_jobs)
             split_inputs.item_processor(
                 sfn.Choice(self, "ChooseSplitter")
                 .when(sfn.Condition.string_equals("$.splitter", JOB), split_job)
                 .otherwise(split_object)
             )
-        on_error(split_inputs)
+        self._on_error(split_inputs)
 
-        collect = invoke(steps.COLLECT)
-        on_error(collect)
+        collect = self._invoke(steps.COLLECT)
+        self._on_error(collect)
+        return plan.next(split_inputs).next(collect)
 
-        prepare_job = invoke(steps.PREPARE_JOB)
+    def _job(self) -> sfn.Parallel:
+        """RunJob: PrepareJob names and builds the job, ChooseJob runs it as a transform or
+        processing job or an endpoint round; the whole is retried on SageMaker's transient
+        errors (R1: a new name each attempt)."""
+        prepare_job = self._invoke(steps.PREPARE_JOB)
         classify = _api_error_classifier(self, "")
         jobs = {key: _job_task(self, task) for key, task in JOB_TASKS.items()}
         for job in jobs.values():
             job.add_catch(classify, errors=[GENERIC_SAGEMAKER_ERROR], result_path="$.api_error")
-        score_shards = self._endpoint_round(config, storage, invoke)
+        score_shards = self._endpoint_round()
         choose_job = (
             sfn.Choice(self, "ChooseJob")
             .when(sfn.Condition.string_equals("$.job.engine", "endpoint"), score_shards)
@@ -382,14 +412,18 @@ class Workflow(Construct):
             result_path="$.job",
         )
         run_job.branch(prepare_job.next(choose_job))
-        _retry_sagemaker_errors(run_job, config)
+        _retry_sagemaker_errors(run_job, self._config)
+        return run_job
 
+    def _count_and_verify(self) -> sfn.Chain:
+        """The CountShards Map (one CountShard per shard of the round, its result manifest in
+        ``$.counts``), then Verify, which sets ``$.round``."""
         count_shards = _run_map(
             self,
             "CountShards",
-            storage,
+            self._storage,
             "$.round.shards_key",
-            config.verify_concurrency,
+            self._config.verify_concurrency,
             item_selector={
                 "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
                 "job_output": sfn.JsonPath.string_at("$.plan.job_output"),
@@ -399,18 +433,22 @@ class Workflow(Construct):
             result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
             result_path="$.counts",
         )
-        count_shards.item_processor(invoke(steps.COUNT_SHARD))
-        on_error(count_shards)
-        verify = invoke(steps.VERIFY)
-        on_error(verify)
-        # Admission: the job's instances are leased before it and returned after it; a run
-        # the budget has no room for waits in this loop (bounded by the acquire step).
-        acquire = invoke(steps.ACQUIRE_INSTANCES)
-        on_error(acquire)
+        count_shards.item_processor(self._invoke(steps.COUNT_SHARD))
+        self._on_error(count_shards)
+        verify = self._invoke(steps.VERIFY)
+        self._on_error(verify)
+        return count_shards.next(verify)
+
+    def _admission(self, run_job: sfn.Parallel) -> tuple[tasks.LambdaInvoke, tasks.LambdaInvoke]:
+        """AcquireInstances and ReleaseInstances: the job's instances are leased before it
+        and returned after it; a run the budget has no room for waits in the
+        WaitForInstances loop (bounded by the acquire step)."""
+        acquire = self._invoke(steps.ACQUIRE_INSTANCES)
+        self._on_error(acquire)
         wait = sfn.Wait(
             self,
             "WaitForInstances",
-            time=sfn.WaitTime.duration(Duration.seconds(config.admission.poll_seconds)),
+            time=sfn.WaitTime.duration(Duration.seconds(self._config.admission.poll_seconds)),
         )
         acquire.next(
             sfn.Choice(self, "InstancesGranted")
@@ -418,13 +456,17 @@ class Workflow(Construct):
             .otherwise(wait)
         )
         wait.next(acquire)
-        release = invoke(steps.RELEASE_INSTANCES)
-        on_error(release)
-        release.next(count_shards)
-        count_shards.next(verify)
+        release = self._invoke(steps.RELEASE_INSTANCES)
+        self._on_error(release)
+        return acquire, release
+
+    def _job_outcome(self, run_job: sfn.Parallel, release: tasks.LambdaInvoke) -> None:
+        """After RunJob, its instances are released whether the job completed or Failed (the
+        round's counts then tell which shards to resubmit); any other error of the job is
+        recorded as the run's failure."""
         job_api_error = sfn.Pass(
             self, "JobApiError", input_path="$.job", result_path="$.error"
-        ).next(record_failure)
+        ).next(self._record_failure)
         check_job_error = (
             sfn.Choice(self, "CheckJobError")
             .when(sfn.Condition.string_equals("$.job.Error", JOB_FAILED), release)
@@ -433,21 +475,21 @@ class Workflow(Construct):
         # States.TaskFailed matches every error but States.Timeout (no state here has a
         # timeout): CheckJobError tells a Failed job from an API error.
         run_job.add_catch(check_job_error, errors=[JOB_FAILED], result_path="$.job")
-
-        finalize = invoke(steps.FINALIZE)
-        on_error(finalize)
-        finalize.next(sfn.Succeed(self, "Done"))
-
-        all_done = (
-            sfn.Choice(self, "AllShardsDone")
-            .when(sfn.Condition.boolean_equals("$.round.complete", True), finalize)
-            .otherwise(acquire)
-        )
         run_job.next(release)
-        verify.next(all_done)
 
-        definition = plan.next(split_inputs).next(collect).next(acquire)
+    def _finalize(self) -> tasks.LambdaInvoke:
+        """Finalize, then Done."""
+        finalize = self._invoke(steps.FINALIZE)
+        self._on_error(finalize)
+        finalize.next(sfn.Succeed(self, "Done"))
+        return finalize
 
+    def _state_machine(
+        self, definition: sfn.IChainable, model: Model, split_jobs: SplitJobs | None
+    ) -> None:
+        """``state_machine`` (Standard, X-Ray, its timeout from the config), ``log_group``
+        (every event with its data), and the state machine's grants and acknowledgments."""
+        config = self._config
         self.log_group = logs.LogGroup(
             self,
             "Logs",
@@ -469,23 +511,22 @@ class Workflow(Construct):
         grant_workflow_access(
             self.state_machine,
             config=config,
-            storage=storage,
+            storage=self._storage,
             job_roles=[model.role, *([split_jobs.role] if split_jobs else [])],
         )
         acknowledge_workflow_access(
-            self.state_machine, config=config, storage=storage, functions=functions
+            self.state_machine, config=config, storage=self._storage, functions=self._functions
         )
 
-    def _endpoint_round(
-        self, config: PipelineConfig, storage: Storage, invoke: Any
-    ) -> sfn.IChainable:
+    def _endpoint_round(self) -> sfn.IChainable:
         """The endpoint engine's round, where a job would run: a Distributed Map over the
         round's shard list (``$.round.shards_key``), each shard scored by ScoreShard, invoked
         again while it answers ``continue``, at most ``endpoint_concurrency`` at once; then
         ScoringOutcome sets ``$.job`` as a job task would. An endpoint still throttled or
         failing after one invocation's retries is retried here, as is an invocation that
         died; a refused record fails the round through ScoringOutcome, which names it."""
-        score = invoke(steps.SCORE_SHARD)
+        config = self._config
+        score = self._invoke(steps.SCORE_SHARD)
         score.add_retry(
             errors=[ENDPOINT_UNAVAILABLE],
             interval=Duration.seconds(config.retry.interval_seconds),
@@ -508,7 +549,7 @@ class Workflow(Construct):
         score_shards = _run_map(
             self,
             "ScoreShards",
-            storage,
+            self._storage,
             "$.round.shards_key",
             config.endpoint_concurrency,
             item_selector={
@@ -518,4 +559,4 @@ class Workflow(Construct):
             },
         )
         score_shards.item_processor(score)
-        return score_shards.next(invoke(steps.SCORING_OUTCOME))
+        return score_shards.next(self._invoke(steps.SCORING_OUTCOME))

@@ -70,7 +70,7 @@ def test_the_split_job_is_named_per_attempt_retried_like_run_job_and_fails_namin
 
 def test_the_split_jobs_role_reads_inputs_and_writes_shards_only(synthesized, resources):
     statements = _role_statements(resources, "SplitJobsRole")
-    data_bucket = synthesized.stack.storage.data_bucket
+    data_bucket = synthesized.stack.pipeline.data_bucket
     logical_bucket = synthesized.stack.get_logical_id(data_bucket.node.default_child)
     s3 = [s for s in statements if any(a.startswith("s3:") for a in _actions(s))]
     writes = [s for s in s3 if "s3:PutObject" in _actions(s)]
