@@ -1,6 +1,5 @@
 """The pipeline as one construct: every resource of one environment, in any stack."""
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,8 +15,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from batchinfer.endpoints.targets import targets_to_json
-from batchinfer.pipeline.contract import data_places, stack_outputs
+from batchinfer.pipeline.contract import stack_outputs
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.units import parse_size
 from stacks.cli_access import CliAccess
@@ -64,42 +62,42 @@ class BatchInferencePipeline(Construct):
             data_bucket=self.storage.data_bucket.bucket_name,
             job_prefix=config.job_prefix,
             engine=config.engine,
-            transform_defaults=_json(config.transform),
-            model_environment=_json(config.container_environment),
+            transform_defaults=dict(config.transform),
+            model_environment=config.container_environment,
             shard_size=config.shard_size,
-            split_job_threshold=str(parse_size(config.split_job_threshold))
+            split_job_threshold=parse_size(config.split_job_threshold)
             if config.split_jobs and config.split_job_threshold
-            else "",
-            max_rounds=str(config.max_rounds),
+            else None,
+            max_rounds=config.max_rounds,
             model_name=self.model.model_name,
             model_data_url=self.model.model_data_url,
             image_uri=self.model.image_uri,
             sagemaker_role_arn=self.model.role.role_arn,
             kms_key_arn=self.storage.key.key_arn,
-            processing_volume_gb=str(config.processing_volume_gb),
-            processing_max_runtime_seconds=str(config.processing_max_runtime_hours * 3600),
+            processing_volume_gb=config.processing_volume_gb,
+            processing_max_runtime_seconds=config.processing_max_runtime_hours * 3600,
             topic_arn=self.notifications.topic.topic_arn,
             event_bus_name=self.notifications.bus.event_bus_name,
             event_source=config.event_source,
-            run_record_days=str(config.run_record_days),
-            instance_budget=_json(config.admission.instance_budget),
-            default_instance_budget=str(config.admission.default_budget),
-            admission_max_wait_seconds=str(config.admission.max_wait_minutes * 60),
-            admission_poll_seconds=str(config.admission.poll_seconds),
+            run_record_days=config.run_record_days,
+            instance_budget=dict(config.admission.instance_budget),
+            default_instance_budget=config.admission.default_budget,
+            admission_max_wait_seconds=config.admission.max_wait_minutes * 60,
+            admission_poll_seconds=config.admission.poll_seconds,
             # A lease outlives no execution: its run is gone once the execution timed out.
-            lease_seconds=str(config.timeout_hours * 3600),
-            subnet_ids=",".join(config.vpc.subnet_ids) if config.vpc else "",
-            security_group_ids=",".join(config.vpc.security_group_ids) if config.vpc else "",
+            lease_seconds=config.timeout_hours * 3600,
+            subnet_ids=config.vpc.subnet_ids if config.vpc else (),
+            security_group_ids=config.vpc.security_group_ids if config.vpc else (),
             model_package_arn=config.model_package_arn or "",
             framework_image=(
                 f"{config.framework_image.framework} {config.framework_image.version}"
                 if config.framework_image
                 else ""
             ),
-            model_sources=json.dumps(self.model.model_sources),
-            data_sources=data_places.to_json(config.data_sources),
-            output_destinations=data_places.to_json(config.output_destinations),
-            endpoints=targets_to_json(config.endpoints),
+            model_sources=tuple(self.model.model_sources),
+            data_sources=config.data_sources,
+            output_destinations=config.output_destinations,
+            endpoints=config.endpoints,
         )
         self.split_jobs = (
             SplitJobs(self, "SplitJobs", config=config, storage=self.storage, model=self.model)
@@ -255,7 +253,3 @@ class BatchInferencePipeline(Construct):
                         "AWSLambdaBasicExecutionRole"
                     ],
                 )
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, sort_keys=True)

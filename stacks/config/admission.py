@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from batchinfer.errors import ValidationError
 from batchinfer.instances.supported import accepted, nearest
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from stacks.config.checks import int_range, known_keys, require
 from stacks.execution_history import HISTORY_LIMIT, history_allowance, longest_history
 
@@ -21,9 +22,12 @@ class AdmissionConfig:
     have 0 for most types, so the default budget is small (docs/scaling.md)."""
 
     instance_budget: Mapping[str, int] = field(default_factory=dict)
-    default_budget: int = 2  # for types not in instance_budget
-    poll_seconds: int = 60  # the Wait between two tries of a waiting run
-    max_wait_minutes: int = 360  # a run waiting longer for one job fails (InstancesUnavailable)
+    # For types not in instance_budget.
+    default_budget: int = PipelineEnvironment.default_instance_budget
+    # The Wait between two tries of a waiting run.
+    poll_seconds: int = PipelineEnvironment.admission_poll_seconds
+    # A run waiting longer for one job fails (InstancesUnavailable).
+    max_wait_minutes: int = PipelineEnvironment.admission_max_wait_seconds // 60
 
 
 def parse_admission(raw: Any, where: str) -> AdmissionConfig:

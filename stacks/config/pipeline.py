@@ -8,6 +8,7 @@ from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY, EndpointT
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.contract import data_places
 from batchinfer.pipeline.contract.data_places import DATA, DataPlace
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import is_s3_uri
@@ -37,30 +38,31 @@ class PipelineConfig:
     model_sources: tuple[str, ...] = ()
     account: str | None = None
     region: str | None = None
-    engine: str = "transform"
+    engine: str = PipelineEnvironment.engine
     transform: Mapping[str, Any] = field(default_factory=dict)
     model_environment: Mapping[str, str] = field(default_factory=dict)
-    shard_size: str = "64MiB"
-    max_rounds: int = 3
+    shard_size: str = PipelineEnvironment.shard_size
+    max_rounds: int = PipelineEnvironment.max_rounds
     split_concurrency: int = 8
     verify_concurrency: int = 16  # shards checked at once by the CountShards Map
     # Objects whose split streams more than this (gzip: compressed size x 5) are split by a
     # Processing job on split_instance_type instead of the Lambda; "off": never (scaling.md).
     split_job_threshold: str | None = "10GiB"
     split_instance_type: str = "ml.m5.xlarge"
-    processing_volume_gb: int = 30  # the largest volume; each job sizes its own from its input
-    processing_max_runtime_hours: int = 24
-    timeout_hours: int = 48
+    # The largest volume; each job sizes its own from its input.
+    processing_volume_gb: int = PipelineEnvironment.processing_volume_gb
+    processing_max_runtime_hours: int = PipelineEnvironment.processing_max_runtime_seconds // 3600
+    timeout_hours: int = PipelineEnvironment.lease_seconds // 3600  # a lease lives as long
     retry: RetryConfig = field(default_factory=RetryConfig)
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     shard_expiry_days: int = 7
     artefact_expiry_days: int = 90
     log_retention_days: int = 90
-    run_record_days: int = 365
+    run_record_days: int = PipelineEnvironment.run_record_days
     schedules: tuple[ScheduleConfig, ...] = ()
     s3_trigger: S3TriggerConfig | None = None
     notification_emails: tuple[str, ...] = ()
-    event_source: str = "batchinfer"
+    event_source: str = PipelineEnvironment.event_source
     retain_data: bool = True
     # An existing image instead of one built from containers/ (then deploying needs no
     # container builder): an ECR image URI with a tag or digest.

@@ -96,17 +96,15 @@ def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
             table_name="runs",
             data_bucket=BUCKET,
             job_prefix="bi-test",
-            transform_defaults=json.dumps(
-                {
-                    "content_type": "text/csv",
-                    "accept": "text/csv",
-                    "split_type": "Line",
-                    "assemble_with": "Line",
-                    "instance_type": "ml.m5.large",
-                }
-            ),
+            transform_defaults={
+                "content_type": "text/csv",
+                "accept": "text/csv",
+                "split_type": "Line",
+                "assemble_with": "Line",
+                "instance_type": "ml.m5.large",
+            },
             shard_size="64MiB",
-            max_rounds="2",
+            max_rounds=2,
             model_name="row-sum",
             model_data_url="s3://models/row-sum/model.tar.gz",
             image_uri="123456789012.dkr.ecr.eu-west-1.amazonaws.com/batchinfer:latest",

@@ -15,7 +15,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
-from batchinfer.endpoints.targets import answer_of
+from batchinfer.endpoints.targets import EndpointTarget, answer_of
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.pipeline.contract.run_errors import DataFailure, EndpointUnavailable
 from batchinfer.pipeline.contract.state import ShardEntry
@@ -279,7 +279,7 @@ def test_throttling_past_the_retries_is_left_to_the_map(account, runtime, endpoi
     assert not account.s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
 
 
-def plan_request(account, request, endpoints="[]"):
+def plan_request(account, request, endpoints=()):
     env = replace(account.env, endpoints=endpoints)
     return plan_run(
         {"input": f"s3://{BUCKET}/input/"} | request,
@@ -293,13 +293,13 @@ def plan_request(account, request, endpoints="[]"):
     )
 
 
-CONFIGURED = json.dumps([{"name": ENDPOINT, "variant": "blue", "inference_component": None}])
+CONFIGURED = (EndpointTarget(ENDPOINT, "blue", None),)
 
 
 @pytest.mark.parametrize(
     ("request_", "configured", "message"),
     [
-        ({"engine": "endpoint"}, "[]", "engine: endpoint needs an endpoint this stack may invoke"),
+        ({"engine": "endpoint"}, (), "engine: endpoint needs an endpoint this stack may invoke"),
         (
             {"engine": "endpoint", "endpoint": "other"},
             CONFIGURED,

@@ -258,9 +258,9 @@ def test_moto_lets_a_racing_conditional_write_through_unless_writes_are_atomic(a
 def _env(account, **changes):
     return replace(
         account.env,
-        instance_budget='{"ml.m5.xlarge": 8}',
-        admission_max_wait_seconds=str(HOUR),
-        lease_seconds=str(2 * HOUR),
+        instance_budget={"ml.m5.xlarge": 8},
+        admission_max_wait_seconds=HOUR,
+        lease_seconds=2 * HOUR,
         **changes,
     )
 
@@ -329,7 +329,7 @@ def test_a_run_asking_more_than_the_whole_budget_fails_at_once(account):
 
 
 def test_types_without_a_budget_of_their_own_take_the_default(account):
-    env = _env(account, default_instance_budget="1")
+    env = _env(account, default_instance_budget=1)
     assert env.budget_for("ml.c5.large") == 1 and env.budget_for(TYPE) == 8
 
 

@@ -12,7 +12,6 @@ from batchinfer.instances.supported import (
     accepted,
     has_local_storage,
 )
-from batchinfer.pipeline.contract import data_places
 from batchinfer.pipeline.contract.data_places import DataPlace
 from batchinfer.pipeline.contract.job_names import MAX_BASE_LENGTH, job_base, job_name
 from batchinfer.pipeline.contract.limits import MAX_ROUNDS
@@ -78,7 +77,7 @@ def test_transform_request_has_every_field_the_task_copies(account):
 def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, expected):
     """E10: with no job value the container's /execution-parameters MaxPayloadInMB (here 2,
     from the model's Environment) is in force; a job value (1) wins over it."""
-    env = replace(account.env, model_environment=json.dumps({"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2"}))
+    env = replace(account.env, model_environment={"SAGEMAKER_MAX_PAYLOAD_IN_MB": "2"})
     job = prepare_job(
         example_plan(**job), example_round(1, "s3://b/m"), env=env, s3=account.s3
     ).to_state()
@@ -127,7 +126,7 @@ def test_processing_settings_must_fit_a_container_argument():
 
 
 def test_concurrency_times_the_containers_payload_is_checked_before_any_job_R1(account):
-    env = replace(account.env, model_environment=json.dumps({"SAGEMAKER_MAX_PAYLOAD_IN_MB": "20"}))
+    env = replace(account.env, model_environment={"SAGEMAKER_MAX_PAYLOAD_IN_MB": "20"})
     with pytest.raises(ValidationError, match=r"max_concurrent_transforms .* 6 x .* 20"):
         check_payload_times_concurrency(TransformSettings(max_concurrent_transforms=6), env)
     check_payload_times_concurrency(TransformSettings(max_concurrent_transforms=5), env)
@@ -183,7 +182,9 @@ def test_the_processing_volume_is_sized_from_the_input(
 
 
 def test_processing_jobs_run_in_the_configured_vpc(account):
-    env = replace(account.env, subnet_ids="subnet-0a1,subnet-0a2", security_group_ids="sg-0b1")
+    env = replace(
+        account.env, subnet_ids=("subnet-0a1", "subnet-0a2"), security_group_ids=("sg-0b1",)
+    )
     job = prepare_job(example_plan("processing"), example_round(), env=env, s3=account.s3)
     assert job.request["NetworkConfig"] == {
         "EnableNetworkIsolation": True,
@@ -197,7 +198,7 @@ def test_outputs_take_the_key_of_the_place_they_are_written_to(account, engine):
     bucket's default encryption); its volume keeps the stack's key."""
     keyed = DataPlace("reports", "acme-reports", "batch/", "arn:aws:kms:eu-west-1:1:key/r")
     plain = DataPlace("shared", "acme-shared", "", "")
-    env = replace(account.env, output_destinations=data_places.to_json([keyed, plain]))
+    env = replace(account.env, output_destinations=(keyed, plain))
 
     def keys(job_output: str) -> tuple[str | None, str | None]:
         plan = replace(example_plan(engine), job_output=job_output)

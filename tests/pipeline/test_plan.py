@@ -9,7 +9,6 @@ import pytest
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.instances.price_table import AS_OF
 from batchinfer.instances.prices import table_price
-from batchinfer.pipeline.contract import data_places
 from batchinfer.pipeline.contract.data_places import DataPlace
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.storage.status_table import RUNNING, RunAlreadyExists
@@ -196,7 +195,7 @@ def test_plan_gives_gzip_objects_above_the_threshold_to_a_split_job(account):
     account.put("input/z/big.csv.gz", b"x" * 300)  # 1,500 bytes streamed
     account.put("input/z/small.csv.gz", b"x" * 100)  # 500
     account.put("input/z/plain.csv", b"1,2\n" * 1000)
-    account.env = replace(account.env, split_job_threshold="1000")
+    account.env = replace(account.env, split_job_threshold=1000)
     result = plan(account, {"input": f"s3://{BUCKET}/input/z/", "shards": 2}, name="z")
     items = {
         item["input"].rsplit("/", 1)[1]: item
@@ -268,8 +267,8 @@ def with_places(account):
         )
     account.env = replace(
         account.env,
-        data_sources=data_places.to_json([LAKE]),
-        output_destinations=data_places.to_json([REPORTS]),
+        data_sources=(LAKE,),
+        output_destinations=(REPORTS,),
     )
     return account
 

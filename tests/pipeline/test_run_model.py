@@ -2,7 +2,6 @@
 the stack's package; Plan refuses one that is not approved or whose data the jobs may not
 read, creates it once the run is claimed, and the end of the run deletes it."""
 
-import json
 from dataclasses import replace
 
 import pytest
@@ -24,7 +23,7 @@ GROUP_ARN = "arn:aws:sagemaker:eu-west-1:123456789012:model-package-group/scorin
 @pytest.fixture
 def registry(account):
     """The account with model sources and a package group: v1 and v2 approved, v3 pending."""
-    account.env = replace(account.env, model_sources=json.dumps([MODELS]))
+    account.env = replace(account.env, model_sources=(MODELS,))
     account.put("input/d.csv", b"1,2\n")
     account.sagemaker.create_model_package_group(ModelPackageGroupName="scoring")
     versions = []

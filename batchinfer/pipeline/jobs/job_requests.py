@@ -102,7 +102,7 @@ def _volume_key(settings: TransformSettings, env: PipelineEnvironment) -> str:
 def container_parameters(settings: TransformSettings, env: PipelineEnvironment) -> dict[str, Any]:
     """BatchStrategy and MaxPayloadInMB as our container's ``/execution-parameters`` answers
     them in the environment a job of ``settings`` gives it (R10, R21)."""
-    container_env = settings.container_environment(env.model_env)
+    container_env = settings.container_environment(env.model_environment)
     return {"BatchStrategy": BATCH_STRATEGY, "MaxPayloadInMB": max_payload_mb(container_env)}
 
 
@@ -200,7 +200,7 @@ def processing_request(
         "ProcessingResources": {"ClusterConfig": cluster},
         "NetworkConfig": {"EnableNetworkIsolation": True}
         | ({"VpcConfig": env.vpc_config} if env.vpc_config else {}),
-        "StoppingCondition": {"MaxRuntimeInSeconds": int(env.processing_max_runtime_seconds)},
+        "StoppingCondition": {"MaxRuntimeInSeconds": env.processing_max_runtime_seconds},
         "Environment": dict(settings.environment),
     }
 

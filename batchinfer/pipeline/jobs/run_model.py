@@ -102,7 +102,7 @@ def _model_data(uri: Any, field: str, env: PipelineEnvironment) -> str:
     if not isinstance(uri, str):
         raise ValidationError(f"{field}: {uri!r} is not an s3:// URI of a model.tar.gz")
     location = parse_s3_uri(uri, field=field)
-    sources = env.model_source_list
+    sources = env.model_sources
     if not location.key.endswith(".tar.gz"):
         raise ValidationError(f"{field}: {uri!r} is not a .tar.gz model archive")
     if not any(uri.startswith(source) for source in sources):
@@ -123,8 +123,8 @@ def create_run_model(
         if model.package_arn
         else {"Image": env.image_uri, "ModelDataUrl": model.model_data_url}
     )
-    if env.model_env:
-        container["Environment"] = env.model_env
+    if env.model_environment:
+        container["Environment"] = env.model_environment
     request: dict[str, Any] = {
         "ModelName": name,
         "ExecutionRoleArn": env.sagemaker_role_arn,

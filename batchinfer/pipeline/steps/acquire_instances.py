@@ -46,7 +46,7 @@ def acquire_instances(
         budget,
         execution=execution,
         round_number=round_.number,
-        lease_seconds=int(env.lease_seconds),
+        lease_seconds=env.lease_seconds,
         wait_seconds=env.queue_seconds,
     )
     if grant.granted:
@@ -54,7 +54,7 @@ def acquire_instances(
         return Admission(True, instance_type, count, grant.in_use, budget)
     since = table.mark_waiting(plan.run_id, execution, f"{count} x {instance_type}", instance_type)
     waited = int(clock() - datetime.fromisoformat(since).timestamp())
-    allowed = int(env.admission_max_wait_seconds)
+    allowed = env.admission_max_wait_seconds
     if waited > allowed:
         leases.release(instance_type, plan.run_id)  # its place goes to the runs behind it
         raise InstancesUnavailable(

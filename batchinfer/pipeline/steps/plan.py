@@ -19,7 +19,6 @@ from batchinfer.endpoints.scoring import endpoint_settings
 from batchinfer.endpoints.targets import (
     EndpointTarget,
     check_in_service,
-    targets_from_json,
 )
 from batchinfer.errors import ValidationError
 from batchinfer.instances.supported import check_instance_type
@@ -69,7 +68,7 @@ def plan_run(
     source = _input(run_request.input, env)
     output = _output(run_request.output, layout, env)
     engine = run_request.engine or engine_of(env.engine)
-    settings = TransformSettings.from_request(run_request.settings, defaults=env.defaults)
+    settings = TransformSettings.from_request(run_request.settings, defaults=env.transform_defaults)
     target = _endpoint(run_request, engine, env)
     if target is not None:
         endpoint_settings(settings)  # a real-time request holds at most 6 MB (C8)
@@ -97,7 +96,7 @@ def plan_run(
     check_sharding(settings, split=None, merge="merge" if merge else None)
     tally = ShardTally(split["size"], keep=run_request.estimate.throughput is not None)
     jobs_base = job_base(env.job_prefix, run_id)
-    threshold = env.split_threshold
+    threshold = env.split_job_threshold
     with SpooledJson("lines") as tasks:
         total, split_jobs = _split_tasks(
             s3, source, run_request.names, layout, settings, split, tasks, tally,
@@ -150,7 +149,7 @@ def plan_run(
         bytes=total,
         settings=replace(settings, environment={}),
         merge=merge,
-        max_rounds=int(env.max_rounds),
+        max_rounds=env.max_rounds,
         job_base=jobs_base,
         environment_uri=environment,
         model_name=model_name,
@@ -175,7 +174,7 @@ def _endpoint(
                 f"{key}: engine endpoint scores through an endpoint that already serves a "
                 "model; leave it out"
             )
-    allowed = targets_from_json(env.endpoints)
+    allowed = env.endpoints
     if not allowed:
         raise ValidationError(
             "engine: endpoint needs an endpoint this stack may invoke; none is configured "

@@ -58,7 +58,7 @@ def prepare_job(
     tags = [{"Key": RUN_ID_TAG, "Value": plan.run_id}]
     settings = run_settings(s3, plan)
     if plan.engine == "processing":
-        volume = processing_volume_gb(plan.bytes, settings, int(env.processing_volume_gb))
+        volume = processing_volume_gb(plan.bytes, settings, env.processing_volume_gb)
         request = processing_request(
             name,
             settings,

@@ -33,7 +33,7 @@ def services() -> Services:
         events=boto3.client("events"),
         sns=boto3.client("sns"),
         sagemaker=boto3.client("sagemaker"),
-        table=StatusTable.named(env.table_name, int(env.run_record_days)),
+        table=StatusTable.named(env.table_name, env.run_record_days),
         # One attempt per call: the endpoint scoring retries throttling and 5xx itself,
         # with its own bound; a request may take the real-time limit (C8).
         runtime=boto3.client(
