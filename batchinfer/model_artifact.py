@@ -1,4 +1,5 @@
-"""A model artifact as SageMaker hands it to a container: a directory or a model.tar.gz (C2)."""
+"""A model artifact as SageMaker hands it to a container: a directory or a model.tar.gz (C2: the
+model artifact is extracted into /opt/ml/model)."""
 
 import tarfile
 from pathlib import Path

@@ -1,4 +1,5 @@
-"""S3 URIs as CreateTransformJob accepts them (spec R1), and joining of keys."""
+"""S3 URIs as CreateTransformJob accepts them (spec R1: a request outside CreateTransformJob's
+limits is refused), and joining of keys."""
 
 import re
 from dataclasses import dataclass

@@ -1,6 +1,7 @@
 """What the state machine's role may do beyond what CDK grants for its states: the IAM of
-the ``.sync`` SageMaker integrations (spec S4, S5), written out by hand because the job
-tasks are CustomStates, and the cdk-nag acknowledgements of the role's wildcards."""
+the ``.sync`` SageMaker integrations (spec S4: the IAM a state machine needs to run transform jobs;
+S5: the same for processing jobs), written out by hand because the job tasks are CustomStates, and
+the cdk-nag acknowledgements of the role's wildcards."""
 
 from aws_cdk import Fn, Stack
 from aws_cdk import aws_iam as iam
@@ -16,7 +17,7 @@ from stacks.storage import Storage
 
 def job_arns(machine: sfn.StateMachine, config: PipelineConfig) -> list[str]:
     """The jobs the pipeline may run: every job of each engine named with the stack's
-    prefix (R1)."""
+    prefix (R1: a request outside CreateTransformJob's limits is refused)."""
     stack = Stack.of(machine)
     return [
         stack.format_arn(

@@ -1,4 +1,5 @@
-"""``batchinfer process``: the image's Processing-job mode (spec P1-P8)."""
+"""``batchinfer process``: the image's Processing-job mode (spec P1-P8: how SageMaker runs a
+Processing job)."""
 
 import json
 import signal

@@ -1,4 +1,5 @@
-"""``batchinfer serve``: the model server of SageMaker's inference container contract (C1-C10)."""
+"""``batchinfer serve``: the model server of SageMaker's inference container contract (C1-C10: what
+SageMaker expects of an inference container)."""
 
 import os
 from pathlib import Path

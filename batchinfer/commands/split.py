@@ -1,4 +1,6 @@
-"""``batchinfer split``: cut one input into line-aligned shards (spec R3, R4, R6, R11)."""
+"""``batchinfer split``: cut one input into line-aligned shards (spec R3: each input object goes
+whole to one instance; R4: a key prefix or a ManifestFile selects the input objects; R6: what a
+record is under each SplitType; R11: Gzip input is decompressed and its output written plain)."""
 
 from typing import Annotated
 

@@ -6,8 +6,8 @@ through ``send`` (HTTP to a local server, or sagemaker-runtime InvokeEndpoint), 
 answers are joined, filtered and assembled in input order exactly as the transform engine
 does it. Throttling (429), 5xx and lost connections are retried with exponential backoff and
 full jitter, within a bounded number of attempts; any other answer fails the file, naming
-its records, the status and the start of the body (R19). A real-time request holds at most
-6 MB and may take at most 60 s (C8).
+its records, the status and the start of the body (R19: a file with any failed record gets no
+output). C8: a real-time request holds at most 6 MB and may take at most 60 s.
 
 Scoring can stop before the next request and continue later from the returned
 :class:`~batchinfer.endpoints.position.Position`, sending no record twice.
@@ -52,8 +52,9 @@ def _never() -> bool:
 
 def endpoint_settings(settings: TransformSettings) -> EffectiveSettings:
     """The batch settings an endpoint job runs with: the job's, else the defaults (an
-    endpoint has no /execution-parameters to ask, R10), refused when a request could be
-    over what a real-time endpoint accepts (C8)."""
+    endpoint has no /execution-parameters to ask, R10: the job's batch settings, else the
+    container's, else defaults), refused when a request could be over what a real-time endpoint
+    accepts (C8)."""
     effective = settings.resolve(None)
     mb = effective.max_payload_mb
     if not 0 < mb <= REALTIME_MAX_PAYLOAD_MB:
@@ -67,7 +68,8 @@ def endpoint_settings(settings: TransformSettings) -> EffectiveSettings:
 
 
 def endpoint_retry(settings: TransformSettings) -> RetryPolicy:
-    """InvocationsMaxRetries more attempts after the first, with full jitter (R20)."""
+    """InvocationsMaxRetries more attempts after the first, with full jitter (R20: ModelClientConfig
+    bounds timeouts and retries)."""
     return RetryPolicy(
         attempts=settings.invocations_max_retries + 1,
         base_seconds=RETRY_BASE_SECONDS,
@@ -151,10 +153,11 @@ def score_file(
 
     The output grows in :func:`partial_output` of ``dst`` across stops and becomes ``dst``
     only when the whole file is scored; a failure removes it, so a failed file leaves no
-    output (R19). Gzip input is decompressed (R11). ``byte_range`` limits the input to those
-    bytes of ``src``, as :func:`transform_file` does. ``name`` (default: ``src``) is how
-    errors name the file. ``on_bytes`` hears the bytes of ``src`` done after each request (of a
-    gzip file, estimated from how far the decompression has read into it).
+    output (R19). Gzip input is decompressed (R11: Gzip input is decompressed and its output written
+    plain). ``byte_range`` limits the input to those bytes of ``src``, as :func:`transform_file`
+    does. ``name`` (default: ``src``) is how errors name the file. ``on_bytes`` hears the bytes of
+    ``src`` done after each request (of a gzip file, estimated from how far the decompression has
+    read into it).
     """
     name = name or str(src)
     if position.done:

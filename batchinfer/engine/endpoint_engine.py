@@ -1,9 +1,10 @@
 """The endpoint engine, locally: every input scored through a server that already runs, at
 ``--endpoint-url``, over the container contract (POST ``<url>/invocations`` with the job's
-Content-Type and Accept, C3, C7), e.g. ``batchinfer serve`` or a model container.
+Content-Type and Accept, C3: the container serves HTTP on port 8080; C7: the job's ContentType and
+Accept become request headers), e.g. ``batchinfer serve`` or a model container.
 
-``instance_count`` files are scored at once, each taken whole from one queue (R3) and
-scored by :func:`batchinfer.endpoints.scoring.score_file` with up to
+``instance_count`` files are scored at once, each taken whole from one queue (R3: each input object
+goes whole to one instance) and scored by :func:`batchinfer.endpoints.scoring.score_file` with up to
 MaxConcurrentTransforms requests in flight, so its ``.out`` is what a transform job writes.
 """
 
@@ -86,7 +87,8 @@ def run_endpoint(
 
 def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:
     """The client of the server at ``url`` (ValidationError names a malformed URL); a
-    request may take InvocationsTimeoutInSeconds, at most the real-time 60 s (C8)."""
+    request may take InvocationsTimeoutInSeconds, at most the real-time 60 s (C8: a real-time
+    request holds at most 6 MB and takes at most 60 s)."""
     return ModelServerClient.from_url(
         url,
         content_type=settings.content_type,
@@ -96,7 +98,8 @@ def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:
 
 
 def check_healthy(client: ModelServerClient) -> None:
-    """Nothing is sent before the server answers GET /ping with 200 (C4)."""
+    """Nothing is sent before the server answers GET /ping with 200 (C4: the container is healthy
+    once /ping answers 200)."""
     try:
         status = client.ping()
     except InvocationError as exc:

@@ -1,5 +1,5 @@
 """The engine's side of the container contract: /ping, /execution-parameters and
-/invocations (C3-C7).
+/invocations (C3-C7: the HTTP between the platform and the container).
 
 One persistent HTTP/1.1 connection per thread, so MaxConcurrentTransforms requests can be in
 flight to one server without a connection per request.
@@ -111,11 +111,12 @@ class ModelServerClient:
         return checked_response(*self.send(body, self._content_type, self._accept))
 
     def ping(self) -> int:
-        """The status of GET /ping (C4)."""
+        """The status of GET /ping (C4: the container is healthy once /ping answers 200)."""
         return self._request("GET", "/ping")[0]
 
     def execution_parameters(self) -> dict[str, Any] | None:
-        """The container's GET /execution-parameters (C5), or None where it has none."""
+        """The container's GET /execution-parameters (C5: the container may answer batch settings on
+        /execution-parameters), or None where it has none."""
         status, data = self._request("GET", "/execution-parameters")
         if status != 200:
             return None

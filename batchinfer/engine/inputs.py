@@ -1,4 +1,5 @@
-"""Which files a local job reads, and the name each output keeps (spec R4, R12).
+"""Which files a local job reads, and the name each output keeps (spec R4: a key prefix or a
+ManifestFile selects the input objects; R12: each input object gives one output named after it).
 
 An input is a file, a directory (every file below it, recursively, with its sub-path kept as
 the output name) or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose
@@ -98,7 +99,7 @@ def collect_inputs(paths: list[Path]) -> list[InputFile]:
 def check_not_all_empty(files: list[InputFile], paths: list[Path]) -> None:
     """Refuse inputs whose files are all empty, as the pipeline's Plan refuses a prefix whose
     objects all are (R4): such a job could only write empty outputs. An empty file among
-    others is transformed into an empty output (R6)."""
+    others is transformed into an empty output (R6: what a record is under each SplitType)."""
     if all(file.size == 0 for file in files):
         listed = ", ".join(file.name for file in files[:5]) + (", ..." if len(files) > 5 else "")
         raise InputError(f"every input file under {', '.join(map(str, paths))} is empty ({listed})")
@@ -109,7 +110,8 @@ def check_compression(
 ) -> None:
     """Refuse a gzip file (it starts with 1f 8b) read with CompressionType None: its
     compressed bytes would go to the model, which is never meant unless the content type
-    is gzip itself. Files that cannot be read are left to fail on their own (R19)."""
+    is gzip itself. Files that cannot be read are left to fail on their own (R19: a file with any
+    failed record gets no output)."""
     if compression_type != "None" or media_type(content_type) in GZIP_CONTENT_TYPES:
         return
     for file in files:

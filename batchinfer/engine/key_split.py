@@ -1,4 +1,5 @@
-"""How a processing job's inputs are shared among its instances: by key (ShardedByS3Key, P4)."""
+"""How a processing job's inputs are shared among its instances: by key (ShardedByS3Key, P4: each
+instance gets its own disjoint share of the objects)."""
 
 from typing import Protocol, TypeVar
 

@@ -1,8 +1,8 @@
 """A whole local job: validate, prepare the model, pre-split, run an engine, merge, record.
 
 The output directory ends up exactly as the cloud job leaves its S3 output prefix (one
-``<name>.out`` per input, R12), plus ``_manifest.json`` (settings and per-file counts) and,
-only when every file succeeded, ``_SUCCESS``.
+``<name>.out`` per input, R12: each input object gives one output named after it), plus
+``_manifest.json`` (settings and per-file counts) and, only when every file succeeded, ``_SUCCESS``.
 """
 
 import json
@@ -67,7 +67,8 @@ class FileResult:
     status: str
     records_in: int | None = None
     records_out: int | None = None
-    # Why records_out is null for a file that succeeded (R17), else None.
+    # Why records_out is null for a file that succeeded (R17: a CSV join adds the prediction to its
+    # row, one line per record), else None.
     records_not_counted: str | None = None
     bytes_in: int = 0
     bytes_out: int = 0
@@ -185,7 +186,7 @@ def _check_engine_needs(job: LocalJob) -> None:
                 "serves its own model; leave --model out"
             )
         endpoint_client(job.endpoint_url, job.settings)  # a malformed URL, before any work
-        endpoint_settings(job.settings)  # requests a real-time endpoint accepts (C8)
+        endpoint_settings(job.settings)  # C8: what a real-time endpoint accepts
         return
     if job.endpoint_url:
         raise ValidationError(

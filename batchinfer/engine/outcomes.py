@@ -1,5 +1,6 @@
 """What an engine reports (per-file outcomes, progress callbacks), and the per-file step
-every engine shares: one input to its `.out`, a failure recorded as an outcome (R19)."""
+every engine shares: one input to its `.out`, a failure recorded as an outcome (R19: a file with any
+failed record gets no output)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,8 +33,9 @@ class FileOutcome:
 class EngineReport:
     effective: EffectiveSettings
     outcomes: list[FileOutcome]
-    # Seconds until every model server answered /ping (C4), work done while they started
-    # (the units given as a function) included; None where there are no servers.
+    # Seconds until every model server answered /ping (C4: the container is healthy once /ping
+    # answers 200), work done while they started (the units given as a function) included; None
+    # where there are no servers.
     startup_seconds: float | None = None
 
 

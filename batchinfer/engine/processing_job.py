@@ -1,11 +1,13 @@
-"""Processing mode: the inference image run as a SageMaker Processing job (spec P1-P8).
+"""Processing mode: the inference image run as a SageMaker Processing job (spec P1-P8: how SageMaker
+runs a Processing job).
 
 Every file under the input directory is transformed in-process by the same handler the
 model server uses, with the same record framing, DataProcessing and assembly as a
 transform job (:mod:`batchinfer.transform`), so each ``<name>.out`` is byte for byte what
 Batch Transform would write. Requests run on a pool of worker processes, one per core.
 A file that fails gets no ``.out``; the others complete; the exit code is then non-zero and
-the first KB of the reason goes to ``/opt/ml/output/message`` (P8).
+the first KB of the reason goes to ``/opt/ml/output/message`` (P8: a job completes only when every
+container exits with 0).
 """
 
 import json
@@ -47,7 +49,8 @@ def _invoke(body: bytes, content_type: str | None, accept: str | None) -> tuple[
 
 
 def current_host(config: Path = RESOURCE_CONFIG) -> str:
-    """This instance's name from resourceconfig.json (P7), ``algo-1`` where there is none."""
+    """This instance's name from resourceconfig.json (P7: each instance finds its name in
+    resourceconfig.json), ``algo-1`` where there is none."""
     try:
         return str(json.loads(config.read_text())["current_host"])
     except (OSError, ValueError, KeyError, TypeError):

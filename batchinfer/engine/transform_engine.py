@@ -1,11 +1,13 @@
 """The transform engine: model servers on localhost doing what Batch Transform instances do.
 
-It starts ``instance_count`` real model servers (C1-C4), resolves the effective batch
-settings from the job and the first server's /execution-parameters (R10), and lets each
-instance take whole files from a shared queue (R3: one file, one instance), sending up to
-MaxConcurrentTransforms requests at a time (R9). Each file is framed, processed and
-assembled by :func:`batchinfer.transform.file_transform.transform_file`, which writes its
-``.out`` only when every record succeeded (R19).
+It starts ``instance_count`` real model servers (C1-C4: how a container is started and found
+healthy), resolves the effective batch settings from the job and the first server's
+/execution-parameters (R10: the job's batch settings, else the container's, else defaults), and lets
+each instance take whole files from a shared queue (R3: one file, one instance), sending up to
+MaxConcurrentTransforms requests at a time (R9: each instance keeps MaxConcurrentTransforms requests
+in flight). Each file is framed, processed and assembled by
+:func:`batchinfer.transform.file_transform.transform_file`, which writes its ``.out`` only when
+every record succeeded (R19: a file with any failed record gets no output).
 """
 
 import os
@@ -89,6 +91,7 @@ def run_transform(
 
 
 def _stop_all(servers: list[ServerProcess]) -> None:
-    """Stop every server at once (C10); a stopped one is left as it is."""
+    """Stop every server at once (C10: the container gets SIGTERM, then SIGKILL 30 s later); a
+    stopped one is left as it is."""
     with ThreadPoolExecutor(max(1, len(servers))) as stopping:
         list(stopping.map(lambda server: server.stop(), servers))

@@ -1,6 +1,7 @@
 """For the endpoint engine: how many InvokeEndpoint requests a run sends, and how long they
 take at the stack's concurrency (``endpoint_concurrency`` ScoreShard Lambdas, each keeping
-MaxConcurrentTransforms requests in flight, spec C8 for the payload limit)."""
+MaxConcurrentTransforms requests in flight; the payload limit is spec C8: a real-time request
+holds at most 6 MB and takes at most 60 s)."""
 
 import math
 from dataclasses import dataclass

@@ -1,10 +1,11 @@
 """How long a job would take on its instances, and what it would cost.
 
-Each unit (an input, or a shard of one) is transformed whole by one instance (R3). A
-transform job's instances take the next unit as they become free (as the local engine
-does); a processing job's are given units by key (ShardedByS3Key, P4). An instance's speed
-is the measured speed per busy CPU times the CPUs it keeps busy (:func:`busy_cpus`);
-every instance is billed until the job's last unit is done.
+Each unit (an input, or a shard of one) is transformed whole by one instance (R3: each input object
+goes whole to one instance). A transform job's instances take the next unit as they become free (as
+the local engine does); a processing job's are given units by key (ShardedByS3Key, P4: each instance
+gets its own disjoint share of the objects). An instance's speed is the measured speed per busy CPU
+times the CPUs it keeps busy (:func:`busy_cpus`); every instance is billed until the job's last unit
+is done.
 
 :func:`job_estimate` is the one estimate of a job: ``batchinfer plan`` shows it and the
 pipeline's Plan step writes it into the run's status item (:meth:`JobEstimate.to_item`).
@@ -51,7 +52,8 @@ class Throughput:
 def busy_cpus(engine: str, cpus: int, settings: TransformSettings) -> int:
     """The CPUs an instance of ``cpus`` keeps busy on a large input: one worker per CPU, fed
     MaxConcurrentTransforms requests at a time (the job's, else what its model server
-    answers, R10) by a transform job, or one request per worker by a processing job."""
+    answers, R10: the job's batch settings, else the container's, else defaults) by a transform job,
+    or one request per worker by a processing job."""
     if engine == "processing":
         return cpus
     answer = execution_parameters(cpus, settings.container_environment({}))

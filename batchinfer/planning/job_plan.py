@@ -71,7 +71,8 @@ class Plan:
 
     @property
     def units(self) -> int:
-        """What the job's instances share out: inputs and shards (R3)."""
+        """What the job's instances share out: inputs and shards (R3: each input object goes whole
+        to one instance)."""
         return sum(i.shards for i in self.inputs)
 
     @property
@@ -112,7 +113,8 @@ class Plan:
 
 
 def largest_record(plan: Plan) -> dict[str, Any] | None:
-    """The largest record of all inputs, and the payload limit it must fit (R8)."""
+    """The largest record of all inputs, and the payload limit it must fit (R8: a record larger than
+    MaxPayloadInMB fails its file)."""
     found = [(i.largest.size, i.name, i.largest.number) for i in plan.inputs if i.largest]
     if not found:
         return None

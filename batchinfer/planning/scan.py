@@ -1,10 +1,10 @@
 """One pass over an input's records (after decompression): how many, the largest, and a
 uniform random sample for calibration.
 
-Records are framed as the job frames them (spec R6): with SplitType Line a record is the
-bytes up to and including ``\\n`` (a last line without one counts); with None the whole
-object is one record. The sample is a reservoir shared by every input, so it is spread
-across all of them; it is drawn with skips (Li's algorithm L), so the work per record stays
+Records are framed as the job frames them (spec R6: what a record is under each SplitType): with
+SplitType Line a record is the bytes up to and including ``\\n`` (a last line without one counts);
+with None the whole object is one record. The sample is a reservoir shared by every input, so it is
+spread across all of them; it is drawn with skips (Li's algorithm L), so the work per record stays
 in C (``bytes.split``, ``max``) however large the input.
 """
 

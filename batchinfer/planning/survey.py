@@ -38,7 +38,7 @@ class Sharding:
 
 @dataclass(frozen=True)
 class InputSurvey:
-    name: str  # the output keeps this name (R12)
+    name: str  # the output keeps this name (R12: each input object gives one output named after it)
     location: str
     bytes: int
     shards: int

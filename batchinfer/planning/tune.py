@@ -2,11 +2,13 @@
 
 The usual advice for batch inference is to raise the batch size until throughput stops
 rising. A transform job's batch is MaxPayloadInMB of records per request (BatchStrategy
-MULTI_RECORD) and MaxConcurrentTransforms requests in flight at once (R9, R10), so the
-sample is transformed by the real model server (the calibration of :mod:`calibrate`) at
-each pair of a grid of both, and the fastest pair that fits the payload rule is
-recommended: the largest record fits MaxPayloadInMB (R8) and MaxConcurrentTransforms x
-MaxPayloadInMB is at most 100 (R1). Pairs that break the rule are listed, not measured.
+MULTI_RECORD) and MaxConcurrentTransforms requests in flight at once (R9: each instance keeps
+MaxConcurrentTransforms requests in flight; R10: the job's batch settings, else the container's,
+else defaults), so the sample is transformed by the real model server (the calibration of
+:mod:`calibrate`) at each pair of a grid of both, and the fastest pair that fits the payload rule is
+recommended: the largest record fits MaxPayloadInMB (R8: a record larger than MaxPayloadInMB fails
+its file) and MaxConcurrentTransforms x MaxPayloadInMB is at most 100 (R1: a request outside
+CreateTransformJob's limits is refused). Pairs that break the rule are listed, not measured.
 """
 
 import math

@@ -23,8 +23,9 @@ nested too deeply, a ``.npy`` header that does not match its data.
 
 Outputs: ``text/csv`` and ``application/jsonlines`` write exactly one line per record, each
 line ending with ``\\n`` (so the body ends with a newline, as NumPy's ``savetxt`` does in
-SageMaker's framework containers; AssembleWith Line then adds nothing, spec R13).
-``application/json`` writes one JSON array, ``application/x-npy`` one ``.npy`` file.
+SageMaker's framework containers; AssembleWith Line then adds nothing, spec R13: AssembleWith
+decides what goes between responses). ``application/json`` writes one JSON array,
+``application/x-npy`` one ``.npy`` file.
 
 The numeric paths have no Python loop per record: CSV is parsed by Arrow, numbers are
 written by Arrow. The slow loop over records runs only to name the record at fault when a

@@ -23,7 +23,7 @@ from batchinfer.serving.server_errors import ServerStartError
 
 _LISTENING = re.compile(rb"Listening at: http://[^\s]+:(\d+)")
 _POLL_SECONDS = 0.05
-_PING_TIMEOUT = 2.0  # spec C4
+_PING_TIMEOUT = 2.0  # spec C4: a ping must answer 200 within 2 s
 _LOG_TAIL_LINES = 30
 
 
@@ -99,10 +99,10 @@ class ServerProcess:
             time.sleep(_POLL_SECONDS)
 
     def stop(self, grace: float = 30.0) -> int:
-        """SIGTERM, then SIGKILL to the whole process group after ``grace`` seconds (C10).
-        Returns the exit code. A temporary log is removed if the server exited with 0 or an
-        error already quoted its tail; the log of a server that crashed or had to be killed
-        otherwise stays for its owner to read."""
+        """SIGTERM, then SIGKILL to the whole process group after ``grace`` seconds (C10: the
+        container gets SIGTERM, then SIGKILL 30 s later). Returns the exit code. A temporary log is
+        removed if the server exited with 0 or an error already quoted its tail; the log of a server
+        that crashed or had to be killed otherwise stays for its owner to read."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -137,8 +137,9 @@ def start_server(
     """Start ``batchinfer serve`` for ``model_dir`` on 127.0.0.1 and return at once.
 
     ``port`` None picks a free port. ``env`` entries are added to this process's environment
-    (the container environment of spec R21). The log goes to ``log_path`` or a temporary file.
-    Call :meth:`ServerProcess.wait_healthy` before sending requests (spec C4).
+    (the container environment of spec R21: the model's Environment, then the job's, then the
+    platform's). The log goes to ``log_path`` or a temporary file. Call
+    :meth:`ServerProcess.wait_healthy` before sending requests (spec C4).
     """
     temporary_log = log_path is None
     if log_path is None:

@@ -1,4 +1,7 @@
-"""Running the model server under gunicorn (spec C1, C3, C6, C8, C10).
+"""Running the model server under gunicorn (spec C1: the image is run with the argument serve; C3:
+the container serves HTTP on port 8080; C6: the platform sets SAGEMAKER_BATCH and the job's batch
+values; C8: a batch request may take 3600 s, a real-time one 60 s and 6 MB; C10: the container gets
+SIGTERM, then SIGKILL 30 s later).
 
 gunicorn's master binds the port and forks ``workers`` sync workers; each worker loads the
 model itself before it accepts a connection, so ``/ping`` answers 200 only from a worker

@@ -1,8 +1,8 @@
 """The WSGI application of the model server: ``/ping``, ``/invocations``, ``/execution-parameters``.
 
-Spec C3-C5 and C9. Every request is answered: a bad request gets a 4xx with a message naming
-what is wrong, a failing model a 500 with the exception, and the worker lives on.
-Error bodies are plain UTF-8 text.
+Spec C3-C5 (the container's HTTP endpoints) and C9: the container ignores headers it does not know.
+Every request is answered: a bad request gets a 4xx with a message naming what is wrong, a failing
+model a 500 with the exception, and the worker lives on. Error bodies are plain UTF-8 text.
 """
 
 import json

@@ -1,4 +1,6 @@
-"""Line-aligned splitting of any-size input into shards (spec R3, R4, R6, R11).
+"""Line-aligned splitting of any-size input into shards (spec R3: each input object goes whole to
+one instance; R4: a key prefix or a ManifestFile selects the input objects; R6: what a record is
+under each SplitType; R11: Gzip input is decompressed and its output written plain).
 
 ``plan_shards`` computes cut points from small reads; ``split`` materialises them for a
 local file or an S3 object and writes a SageMaker ManifestFile and a ``ShardIndex``.

@@ -1,4 +1,5 @@
-"""How many shards an object of a given size needs so that every instance works (spec R3)."""
+"""How many shards an object of a given size needs so that every instance works (spec R3: each input
+object goes whole to one instance)."""
 
 from typing import Literal
 

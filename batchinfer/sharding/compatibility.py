@@ -23,9 +23,10 @@ def check_sharding(
     merge: str | None,
     name: Callable[[str], str] = str,
 ) -> None:
-    """Refuse splitting without SplitType Line (R6) and merging without AssembleWith Line
-    (R13). ``split`` and ``merge`` name the option that asked for each (None when not
-    asked); ``name`` spells a settings key as the caller's interface does."""
+    """Refuse splitting without SplitType Line (R6: what a record is under each SplitType) and
+    merging without AssembleWith Line (R13: AssembleWith decides what goes between responses).
+    ``split`` and ``merge`` name the option that asked for each (None when not asked); ``name``
+    spells a settings key as the caller's interface does."""
     if split is not None and settings.split_type != "Line":
         raise ValidationError(
             f"{split}: needs {name('split_type')} Line (not {settings.split_type!r}); "

@@ -1,4 +1,5 @@
-"""Gzip input (spec R11): streamed decompression, cuts at line boundaries, gzip shards.
+"""Gzip input (spec R11: Gzip input is decompressed and its output written plain): streamed
+decompression, cuts at line boundaries, gzip shards.
 
 Memory is bounded whatever the input size: compressed input is read 1 MiB at a time,
 decompressed output is produced at most 4 MiB at a time, and shards are written as they

@@ -1,4 +1,5 @@
-"""The shard index (JSON) and the SageMaker ManifestFile (spec R4) written with the shards."""
+"""The shard index (JSON) and the SageMaker ManifestFile (spec R4: a key prefix or a ManifestFile
+selects the input objects) written with the shards."""
 
 import json
 from dataclasses import dataclass

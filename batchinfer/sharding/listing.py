@@ -1,5 +1,5 @@
-"""The objects a job over an S3 prefix takes, listed page by page (spec R4): every object
-under the prefix, or those a request names."""
+"""The objects a job over an S3 prefix takes, listed page by page (spec R4: a key prefix or a
+ManifestFile selects the input objects): every object under the prefix, or those a request names."""
 
 from collections.abc import Iterator
 from typing import Any

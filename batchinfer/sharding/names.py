@@ -28,5 +28,6 @@ def index_name(input_name: str) -> str:
 
 
 def manifest_name(input_name: str) -> str:
-    """The SageMaker ManifestFile (spec R4) written next to the shards of ``input_name``."""
+    """The SageMaker ManifestFile (spec R4: a key prefix or a ManifestFile selects the input
+    objects) written next to the shards of ``input_name``."""
     return f"{input_name}.manifest"

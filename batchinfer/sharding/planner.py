@@ -85,7 +85,8 @@ def plan_shards(
     header: bool = False,
     source: str = "",
 ) -> ShardPlan:
-    """Cut an object of ``size`` bytes into line-aligned shards (spec R3, R6).
+    """Cut an object of ``size`` bytes into line-aligned shards (spec R3: each input object goes
+    whole to one instance; R6).
 
     ``read_range(start, end)`` returns the object's bytes ``[start, end)``; only small
     windows after each target offset (and the header line) are read. Give ``shards`` (a

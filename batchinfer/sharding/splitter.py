@@ -15,7 +15,7 @@ from batchinfer.sharding.planner import ShardPlan, plan_shards
 from batchinfer.transform.settings import ENUMS
 from batchinfer.uris import is_s3_uri, parse_s3_uri
 
-COMPRESSION_TYPES = ENUMS["compression_type"]  # spec R2
+COMPRESSION_TYPES = ENUMS["compression_type"]  # spec R2: the values CreateTransformJob allows
 
 Progress = Callable[[int, int], None]
 

@@ -1,5 +1,6 @@
-"""Assembly of responses into the output object (R13), output naming (R11, R12), and the
-markers of a finished output folder."""
+"""Assembly of responses into the output object (R13), output naming (R11: Gzip input is
+decompressed and its output written plain; R12: each input object gives one output named after it),
+and the markers of a finished output folder."""
 
 from batchinfer.errors import ValidationError
 from batchinfer.transform.records import count_records

@@ -1,4 +1,5 @@
-"""DataProcessing of a transform job: input filter, join and output filter (spec R15-R18).
+"""DataProcessing of a transform job: input filter, join and output filter (spec R15-R18: where
+filters and joins apply and what they do).
 
 CSV records are RFC 4180 rows (arrays of strings); JSON and JSON Lines records are parsed
 JSON values, re-serialised compactly. A record keeps its line terminator through the input
@@ -37,7 +38,8 @@ class DataProcessing:
         return self.join or self.output_filter is not None
 
     def filter_record(self, record: bytes, number: int) -> bytes:
-        """Apply the InputFilter to one record (R16), keeping its line terminator."""
+        """Apply the InputFilter to one record (R16: the filters take a small subset of JSONPath),
+        keeping its line terminator."""
         assert self.input_filter is not None
         text, terminator = _split_terminator(self._decode(record, number))
         try:
@@ -47,8 +49,9 @@ class DataProcessing:
         return (self._serialise(selected, self.input_csv) + terminator).encode()
 
     def process_response(self, batch: Batch, response: bytes) -> bytes:
-        """Join each prediction of ``response`` with its input record (R17, R18), then apply
-        the OutputFilter; returns the output bytes of the batch."""
+        """Join each prediction of ``response`` with its input record (R17: a CSV join adds the
+        prediction to its row, one line per record; R18: a JSON join puts the prediction under
+        SageMakerOutput), then apply the OutputFilter; returns the output bytes of the batch."""
         first, last = batch.first_record, batch.last_record
         text = self._decode(response, first, last)
         predictions = _lines(text) if self.line_records else [text]

@@ -1,13 +1,15 @@
-"""One file through a transform job: frame, filter, invoke, join, assemble (R5-R19).
+"""One file through a transform job: frame, filter, invoke, join, assemble (R5-R19: the rules of one
+file's transform).
 
 ``invoke`` sends one request body and returns the response body: an HTTP client for the
 local engine, an in-process handler for processing mode. It enforces the invocation timeout
 itself and raises InvocationError; this module retries the retryable ones (5xx, timeouts,
-lost connections) up to InvocationsMaxRetries times (R20) and never retries the others
-(4xx). Up to ``concurrency`` requests are in flight (R9); outputs are written in input
-order (R14) whatever order the responses arrive in. The rules of one file
-(:class:`FileScoring`) and the in-order window (:class:`InOrder`) are what every engine
-shares, the endpoint engine included.
+lost connections) up to InvocationsMaxRetries times (R20: ModelClientConfig bounds timeouts and
+retries) and never retries the others (4xx). Up to ``concurrency`` requests are in flight (R9: each
+instance keeps MaxConcurrentTransforms requests in flight); outputs are written in input order (R14:
+output records keep the order of the input) whatever order the responses arrive in. The rules of one
+file (:class:`FileScoring`) and the in-order window (:class:`InOrder`) are what every engine shares,
+the endpoint engine included.
 """
 
 import gzip
@@ -41,8 +43,8 @@ RETRY_BACKOFF_SECONDS = 0.1
 @dataclass(frozen=True)
 class FileStats:
     """What one file's transform did. ``bytes_in`` counts decompressed input bytes;
-    ``records_out`` is None where output records cannot be counted (R17: see
-    ``TransformSettings.records_not_counted``)."""
+    ``records_out`` is None where output records cannot be counted (R17: a CSV join adds the
+    prediction to its row, one line per record; see ``TransformSettings.records_not_counted``)."""
 
     records_in: int
     records_out: int | None
@@ -54,8 +56,10 @@ class FileStats:
 
 class FileScoring:
     """The job's rules for one file, whoever answers its requests: framing into request
-    bodies (R5-R8, the InputFilter of R16) and each response's output bytes (join and
-    OutputFilter, R17, R18; assembly, R13; one output line per input record)."""
+    bodies (R5-R8: how a file becomes records and request bodies; the InputFilter of R16: the
+    filters take a small subset of JSONPath) and each response's output bytes (join and
+    OutputFilter, R17, R18: a JSON join puts the prediction under SageMakerOutput; assembly,
+    R13: AssembleWith decides what goes between responses; one output line per input record)."""
 
     def __init__(self, settings: TransformSettings, effective: EffectiveSettings, name: str):
         self.settings, self.effective, self.name = settings, effective, name
@@ -101,9 +105,9 @@ class InOrder:
     """Sends batches through ``call`` with up to ``width`` requests in flight (R9) and gives
     back each batch with its response in input order (R14), whatever order they arrive in.
 
-    A failed request raises RecordError naming ``name`` and its records (R19).
-    ``should_stop`` is asked before each request: once it says yes, no more are sent,
-    those in flight are still given back and ``stopped`` is set. Use it as a context
+    A failed request raises RecordError naming ``name`` and its records (R19: a file with any failed
+    record gets no output). ``should_stop`` is asked before each request: once it says yes, no more
+    are sent, those in flight are still given back and ``stopped`` is set. Use it as a context
     manager: leaving it cancels what was not sent and waits for what was.
     """
 
@@ -229,7 +233,8 @@ def open_input(src: Path, name: str, start: int = 0, end: int | None = None) -> 
 
 
 def decompressed(raw: BinaryIO, settings: TransformSettings, name: str) -> BinaryIO:
-    """The bytes the job frames: ``raw`` itself, or decompressed for Gzip (R11)."""
+    """The bytes the job frames: ``raw`` itself, or decompressed for Gzip (R11: Gzip input is
+    decompressed and its output written plain)."""
     return _GzipSource(raw, name) if settings.compression_type == "Gzip" else raw
 
 

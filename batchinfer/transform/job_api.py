@@ -81,7 +81,8 @@ def to_api(
 
 def from_api(request: Mapping[str, Any]) -> TransformSettings:
     """The settings a CreateTransformJob request carries, validated (the inverse of
-    :func:`to_api`). MaxConcurrentTransforms 0 means "ask the container" (R10): unset."""
+    :func:`to_api`). MaxConcurrentTransforms 0 means "ask the container" (R10: the job's batch
+    settings, else the container's, else defaults): unset."""
     sections = [request, *(request.get(name) or {} for name in _SECTIONS)]
     values = {}
     for snake, pascal in PASCAL.items():

@@ -1,4 +1,5 @@
-"""The JSONPath subset of Batch Transform's InputFilter and OutputFilter (spec R16).
+"""The JSONPath subset of Batch Transform's InputFilter and OutputFilter (spec R16: the filters take
+a small subset of JSONPath).
 
 Supported: ``$``, ``.name``, ``.*`` / ``[*]``, ``['a','b']``, ``[i,j]`` with negative
 indexes, ``[s:e]`` with optional bounds and at most one range per bracket (``$[0,5:]`` is

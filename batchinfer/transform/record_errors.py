@@ -1,5 +1,5 @@
-"""Errors of one file's transform: a failed record or a failed request (spec R19), and the
-answer of a request told apart from its failure."""
+"""Errors of one file's transform: a failed record or a failed request (spec R19: a file with any
+failed record gets no output), and the answer of a request told apart from its failure."""
 
 from batchinfer.errors import BatchInferError, InputError
 
@@ -8,7 +8,9 @@ THROTTLED = 429
 
 
 class RecordError(InputError):
-    """A file fails because of one record or one request's records (R8, R17, R19)."""
+    """A file fails because of one record or one request's records (R8: a record larger than
+    MaxPayloadInMB fails its file; R17: a CSV join adds the prediction to its row, one line per
+    record; R19)."""
 
     def __init__(self, file: str, first_record: int, reason: str, last_record: int | None = None):
         self.file = file
@@ -34,7 +36,8 @@ class InvocationError(BatchInferError):
 
 def checked_response(status: int, body: bytes, *, retry_throttling: bool = False) -> bytes:
     """The body of a 2xx answer; otherwise an InvocationError quoting the start of the body,
-    retryable for 5xx (R20) and, with ``retry_throttling``, for 429."""
+    retryable for 5xx (R20: ModelClientConfig bounds timeouts and retries) and, with
+    ``retry_throttling``, for 429."""
     if not 200 <= status < 300:
         detail = body[:EXCERPT_BYTES].decode("utf-8", "replace").strip()
         retryable = status >= 500 or (retry_throttling and status == THROTTLED)

@@ -1,4 +1,5 @@
-"""Framing of one (decompressed) file into request bodies (spec R5-R8).
+"""Framing of one (decompressed) file into request bodies (spec R5-R8: how a file becomes records
+and request bodies).
 
 SplitType None: the whole object is one request. SplitType Line: a record is the bytes up to
 and including ``\\n`` (``\\r\\n`` kept as is); a final line without ``\\n`` is a record; an
@@ -32,7 +33,8 @@ class Batch:
     body: bytes
     first_record: int
     record_count: int
-    # The original records, kept only when a join needs them (R17, R18).
+    # The original records, kept only when a join needs them (R17: a CSV join adds the prediction to
+    # its row, one line per record; R18: a JSON join puts the prediction under SageMakerOutput).
     records: tuple[bytes, ...] | None = None
     # Bytes of the source its records took, before any InputFilter: progress is counted in
     # it, and it is where the next batch starts, for a run that stops and resumes.
@@ -89,8 +91,9 @@ def count_records(data: bytes) -> int:
 def oversize_error(
     name: str, number: int, limit: int, size: int | None = None, *, whole: bool = False
 ) -> RecordError:
-    """How a file fails when record ``number`` (``size`` bytes) is over ``limit`` (R8);
-    ``whole`` when the record is the whole file (SplitType None)."""
+    """How a file fails when record ``number`` (``size`` bytes) is over ``limit`` (R8: a record
+    larger than MaxPayloadInMB fails its file); ``whole`` when the record is the whole file
+    (SplitType None)."""
     mb = limit / MIB
     size_text = f"{size} bytes" if size is not None else "more than that"
     raise_limit = "raise max_payload_mb (up to 100, or 0 for no limit)"

@@ -1,5 +1,6 @@
 """Retrying one request: bounded attempts with exponential backoff, optionally with full
-jitter (R20 for transform jobs; throttling and 5xx for real-time endpoints).
+jitter (R20: ModelClientConfig bounds timeouts and retries, for transform jobs; throttling
+and 5xx for real-time endpoints).
 
 Standard library only.
 """

@@ -1,4 +1,6 @@
-"""Limits a model server takes from its environment (spec C6, C8), read without heavy imports."""
+"""Limits a model server takes from its environment (spec C6: the platform sets SAGEMAKER_BATCH and
+the job's batch values; C8: a batch request may take 3600 s, a real-time one 60 s and 6 MB), read
+without heavy imports."""
 
 import os
 from collections.abc import Mapping
@@ -9,7 +11,8 @@ from batchinfer.errors import ValidationError
 from batchinfer.transform.settings import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_X_CONCURRENCY_MB
 from batchinfer.units import MIB
 
-# The BatchStrategy the server answers on /execution-parameters (spec C5).
+# The BatchStrategy the server answers on /execution-parameters (spec C5: the container may answer
+# batch settings on /execution-parameters).
 BATCH_STRATEGY = "MULTI_RECORD"
 DEFAULT_TIMEOUT = 3600
 PAYLOAD_VAR = "SAGEMAKER_MAX_PAYLOAD_IN_MB"
@@ -45,7 +48,8 @@ class ServerLimits:
     """What ``/execution-parameters`` advertises and ``/invocations`` enforces.
 
     ``max_payload_mb`` is in MiB (1 MB = 1,048,576 bytes, the larger reading, so every body a
-    client sized by either reading fits); 0 means no limit (spec R8).
+    client sized by either reading fits); 0 means no limit (spec R8: a record larger than
+    MaxPayloadInMB fails its file).
     """
 
     workers: int
@@ -57,7 +61,8 @@ class ServerLimits:
 
     def execution_parameters(self) -> dict[str, Any]:
         """MaxConcurrentTransforms = workers (capped so that it times MaxPayloadInMB stays
-        within 100, spec R1), BatchStrategy MULTI_RECORD, MaxPayloadInMB."""
+        within 100, spec R1: a request outside CreateTransformJob's limits is refused),
+        BatchStrategy MULTI_RECORD, MaxPayloadInMB."""
         concurrency = self.workers
         if self.max_payload_mb:
             concurrency = max(

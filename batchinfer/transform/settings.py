@@ -1,5 +1,9 @@
-"""What a transform job request says, validated as CreateTransformJob does (R1, R2, R15, R16,
-R20), with the R10 precedence of batch settings and the R21/C6 container environment.
+"""What a transform job request says, validated as CreateTransformJob does (R1: a request outside
+CreateTransformJob's limits is refused; R2: each enum field takes only its listed values; R15;
+R16: the filters take a small subset of JSONPath; R20: ModelClientConfig bounds timeouts and
+retries), with the R10 precedence of batch settings and the R21/C6 container environment (R21:
+the model's Environment, then the job's, then the variables the platform sets; C6: the platform
+sets SAGEMAKER_BATCH and the job's batch values).
 
 Every error names the field as ``snake_name (PascalName)``, the bad value and what is allowed.
 Standard library only: the Plan Lambda and the processing container import this module.
@@ -17,7 +21,8 @@ from batchinfer.media_types import CSV, JSON, JSONLINES, codec_type, media_type
 from batchinfer.transform import jsonpath
 from batchinfer.units import MIB
 
-# Answer types that hold one line per record, so output records can be counted (R17).
+# Answer types that hold one line per record, so output records can be counted (R17: a CSV join adds
+# the prediction to its row, one line per record).
 LINE_ANSWERS = frozenset({CSV, JSONLINES})
 
 # snake_case key -> CreateTransformJob field name.
@@ -67,7 +72,8 @@ DEFAULT_MAX_PAYLOAD_MB = 6
 _ENV_KEY = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,1023}")
 _JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _DATA_PROCESSING_TYPES = (CSV, JSON, JSONLINES)
-# The container's /execution-parameters spellings of BatchStrategy (R10, C5, C6).
+# The container's /execution-parameters spellings of BatchStrategy (R10, C5: the container may
+# answer batch settings on /execution-parameters; C6).
 _STRATEGY_SPELLINGS = {
     "MultiRecord": "MultiRecord",
     "MULTI_RECORD": "MultiRecord",
@@ -102,7 +108,8 @@ class EffectiveSettings:
 
     @property
     def max_payload_bytes(self) -> int | None:
-        """The request body limit in bytes; None when MaxPayloadInMB is 0 (no limit, R8)."""
+        """The request body limit in bytes; None when MaxPayloadInMB is 0 (no limit, R8: a record
+        larger than MaxPayloadInMB fails its file)."""
         return self.max_payload_mb * MIB or None
 
 
@@ -200,18 +207,19 @@ class TransformSettings:
 
     @property
     def counts_records(self) -> bool:
-        """True when output records can be counted against input records (R17, R19): see
-        :attr:`records_not_counted`."""
+        """True when output records can be counted against input records (R17, R19: a file with any
+        failed record gets no output): see :attr:`records_not_counted`."""
         return self.records_not_counted is None
 
     @property
     def records_not_counted(self) -> str | None:
         """Why output records cannot be counted against input records, or None when they
         can: SplitType and AssembleWith are both Line and the answer is one line per record,
-        which CSV and JSON Lines answers are, and so is a join (R17, R18). Any other answer
-        (one JSON document per request, NumPy) is written as the model gives it (R13). The
-        answer's type is Accept, else the request's ContentType (the default handler
-        answers in it), else CSV."""
+        which CSV and JSON Lines answers are, and so is a join (R17, R18: a JSON join puts the
+        prediction under SageMakerOutput). Any other answer (one JSON document per request, NumPy)
+        is written as the model gives it (R13: AssembleWith decides what goes between responses).
+        The answer's type is Accept, else the request's ContentType (the default handler answers in
+        it), else CSV."""
         if self.split_type != "Line" or self.assemble_with != "Line":
             return "output records are counted only with SplitType Line and AssembleWith Line"
         if self.join_source == "Input":

@@ -1,4 +1,5 @@
-"""Job names: one new, valid name per job attempt (spec R1).
+"""Job names: one new, valid name per job attempt (spec R1: a request outside CreateTransformJob's
+limits is refused).
 
 A name is ``<base>-r<round>-<token>``: ``base`` is the stack's job prefix plus a slug of
 the run id (with a hash when the slug had to be shortened or changed), ``round`` the

@@ -86,7 +86,8 @@ class RunPlan(StatePart):
 @dataclass(frozen=True)
 class Round(StatePart):
     """One round of jobs (``$.round``): its ManifestFile of the shards still without a
-    valid output (spec R4), and whether every shard is done."""
+    valid output (spec R4: a key prefix or a ManifestFile selects the input objects), and whether
+    every shard is done."""
 
     number: int
     manifest: str
@@ -98,8 +99,9 @@ class Round(StatePart):
 
 @dataclass(frozen=True)
 class JobRequest(StatePart):
-    """One job attempt as PrepareJob made it (``$.job``): a new name (R1), the engine, and
-    the Create*Job request whose fields the job task copies."""
+    """One job attempt as PrepareJob made it (``$.job``): a new name (R1: a request outside
+    CreateTransformJob's limits is refused), the engine, and the Create*Job request whose fields the
+    job task copies."""
 
     name: str
     engine: str
@@ -118,7 +120,7 @@ DATA_FAILURE_PREFIXES = ("ClientError", "AlgorithmError")
 class JobOutcome(StatePart):
     """What a job attempt left at ``$.job``: ``{"name", "status"}`` when the task ended, or
     the ``Error``/``Cause`` a Catch recorded (the Cause of a Failed .sync job is its
-    Describe*Job response, spec S2)."""
+    Describe*Job response, spec S2: a sync task waits for the job and returns its description)."""
 
     name: str | None
     status: str | None

@@ -3,11 +3,12 @@ the checks that a run's settings fit them.
 
 The state machine copies each top-level field of a request into the .sync task's
 Parameters, so every field named there is always present. Unset batch settings take what
-R10 would give: MaxConcurrentTransforms 0 (SageMaker then asks the container, whose answer
-depends on its workers), and for BatchStrategy and MaxPayloadInMB what our container's
-``/execution-parameters`` answers for the environment it will have (R21: the model's, then
-the job's): MULTI_RECORD and SAGEMAKER_MAX_PAYLOAD_IN_MB (else 6). DataProcessing is present
-only when a filter or join applies (the state machine has a task with and one without it).
+R10 (the job's batch settings, else the container's, else defaults) would give:
+MaxConcurrentTransforms 0 (SageMaker then asks the container, whose answer depends on its workers),
+and for BatchStrategy and MaxPayloadInMB what our container's ``/execution-parameters`` answers for
+the environment it will have (R21: the model's, then the job's): MULTI_RECORD and
+SAGEMAKER_MAX_PAYLOAD_IN_MB (else 6). DataProcessing is present only when a filter or join applies
+(the state machine has a task with and one without it).
 """
 
 import json

@@ -20,8 +20,9 @@ SPLITTERS = (LAMBDA, JOB)
 SPLIT_ENTRYPOINT = ["batchinfer", "split"]
 # A split job reads and writes S3 itself: its storage volume holds nothing of the data.
 SPLIT_VOLUME_GB = 1
-# The split job's name: ``<job base>-s-<8 hex digits>``, new per attempt (R1), within the
-# 63 characters a job base leaves room for (job_names.MAX_BASE_LENGTH).
+# The split job's name: ``<job base>-s-<8 hex digits>``, new per attempt (R1: a request outside
+# CreateTransformJob's limits is refused), within the 63 characters a job base leaves room for
+# (job_names.MAX_BASE_LENGTH).
 SPLIT_NAME_MARK = "s"
 
 

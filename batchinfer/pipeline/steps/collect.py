@@ -1,9 +1,10 @@
 """Collect: gather the shards the split Map made into the run's shard list, the SHARD items
-and the first job's ManifestFile (spec R4).
+and the first job's ManifestFile (spec R4: a key prefix or a ManifestFile selects the input
+objects).
 
 Every job input must sit under the run's shard prefix (one ManifestFile prefix, and output
-names relative to it, R12): an object that needed no split (its index points at the input
-itself) is copied there server-side.
+names relative to it, R12: each input object gives one output named after it): an object that needed
+no split (its index points at the input itself) is copied there server-side.
 
 Memory stays bounded whatever the number of objects: the split tasks are read line by line,
 their shard indexes :data:`PARALLEL_INDEXES` at a time (in order), the shard list and the

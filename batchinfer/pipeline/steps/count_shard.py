@@ -1,7 +1,8 @@
 """CountShard: one item of the CountShards Map, the check of one shard of a round. Its
-output must exist and, where output records can be counted (R17), hold as many Line
-records as its input (R6). Each check reads one shard's input and output, no more; Verify
-gathers the answers of the round."""
+output must exist and, where output records can be counted (R17: a CSV join adds the prediction to
+its row, one line per record), hold as many Line records as its input (R6: what a record is under
+each SplitType). Each check reads one shard's input and output, no more; Verify gathers the answers
+of the round."""
 
 from typing import Any
 

@@ -2,7 +2,8 @@
 prefix, the RUN item SUCCEEDED with counts, and the run-finished announcements.
 
 The output prefix then looks as ``batchinfer run`` leaves a local output directory: one
-``<name>.out`` per input object when merged (R12), else one per shard.
+``<name>.out`` per input object when merged (R12: each input object gives one output named after
+it), else one per shard.
 """
 
 from itertools import groupby

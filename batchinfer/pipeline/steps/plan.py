@@ -3,9 +3,9 @@
 A request needs only ``input``; every other key is optional (defaults come from the stack)
 and checked here, so a bad request fails before any work with a message naming the key.
 A request may name its objects (``names``: paths relative to ``input``, as a ManifestFile
-does, R4) instead of taking every object under ``input``; the S3 trigger does, so that a
-later batch of arrivals in the same folder is not scored again. The per-object split tasks
-go to ``runs/<run>/inputs.jsonl`` (JSON Lines, read by the
+does, R4: a key prefix or a ManifestFile selects the input objects) instead of taking every object
+under ``input``; the S3 trigger does, so that a later batch of arrivals in the same folder is not
+scored again. The per-object split tasks go to ``runs/<run>/inputs.jsonl`` (JSON Lines, read by the
 split Map), not into the state. The input is listed page by page and the tasks wait in a
 spooled file, so Plan's memory does not grow with the number of objects; no object count
 is refused (docs/scaling.md).
@@ -71,7 +71,7 @@ def plan_run(
     settings = TransformSettings.from_request(run_request.settings, defaults=env.transform_defaults)
     target = _endpoint(run_request, engine, env)
     if target is not None:
-        endpoint_settings(settings)  # a real-time request holds at most 6 MB (C8)
+        endpoint_settings(settings)  # C8: a real-time request holds at most 6 MB
         check_in_service(sagemaker, target.name)
     else:
         check_instance_type(settings.instance_type, engine)
@@ -211,7 +211,7 @@ def _split_options(
     run_request: RunRequest, settings: TransformSettings, env: PipelineEnvironment
 ) -> dict[str, Any]:
     """How each object is split: ``shards`` per object or a ``shard_size``; SplitType None
-    keeps every object whole (each is one request, R6)."""
+    keeps every object whole (each is one request, R6: what a record is under each SplitType)."""
     shards, size = run_request.given.get("shards"), run_request.given.get("shard_size")
     header = run_request.header
     if shards is not None and size is not None:

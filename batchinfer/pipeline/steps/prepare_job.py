@@ -1,6 +1,6 @@
 """PrepareJob: the request of one job attempt (CreateTransformJob or CreateProcessingJob),
-with a new job name (R1), for the shards of one round's ManifestFile
-(:mod:`batchinfer.pipeline.jobs.job_requests` builds it).
+with a new job name (R1: a request outside CreateTransformJob's limits is refused), for the shards
+of one round's ManifestFile (:mod:`batchinfer.pipeline.jobs.job_requests` builds it).
 """
 
 from dataclasses import dataclass
@@ -21,8 +21,9 @@ from batchinfer.pipeline.storage.s3io import run_settings
 
 @dataclass(frozen=True)
 class JobTask:
-    """A ``.sync`` SageMaker task of the state machine (spec S1): it copies exactly
-    ``fields`` from the request PrepareJob built, so the request must hold each of them."""
+    """A ``.sync`` SageMaker task of the state machine (spec S1: a sync task's Parameters are the
+    API request itself): it copies exactly ``fields`` from the request PrepareJob built, so the
+    request must hold each of them."""
 
     state: str
     action: str

@@ -44,7 +44,8 @@ from batchinfer.uris import S3Location, parse_s3_uri
 
 CONTINUE, DONE, FAILED = "continue", "done", "failed"
 # Seconds an invocation keeps back when it stops: the requests in flight may each take
-# the real-time limit (C8), then the progress is saved.
+# the real-time limit (C8: a real-time request holds at most 6 MB and takes at most 60 s), then the
+# progress is saved.
 STOP_MARGIN_SECONDS = REALTIME_TIMEOUT_SECONDS + 30
 
 

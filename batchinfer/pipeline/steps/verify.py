@@ -1,7 +1,8 @@
 """Verify: after a round's job, gather the CountShards Map's checks of the round's shards
 (one :class:`ShardCount` a shard, read from the Map's result files) into SHARD items and
 the next round. Shards without a valid output go to a new ManifestFile and shard list for
-the next round (only those, spec R4); after the last round the run fails naming them.
+the next round (only those, spec R4: a key prefix or a ManifestFile selects the input objects);
+after the last round the run fails naming them.
 
 Verify reads no shard and no output itself, and holds at most :data:`SHOWN` checks: the
 results are read one file at a time and the next round's lists are spooled to /tmp."""

@@ -35,7 +35,8 @@ def services() -> Services:
         sagemaker=boto3.client("sagemaker"),
         table=StatusTable.named(env.table_name, env.run_record_days),
         # One attempt per call: the endpoint scoring retries throttling and 5xx itself,
-        # with its own bound; a request may take the real-time limit (C8).
+        # with its own bound; a request may take the real-time limit (C8: a real-time request holds
+        # at most 6 MB and takes at most 60 s).
         runtime=boto3.client(
             "sagemaker-runtime",
             config=Config(
