@@ -24,6 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 pytest: $(STAMP) $(NPM_STAMP)
 	$(BIN)/pytest -n 2

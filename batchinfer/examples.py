@@ -73,8 +73,8 @@ def train_framework_model(model_dir: Path, framework: str) -> Path:
             import lightgbm as lgb
 
             params = {"objective": "binary", "verbose": -1, "seed": 0, "num_threads": 1}
-            booster = lgb.train(params, lgb.Dataset(features, labels), num_boost_round=100)
-            booster.save_model(str(model_dir / "model.txt"))
+            model = lgb.train(params, lgb.Dataset(features, labels), num_boost_round=100)
+            model.save_model(str(model_dir / "model.txt"))
     return write_handler(framework, model_dir / "code")
 
 

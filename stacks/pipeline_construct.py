@@ -168,7 +168,8 @@ class BatchInferencePipeline(Construct):
                 stack_outputs.EVENT_BUS_NAME: self.notifications.bus.event_bus_name,
                 stack_outputs.EVENT_SOURCE: config.event_source,
                 stack_outputs.IMAGE_URI: self.model.image_uri,
-                stack_outputs.MODEL_NAME: self.model.model_name or config.model_package_arn,
+                # A config names a model or a model package (validate_config checks it).
+                stack_outputs.MODEL_NAME: self.model.model_name or config.model_package_arn or "",
                 stack_outputs.KMS_KEY_ARN: self.storage.key.key_arn,
                 stack_outputs.CLI_POLICY_ARN: self.cli.policy.managed_policy_arn,
             },

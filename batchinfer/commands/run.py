@@ -147,8 +147,10 @@ def _one_of(value: str, allowed: tuple[str, ...]) -> str:
 
 def parse_shards(value: str | None) -> int | Literal["auto"] | None:
     """``--shards``: a whole number, 'auto' or not given."""
-    if value is None or value == "auto":
-        return value
+    if value is None:
+        return None
+    if value == "auto":
+        return "auto"
     try:
         return int(value)
     except ValueError:

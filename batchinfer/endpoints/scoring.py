@@ -26,6 +26,7 @@ from batchinfer.transform.file_transform import (
     FileScoring,
     InOrder,
     OnBytes,
+    Writable,
     decompressed,
     in_file_bytes,
     open_input,
@@ -80,7 +81,7 @@ def endpoint_retry(settings: TransformSettings) -> RetryPolicy:
 
 def score_stream(
     source: BinaryIO,
-    sink: BinaryIO,
+    sink: Writable,
     *,
     send: Send,
     settings: TransformSettings,

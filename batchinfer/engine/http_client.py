@@ -101,8 +101,8 @@ class ModelServerClient:
     def send(self, body: bytes, content_type: str | None, accept: str | None) -> tuple[int, bytes]:
         """POST one request body to /invocations; the answer's status and body, unchecked.
         A lost connection or a timeout raises a retryable InvocationError."""
-        headers = {"Content-Type": content_type, "Accept": accept}
-        headers = {k: v for k, v in headers.items() if v}  # C7: only what the job sets
+        asked = {"Content-Type": content_type, "Accept": accept}
+        headers = {k: v for k, v in asked.items() if v}  # C7: only what the job sets
         return self._request("POST", "/invocations", body, headers)
 
     def invoke(self, body: bytes) -> bytes:

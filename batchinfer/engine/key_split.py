@@ -5,7 +5,8 @@ from typing import Protocol, TypeVar
 
 
 class _Keyed(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: frozen dataclasses have it
 
 
 Keyed = TypeVar("Keyed", bound=_Keyed)

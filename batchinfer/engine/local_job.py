@@ -158,7 +158,7 @@ def _rate(records: int | None, seconds: float) -> float | None:
 
 def validate_job(job: LocalJob) -> None:
     """Checks that depend on more than one setting of a local job (names the option)."""
-    if job.shards not in (None, "auto") and job.shards < 1:
+    if isinstance(job.shards, int) and job.shards < 1:
         raise ValidationError(f"--shards must be at least 1 or 'auto', not {job.shards}")
     if job.merge and job.shards is None:
         raise ValidationError("--merge joins the outputs of shards: it needs --shards")
@@ -235,8 +235,9 @@ def run_job(
         # first, so its time is not the engine's.
         units: Units = split_units if job.engine == "transform" else split_units()
         engine_started = time.perf_counter()
+        report: EngineReport | None
         try:
-            report: EngineReport | None = run_engine(
+            report = run_engine(
                 job.engine,
                 units,
                 unit_dir,

@@ -10,7 +10,8 @@ from pathlib import Path
 from batchinfer.engine.inputs import InputFile
 from batchinfer.errors import BatchInferError
 from batchinfer.transform.assemble import output_name
-from batchinfer.transform.file_transform import FileStats, Invoke, OnBytes, transform_file
+from batchinfer.transform.file_transform import FileStats, OnBytes, transform_file
+from batchinfer.transform.retry import Invoke
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
 

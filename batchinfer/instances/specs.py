@@ -7,6 +7,7 @@ processing jobs. Which types a job may ask for is :mod:`instance_types` (botocor
 enumerations); this table only describes them.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from batchinfer.errors import ValidationError
@@ -23,12 +24,12 @@ class InstanceSpec:
     gpu_model: str | None = None
 
 
-def _family(sizes: dict[str, tuple[int, float]], family: str) -> dict[str, InstanceSpec]:
+def _family(sizes: Mapping[str, tuple[int, float]], family: str) -> dict[str, InstanceSpec]:
     return {f"ml.{family}.{size}": InstanceSpec(c, m) for size, (c, m) in sizes.items()}
 
 
 def _gpu_family(
-    sizes: dict[str, tuple[int, float, int]], family: str, model: str
+    sizes: Mapping[str, tuple[int, float, int]], family: str, model: str
 ) -> dict[str, InstanceSpec]:
     return {
         f"ml.{family}.{size}": InstanceSpec(c, m, g, model) for size, (c, m, g) in sizes.items()

@@ -14,7 +14,7 @@ from typing import Any
 
 from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
 from batchinfer.engine.inputs import InputFile, collect_inputs
-from batchinfer.engines import PipelineEngine
+from batchinfer.engines import Engine, PipelineEngine
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.instances.prices import Price, hourly_price
 from batchinfer.instances.specs import InstanceSpec, instance_spec
@@ -51,7 +51,7 @@ class PlanRequest:
     endpoint_concurrency: int = DEFAULT_ENDPOINT_CONCURRENCY
 
     @property
-    def job_engine(self) -> str:
+    def job_engine(self) -> Engine:
         """The engine whose instances the sample is measured on: an endpoint's container
         speaks the transform contract."""
         return "transform" if self.engine == "endpoint" else self.engine

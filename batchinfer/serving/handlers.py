@@ -30,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from batchinfer.media_types import CSV, JSON, codec_type
 from batchinfer.serving import codecs
 from batchinfer.serving.models import load_model, predict_method
 from batchinfer.serving.readable import find_user_module
@@ -67,7 +68,7 @@ class InferenceHandler:
         or predicting, by the defaults or the user module. Any other exception is a failure
         of the model or the user module (the server answers 500).
         """
-        kind = codecs.codec_type(content_type) or codecs.CSV
+        kind = codec_type(content_type) or CSV
         user = self.user_functions
         custom_output = "output_fn" in user or "transform_fn" in user
         response_type = codecs.negotiate(
@@ -99,7 +100,7 @@ class InferenceHandler:
         custom_output = "output_fn" in self.user_functions or "transform_fn" in self.user_functions
         if custom_output or content_type in _SUPPORTED_OUTPUTS:
             return content_type
-        return codecs.JSON
+        return JSON
 
     def _default_predict(self, data: Any) -> Any:
         expected = getattr(self.model, "n_features_in_", None)
@@ -194,7 +195,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         model = load_model(model_dir)
     uses_default_predict = not functions.keys() & {"predict_fn", "transform_fn"}
     method = predict_method(model, env) if uses_default_predict else None
-    default_accept = codecs.codec_type(env.get(DEFAULT_ACCEPT_VAR))
+    default_accept = codec_type(env.get(DEFAULT_ACCEPT_VAR))
     LOG.info(
         "loaded %s from %s%s",
         type(model).__name__,

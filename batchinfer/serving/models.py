@@ -34,7 +34,9 @@ class BoosterModel:
 
     booster: Any
     n_features_in_: int
-    _predict: Callable[[Any], np.ndarray]
+    # xgboost's inplace_predict or LightGBM's predict: their declared results include other
+    # shapes (sparse, lists) than the array they answer for these models' plain features.
+    _predict: Callable[[Any], Any]
 
     def predict(self, features: Any) -> np.ndarray:
         return self._predict(features)

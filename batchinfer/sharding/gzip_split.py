@@ -165,6 +165,7 @@ def split_gzip(
 
     def next_target(shard_start: int) -> int | None:
         if total is None:
+            assert shard_size is not None  # no count, so a size (shard_count checked it)
             return shard_start + shard_size
         later = bisect_right(targets, shard_start)
         return targets[later] if later < len(targets) else None

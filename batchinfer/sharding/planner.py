@@ -52,7 +52,11 @@ def shard_count(data_size: int, *, shards: int | None, shard_size: int | None) -
         raise ValidationError(f"shards: {shards} must be at least 1")
     if shard_size is not None and shard_size < 1:
         raise ValidationError(f"shard_size: {shard_size} must be at least 1 byte")
-    count = shards if shards is not None else max(1, math.ceil(data_size / shard_size))
+    if shards is not None:
+        count = shards
+    else:
+        assert shard_size is not None  # exactly one of the two, checked above
+        count = max(1, math.ceil(data_size / shard_size))
     if count > MAX_SHARDS:
         raise ValidationError(f"{count} shards requested; the limit is {MAX_SHARDS}")
     return count

@@ -65,10 +65,12 @@ class S3Source:
             )
 
     def read_range(self, start: int, end: int) -> bytes:
-        return self._get(Range=f"bytes={start}-{end - 1}")["Body"].read()
+        data: bytes = self._get(Range=f"bytes={start}-{end - 1}")["Body"].read()
+        return data
 
     def open_stream(self) -> BinaryIO:
-        return self._get()["Body"]
+        body: BinaryIO = self._get()["Body"]
+        return body
 
     def copy_to(
         self, writer: "S3ShardWriter", start: int, end: int, on_part: Callable[[int], None]

@@ -125,8 +125,10 @@ def _open(input: str, output: str, s3_client: Any) -> tuple[Any, Any]:
         import boto3
 
         s3_client = boto3.client("s3")
-    source = S3Source(s3_client, parse_s3_uri(input, field="input"))
-    return source, S3Sink(s3_client, parse_s3_uri(output, field="output"), source.content_type)
+    s3_source = S3Source(s3_client, parse_s3_uri(input, field="input"))
+    return s3_source, S3Sink(
+        s3_client, parse_s3_uri(output, field="output"), s3_source.content_type
+    )
 
 
 def _materialise(

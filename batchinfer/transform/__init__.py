@@ -4,8 +4,9 @@ Standard library only: the local engine, the processing container and the Plan L
 """
 
 from batchinfer.transform.assemble import assemble, output_name
-from batchinfer.transform.file_transform import FileStats, Invoke, transform_file, transform_stream
+from batchinfer.transform.file_transform import FileStats, transform_file, transform_stream
 from batchinfer.transform.record_errors import InvocationError, RecordError
+from batchinfer.transform.retry import Invoke
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings, validate_job_name
 
 __all__ = [

@@ -24,13 +24,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol, cast
 
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
 from batchinfer.transform.dataprocessing import DataProcessing
 from batchinfer.transform.record_errors import InvocationError, RecordError
-from batchinfer.transform.records import Batch, frame, read_into
+from batchinfer.transform.records import Batch, Readable, frame, read_into
 from batchinfer.transform.retry import Invoke, RetryPolicy
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
@@ -38,6 +38,13 @@ from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 OnBytes = Callable[[int], None]
 
 RETRY_BACKOFF_SECONDS = 0.1
+
+
+class Writable(Protocol):
+    """Where a transform writes its output: a binary file, or anything with its ``write``
+    (an S3 multipart writer)."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ class FileScoring:
         self.settings, self.effective, self.name = settings, effective, name
         self._processing = DataProcessing(settings, name)
 
-    def batches(self, source: BinaryIO, first_record: int = 1) -> Iterator[Batch]:
+    def batches(self, source: Readable, first_record: int = 1) -> Iterator[Batch]:
         """The request bodies of ``source``, whose first record is ``first_record``."""
         processing = self._processing
         return frame(
@@ -154,6 +161,7 @@ class InOrder:
             yield self._result(*self._window.popleft())
 
     def _result(self, batch: Batch, future: "Future[bytes]") -> tuple[Batch, bytes]:
+        cause: Exception
         try:
             return batch, future.result()
         except InvocationError as exc:
@@ -167,8 +175,8 @@ class InOrder:
 
 
 def transform_stream(
-    source: BinaryIO,
-    sink: BinaryIO,
+    source: Readable,
+    sink: Writable,
     *,
     settings: TransformSettings,
     effective: EffectiveSettings,
@@ -229,13 +237,18 @@ def open_input(src: Path, name: str, start: int = 0, end: int | None = None) -> 
         raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if end is None and not start:
         return raw
-    return _ByteRange(raw, start, end, name)
+    # A RawIOBase reads, closes and works as a context manager as the file does; typing's
+    # BinaryIO is a nominal class it cannot be.
+    return cast(BinaryIO, _ByteRange(raw, start, end, name))
 
 
 def decompressed(raw: BinaryIO, settings: TransformSettings, name: str) -> BinaryIO:
     """The bytes the job frames: ``raw`` itself, or decompressed for Gzip (R11: Gzip input is
     decompressed and its output written plain)."""
-    return _GzipSource(raw, name) if settings.compression_type == "Gzip" else raw
+    if settings.compression_type == "Gzip":
+        # Read as the file would be (typing's BinaryIO is a nominal class it cannot be).
+        return cast(BinaryIO, _GzipSource(raw, name))
+    return raw
 
 
 def in_file_bytes(source: BinaryIO, on_bytes: OnBytes | None) -> OnBytes | None:
@@ -339,7 +352,7 @@ class _ByteRange(io.RawIOBase):
 class _CountingReader:
     """Counts the bytes read from a stream."""
 
-    def __init__(self, raw: BinaryIO):
+    def __init__(self, raw: Readable):
         self._raw = raw
         self.count = 0
 

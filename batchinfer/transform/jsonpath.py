@@ -116,8 +116,8 @@ def _parse_bracket(inner: str, fail: Any) -> Segment:
     items = _split_items(inner)
     if not items or any(not item.strip() for item in items):
         raise fail(f"empty item in [{inner}]")
-    quoted = [_QUOTED.fullmatch(item) for item in items]
-    if all(quoted):
+    quoted = [m for item in items if (m := _QUOTED.fullmatch(item))]
+    if len(quoted) == len(items):
         names = tuple(
             _unescape(m.group(1) if m.group(1) is not None else m.group(2)) for m in quoted
         )
@@ -138,7 +138,9 @@ def _parse_bracket(inner: str, fail: Any) -> Segment:
 
 def _split_items(inner: str) -> list[str]:
     """Split a bracket's content at commas outside quotes."""
-    items, current, quote, escaped = [], [], "", False
+    items: list[str] = []
+    current: list[str] = []
+    quote, escaped = "", False
     for char in inner:
         if escaped:
             escaped = False

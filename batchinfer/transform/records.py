@@ -14,7 +14,7 @@ whole file is one body).
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Protocol
 
 from batchinfer.errors import ValidationError
 from batchinfer.transform.record_errors import RecordError
@@ -24,6 +24,13 @@ READ_SIZE = 8 * MIB
 
 # (original record, its 1-based number) -> the bytes it contributes to the request body.
 RecordFilter = Callable[[bytes, int], bytes]
+
+
+class Readable(Protocol):
+    """What framing reads records from: a binary file, or a stream that reads like one (a
+    decompressing or counting wrapper, an S3 body)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +53,7 @@ class Batch:
 
 
 def frame(
-    source: BinaryIO,
+    source: Readable,
     *,
     name: str,
     split_type: str,
@@ -109,7 +116,7 @@ def oversize_error(
 
 
 def _whole_object(
-    source: BinaryIO,
+    source: Readable,
     name: str,
     limit: int | None,
     record_filter: RecordFilter | None,
@@ -128,7 +135,7 @@ def _whole_object(
 
 
 def _multi_records(
-    source: BinaryIO, name: str, limit: int, read_size: int, skip: int
+    source: Readable, name: str, limit: int, read_size: int, skip: int
 ) -> Iterator[Batch]:
     """Greedy MultiRecord batches: the longest run of whole records within ``limit`` bytes.
 
@@ -164,7 +171,7 @@ def _multi_records(
         start = cut + 1
 
 
-def read_into(source: BinaryIO, target: memoryview) -> int:
+def read_into(source: Readable, target: memoryview) -> int:
     """Fill ``target`` from ``source`` (``readinto`` when it has one); returns the bytes read."""
     readinto = getattr(source, "readinto", None)
     if readinto is not None:
@@ -175,7 +182,7 @@ def read_into(source: BinaryIO, target: memoryview) -> int:
 
 
 def _iter_records(
-    source: BinaryIO, name: str, limit: int | None, read_size: int, skip: int = 0
+    source: Readable, name: str, limit: int | None, read_size: int, skip: int = 0
 ) -> Iterator[bytes]:
     """Line records one by one; a record over ``limit`` raises before it is fully buffered
     (named as record ``skip`` + its number)."""
@@ -201,7 +208,7 @@ def _iter_records(
 
 
 def _single_records(
-    source: BinaryIO, name: str, limit: int | None, read_size: int, skip: int
+    source: Readable, name: str, limit: int | None, read_size: int, skip: int
 ) -> Iterator[Batch]:
     records = _iter_records(source, name, limit, read_size, skip)
     for number, record in enumerate(records, skip + 1):

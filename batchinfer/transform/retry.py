@@ -38,7 +38,7 @@ class RetryPolicy:
 
     def delay(self, retry: int, draw: Callable[[], float] = random.random) -> float:
         """Seconds to sleep before retry number ``retry`` (0 for the first retry)."""
-        ceiling = self.base_seconds * 2**retry
+        ceiling: float = self.base_seconds * 2**retry
         if self.cap_seconds is not None:
             ceiling = min(ceiling, self.cap_seconds)
         return draw() * ceiling if self.jitter else ceiling

@@ -272,7 +272,9 @@ class TransformSettings:
             ),
         )
 
-    def container_environment(self, model_environment: Mapping[str, str] | None = None) -> dict:
+    def container_environment(
+        self, model_environment: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
         """R21/C6: the model's Environment, then the job's, then the SAGEMAKER_* variables
         (the batch ones only for values the job sets)."""
         env = {**(model_environment or {}), **self.environment, "SAGEMAKER_BATCH": "true"}
@@ -337,8 +339,8 @@ def _value_problems(s: TransformSettings) -> list[str]:
     for key, (low, high) in RANGES.items():
         value = getattr(s, key)
         if value is not None and (value < low or (high is not None and value > high)):
-            allowed = f"{low}..{high}" if high is not None else f">= {low}"
-            problems.append(f"{label(key)}: {value} is out of range; allowed: {allowed}")
+            bounds = f"{low}..{high}" if high is not None else f">= {low}"
+            problems.append(f"{label(key)}: {value} is out of range; allowed: {bounds}")
     if (
         s.max_payload_mb is not None
         and s.max_concurrent_transforms is not None

@@ -17,8 +17,8 @@ Standard library only.
 """
 
 import json
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Self
+from dataclasses import Field, asdict, dataclass, fields
+from typing import Any, ClassVar, Self
 
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.contract.layout import RunLayout
@@ -31,8 +31,11 @@ class StatePart:
     """A frozen dataclass written to the state as its fields (JSON values) and read back
     from the keys named as its fields (others are ignored)."""
 
+    # What @dataclass gives each subclass (declared only, for the type checker).
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
     def to_state(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)
 
     @classmethod
     def from_state(cls, state: Any) -> Self:
@@ -40,7 +43,7 @@ class StatePart:
 
     @classmethod
     def _fields_in(cls, state: dict[str, Any]) -> dict[str, Any]:
-        names = (f.name for f in fields(cls))  # type: ignore[arg-type]
+        names = (f.name for f in fields(cls))
         return {name: state[name] for name in names if name in state}
 
 

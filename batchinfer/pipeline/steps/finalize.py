@@ -39,8 +39,8 @@ def finalize(
     lines = read_json_lines(s3, layout.shard_list)  # streamed, one input object at a time
     shards = (ShardEntry.from_line(line) for line in lines)
     files = []
-    for input_name, group in groupby(shards, key=lambda s: s.input_name):
-        group = list(group)
+    for input_name, grouped in groupby(shards, key=lambda s: s.input_name):
+        group = list(grouped)
         outputs = [parts.child(output_name(s.name)) for s in group]
         if plan.merge:
             target = output.child(output_name(input_name))
@@ -108,4 +108,5 @@ def finalize(
 
 def _total(items: list[dict[str, Any]], key: str) -> int | None:
     values = [item.get(key) for item in items]
-    return None if any(v is None for v in values) else sum(int(v) for v in values)
+    counted = [v for v in values if v is not None]
+    return sum(int(v) for v in counted) if len(counted) == len(values) else None

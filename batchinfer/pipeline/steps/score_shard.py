@@ -62,7 +62,7 @@ def score_shard(
     ``continue`` (progress saved, invoke again) or ``failed`` (a data failure, recorded)."""
     if plan.endpoint is None:
         raise ValidationError(f"run {plan.run_id}: engine {plan.engine} names no endpoint")
-    target = EndpointTarget(**plan.endpoint)
+    target = EndpointTarget.from_json(plan.endpoint, f"run {plan.run_id}: endpoint")
     folder = plan.layout.scoring(job)
     progress_at = folder.child(f"progress/{shard.name}.json")
     tail_at = folder.child(f"progress/{shard.name}.tail")
@@ -99,7 +99,7 @@ def score_shard(
             skip_input(source, position.input_bytes, source_at.uri)
         reached = score_stream(
             source,
-            writer,  # type: ignore[arg-type]  (it has the one method a sink needs: write)
+            writer,
             send=invoke_endpoint(runtime, target),
             settings=settings,
             name=source_at.uri,

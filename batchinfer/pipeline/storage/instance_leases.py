@@ -154,7 +154,7 @@ class InstanceLeases:
         version read."""
         try:
             if item.version is None:
-                new = {"leases": {}, "waiting": {}}
+                new: dict[str, dict[str, Any]] = {"leases": {}, "waiting": {}}
                 for (field, key), value in sets.items():
                     new[field][key] = value
                 self.table.put_item(
