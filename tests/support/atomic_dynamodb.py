@@ -3,7 +3,7 @@ nothing to keep another thread out in between, so two conditional writes racing 
 can both pass their condition. DynamoDB never allows that: a write to an item, its condition
 included, is atomic. While :func:`atomic_writes` is open, moto's item writes run one at a
 time, as DynamoDB's do for one item (the offline stack, whose executions run in threads,
-keeps it open; ``tests/pipeline/test_instance_leases.py`` shows the divergence)."""
+keeps it open; ``tests/integration/pipeline/test_instance_leases.py`` shows the divergence)."""
 
 import threading
 from collections.abc import Iterator

@@ -48,7 +48,7 @@ ACKNOWLEDGED: dict[str, str] = {
     ),
     "FunctionsPlanRole*ListModelPackages* sagemaker:ListModelPackages on *": (
         "A model package group's newest approved version: the e2e package scenario names a "
-        "version; the group path runs in tests/pipeline/test_run_model.py."
+        "version; the group path runs in tests/integration/pipeline/test_run_model.py."
     ),
     "FunctionsSplitObjectRole*ReadSources* s3:GetObjectVersion on *": (
         "A versioned data source is copied by the version the split measured; the "

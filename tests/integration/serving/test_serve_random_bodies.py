@@ -22,7 +22,7 @@ from sklearn.linear_model import LinearRegression
 
 from batchinfer.media_types import CSV, JSON, JSONLINES, NPY
 from batchinfer.serving.launcher import ServerProcess, start_server
-from tests.serving.helpers import START_TIMEOUT, Client, csv_body, npy_bytes
+from tests.integration.serving.helpers import START_TIMEOUT, Client, csv_body, npy_bytes
 
 FEATURES = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0], [2.0, 0.0, -3.5], [7.0, 1.5, 0.25]])
 _BOOTED = re.compile(r"Booting worker with pid: (\d+)")

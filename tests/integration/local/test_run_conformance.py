@@ -1,7 +1,7 @@
 """`batchinfer run` against the worked examples and rules of the spec, with real servers.
 
 Every test runs the local engine end to end: real gunicorn model servers on localhost
-serving model M (tests/local/conftest.py), real files, real gzip.
+serving model M (tests/integration/local/conftest.py), real files, real gzip.
 """
 
 import gzip

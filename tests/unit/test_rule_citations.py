@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("batchinfer", "stacks", "lambda")
 
 _ID = r"[RCPES]\d{1,2}"

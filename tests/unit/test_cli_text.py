@@ -54,6 +54,6 @@ def test_each_kind_of_error_has_its_own_exit_code_and_the_docs_list_them_all():
     classes = [c for c in _error_classes(BatchInferError) if "exit_code" in vars(c)]
     codes = [c.exit_code for c in classes]
     assert len(codes) == len(set(codes)), codes
-    page = (Path(__file__).parents[1] / "docs" / "operate.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "operate.md").read_text()
     documented = {int(code) for code in re.findall(r"^\| (\d+) \| ", page, re.MULTILINE)}
     assert documented == {0, *codes}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.oracle.outputs import BatchinferRun
+from tests.conformance.oracle.outputs import BatchinferRun
 from tests.support.cli import run_cli
 from tests.support.models import BRACKETS, ECHO, write_model, write_row_sum_model
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.stack.conftest import Synthesized, synthesize_prod
+from tests.conformance.stack.conftest import Synthesized, synthesize_prod
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 
 from batchinfer.examples import train_example_model
 from batchinfer.serving.launcher import ServerProcess, start_server
-from tests.serving.helpers import START_TIMEOUT, Client, csv_body
+from tests.integration.serving.helpers import START_TIMEOUT, Client, csv_body
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from tests.oracle.departures import DATA_PROCESSING
-from tests.oracle.outputs import output_tree, write_tree
-from tests.oracle.sdk_local import sdk_transform
+from tests.conformance.oracle.departures import DATA_PROCESSING
+from tests.conformance.oracle.outputs import output_tree, write_tree
+from tests.conformance.oracle.sdk_local import sdk_transform
 
 pytestmark = pytest.mark.oracle
 

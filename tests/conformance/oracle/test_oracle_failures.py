@@ -4,9 +4,9 @@ compared."""
 
 import pytest
 
-from tests.oracle.departures import FAILED_RECORDS
-from tests.oracle.outputs import output_tree, write_tree
-from tests.oracle.sdk_local import sdk_transform
+from tests.conformance.oracle.departures import FAILED_RECORDS
+from tests.conformance.oracle.outputs import output_tree, write_tree
+from tests.conformance.oracle.sdk_local import sdk_transform
 
 pytestmark = pytest.mark.oracle
 

@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 from batchinfer.media_types import DECODED_TYPES
 from batchinfer.serving import codecs
 from batchinfer.serving.server_errors import RequestError
-from tests.serving.helpers import npy_bytes
+from tests.integration.serving.helpers import npy_bytes
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
 MATRICES = hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(1, 5)), elements=FINITE)

@@ -8,7 +8,7 @@ from batchinfer.planning.endpoint_estimate import endpoint_estimate, requests_of
 from batchinfer.planning.estimate import Throughput, Unit
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import MIB
-from tests.planning.test_plan_cli import CSV, plan_json
+from tests.integration.planning.test_plan_cli import CSV, plan_json
 
 
 def settings(**values: object) -> TransformSettings:

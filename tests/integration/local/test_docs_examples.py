@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 LOCAL_MODE = DOCS / "local-mode.md"
 PLAN = DOCS / "plan.md"
 

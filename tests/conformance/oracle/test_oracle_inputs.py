@@ -10,9 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.oracle.departures import GZIP, NESTED_FILES, S3_OUTPUT_PREFIX
-from tests.oracle.outputs import output_tree, write_tree
-from tests.oracle.sdk_local import sdk_transform
+from tests.conformance.oracle.departures import GZIP, NESTED_FILES, S3_OUTPUT_PREFIX
+from tests.conformance.oracle.outputs import output_tree, write_tree
+from tests.conformance.oracle.sdk_local import sdk_transform
 from tests.support.aws import REGION
 
 pytestmark = pytest.mark.oracle

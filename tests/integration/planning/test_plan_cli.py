@@ -11,7 +11,7 @@ import pytest
 from batchinfer.instances.prices import table_price
 from batchinfer.instances.specs import instance_spec
 from batchinfer.sharding import split
-from tests.planning.conftest import EXAMPLE_ROWS
+from tests.integration.planning.conftest import EXAMPLE_ROWS
 from tests.support.cli import run_cli
 
 CSV = ["--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line"]

@@ -3,14 +3,14 @@ same model, same files, same settings, outputs compared byte for byte (R6, R7, R
 
 import pytest
 
-from tests.oracle.departures import (
+from tests.conformance.oracle.departures import (
     ASSEMBLE_LINE,
     EXECUTION_PARAMETERS,
     MULTI_RECORD_SIZE,
     NEWLINES,
 )
-from tests.oracle.outputs import line_count, output_tree, write_tree
-from tests.oracle.sdk_local import byte_sized_batches, sdk_transform
+from tests.conformance.oracle.outputs import line_count, output_tree, write_tree
+from tests.conformance.oracle.sdk_local import byte_sized_batches, sdk_transform
 
 pytestmark = pytest.mark.oracle
 

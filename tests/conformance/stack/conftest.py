@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 from aws_cdk import App, Environment  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.oracle import departures
+from tests.conformance.oracle import departures
 
 pytestmark = pytest.mark.oracle
 
 HERE = Path(__file__).parent
-DOC = HERE.parents[1] / "docs" / "oracle.md"
+DOC = HERE.parents[2] / "docs" / "oracle.md"
 NAMES = [
     name for name, value in vars(departures).items() if isinstance(value, departures.Departure)
 ]
