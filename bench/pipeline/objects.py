@@ -30,6 +30,7 @@ from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.steps.collect import collect
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.storage.status_table import StatusTable
+from batchinfer.units import MIB
 
 
 def support(name: str) -> ModuleType:
@@ -47,7 +48,6 @@ aws, many_objects, run_state = support("aws"), support("many_objects"), support(
 BUCKET = run_state.BUCKET
 REGION = "eu-west-1"
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:bench"
-MIB = 1 << 20
 ENV = PipelineEnvironment(
     table_name="runs",
     data_bucket=BUCKET,

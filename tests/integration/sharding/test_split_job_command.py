@@ -16,8 +16,7 @@ from batchinfer.pipeline.steps.split_object import split_object
 from batchinfer.sharding import ShardIndex
 from batchinfer.sharding import s3 as sharding_s3
 from batchinfer.sharding.gzip_split import OUT_CHUNK
-
-MIB = 1 << 20
+from batchinfer.units import MIB
 
 
 def run_split(task: SplitTask) -> None:

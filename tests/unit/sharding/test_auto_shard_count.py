@@ -1,8 +1,7 @@
 """`--shards auto`: enough shards that every instance works (spec R3)."""
 
 from batchinfer.sharding import auto_shard_count
-
-MIB = 1024 * 1024
+from batchinfer.units import MIB
 
 
 def test_small_objects_are_not_split():

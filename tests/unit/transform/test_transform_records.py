@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from batchinfer.errors import ValidationError
 from batchinfer.transform.record_errors import RecordError
 from batchinfer.transform.records import count_records, frame
-
-MIB = 1024 * 1024
+from batchinfer.units import MIB
 
 
 class ShortReads(io.RawIOBase):
