@@ -51,11 +51,14 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the run manifest as JSON.")
     ] = False,
+    header: opt.Header = False,
+    delimiter: opt.Delimiter = None,
+    encoding: opt.Encoding = None,
     *,
     transform: dict[str, Any],
 ) -> None:
     """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
-    settings = TransformSettings.from_request(transform)
+    settings = TransformSettings.from_request(opt.with_table(transform, delimiter, encoding))
     job = LocalJob(
         inputs=inputs,
         output_dir=output,
@@ -65,6 +68,7 @@ def run(
         shards=parse_shards(shards),
         merge=merge,
         endpoint_url=endpoint_url,
+        header=header,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
     try:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from batchinfer.errors import ValidationError
+from batchinfer.transform.csv_dialect import check_delimiter, dialect_environment, with_charset
 from batchinfer.transform.settings import PASCAL, RANGES
 
 PANEL = "Transform job settings (CreateTransformJob)"
@@ -85,3 +86,46 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
             raise ValidationError(f"--env: {pair!r} is not KEY=VALUE")
         env[key] = value
     return env
+
+
+TABLE_PANEL = "Tables (a header row, delimiters, text encodings)"
+Header = Annotated[
+    bool,
+    typer.Option(
+        "--header",
+        help="Inputs start with a header row: it is no record, and a model fitted on a "
+        "DataFrame gets the columns by name.",
+        rich_help_panel=TABLE_PANEL,
+    ),
+]
+Delimiter = Annotated[
+    str | None,
+    typer.Option(
+        help="CSV field delimiter: one character, e.g. ';' or tab (default ',').",
+        rich_help_panel=TABLE_PANEL,
+        show_default=False,
+    ),
+]
+Encoding = Annotated[
+    str | None,
+    typer.Option(
+        help="Text encoding of the input, e.g. latin-1 (default utf-8); sent as the "
+        "content type's charset.",
+        rich_help_panel=TABLE_PANEL,
+        show_default=False,
+    ),
+]
+
+
+def with_table(
+    transform: dict[str, Any], delimiter: str | None, encoding: str | None
+) -> dict[str, Any]:
+    """The transform options with ``--delimiter`` in the model's environment and
+    ``--encoding`` as the content type's charset."""
+    table = dict(transform)
+    if encoding is not None:
+        table["content_type"] = with_charset(table.get("content_type"), encoding)
+    if delimiter is not None:
+        dialect = dialect_environment(None, check_delimiter(delimiter))
+        table["environment"] = {**table.get("environment", {}), **dialect}
+    return table

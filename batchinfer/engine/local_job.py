@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -35,9 +35,18 @@ from batchinfer.serving.readable import check_readable
 from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
+from batchinfer.sharding.header import read_header_line
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, output_name
+from batchinfer.transform.csv_dialect import (
+    charset,
+    check_header_type,
+    delimiter_from_environment,
+    header_names,
+    same_header,
+    with_header,
+)
 from batchinfer.transform.settings import TransformSettings
 
 
@@ -55,6 +64,8 @@ class LocalJob:
     merge: bool = False
     workers_per_instance: int | None = None
     endpoint_url: str | None = None
+    # The inputs start with a header row: it is no record; its names reach the model.
+    header: bool = False
 
 
 @dataclass
@@ -163,6 +174,8 @@ def validate_job(job: LocalJob) -> None:
     if job.merge and job.shards is None:
         raise ValidationError("--merge joins the outputs of shards: it needs --shards")
     _check_engine_needs(job)
+    if job.header:
+        check_header_type(job.settings)
     check_sharding(
         job.settings,
         split=None if job.shards is None else "--shards",
@@ -212,6 +225,8 @@ def run_job(
     files = collect_inputs(job.inputs)
     check_not_all_empty(files, job.inputs)
     check_compression(files, job.settings.compression_type, job.settings.content_type)
+    if job.header:
+        job = replace(job, settings=_header_settings(files, job.settings))
     progress = progress or Progress()
     progress.job_started(sum(file.size for file in files))
     job.output_dir.mkdir(parents=True, exist_ok=True)
@@ -282,6 +297,23 @@ def run_job(
     if result.succeeded:
         (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
+
+
+def _header_settings(files: list[InputFile], settings: TransformSettings) -> TransformSettings:
+    """``settings`` telling the model server the names of the inputs' shared header."""
+    delimiter = delimiter_from_environment(settings.environment)
+    encoding = charset(settings.content_type)
+    first: list[str] | None = None
+    for file in (f for f in files if f.size):  # an empty input gives an empty output
+        compressed = splits_as_gzip(str(file.path), settings.compression_type)
+        line = read_header_line(file.path, compressed=compressed)
+        names = header_names(line, delimiter=delimiter, encoding=encoding, source=str(file.path))
+        if first is None:
+            first = names
+        else:
+            same_header(first, names, first=str(files[0].path), source=str(file.path))
+    assert first is not None  # collect_inputs gives at least one file
+    return with_header(settings, first)
 
 
 def _clear_previous_run(output_dir: Path) -> None:
@@ -406,19 +438,22 @@ def _split_inputs(
 ) -> list[_InputGroup]:
     """Pre-split every input that is worth splitting (``--shards``) with the sharding library.
     An input that cannot be split fails alone; the others still run (R19)."""
-    if job.shards is None:
+    if job.shards is None and not job.header:
         return [_InputGroup(f, [f], merged=False) for f in files]
     on_stage("split")
     groups = []
     for file in files:
         count = requested_shards(file.size, job.shards, job.settings.instance_count)
-        if count == 1:
+        if file.size == 0 or (count == 1 and not job.header):  # a split drops a header
             groups.append(_InputGroup(file, [file], merged=job.merge))
             continue
         try:
             units = _shard_units(file, count, job, workdir)
         except BatchInferError as exc:
             groups.append(_InputGroup(file, [], merged=job.merge, error=str(exc)))
+            continue
+        if count == 1:  # only its header dropped: it keeps its name, as an unsplit input
+            groups.append(_InputGroup(file, [replace(units[0], name=file.name)], job.merge))
             continue
         groups.append(_InputGroup(file, units, merged=job.merge, shards=len(units)))
     return groups
@@ -436,6 +471,7 @@ def _shard_units(file: InputFile, count: int, job: LocalJob, workdir: Path) -> l
             str(file.path),
             str(workdir / "shards" / file.name),
             shards=count,
+            header=job.header,
             compression_type=job.settings.compression_type,
         )
         return [  # a shard's uri is the source itself when nothing could be cut
@@ -443,7 +479,9 @@ def _shard_units(file: InputFile, count: int, job: LocalJob, workdir: Path) -> l
         ]
     source = LocalSource(str(file.path))
     try:
-        plan = plan_shards(source.size, source.read_range, shards=count, source=str(file.path))
+        plan = plan_shards(
+            source.size, source.read_range, shards=count, header=job.header, source=str(file.path)
+        )
     finally:
         source.close()
     if plan.whole_object:

@@ -67,36 +67,81 @@ _NPY_HEADER_READERS = {
     (1, 0): npy_format.read_array_header_1_0,
     (2, 0): npy_format.read_array_header_2_0,
 }
-_NOT_NUMBERS_HINT = "records must hold numbers only; for other data define input_fn in inference.py"
+_NOT_NUMBERS_HINT = (
+    "a model fitted on an array takes numbers only: a header row needs --header, and text or "
+    "categorical columns a model fitted on a DataFrame, or input_fn in inference.py"
+)
 
 
 # --- decoders --------------------------------------------------------------------------------
 
 
-def decode_csv(body: bytes) -> np.ndarray:
+def decode_csv(body: bytes, delimiter: str = ",") -> np.ndarray:
     """Parse numeric CSV records (no header) into an ``(records, fields)`` float64 array."""
-    if not body.strip():
-        raise RequestError(400, "text/csv body is empty: it holds no record")
-    end = body.find(b"\n")
-    n_fields = len(_csv_fields(1, body if end < 0 else body[:end]))
-    if b"\r" in body and _STRAY_CR.search(body):  # Arrow would end a row within a record
-        _refuse_csv(body, n_fields, "a carriage return within a record")
+    n_fields = _check_csv_body(body, delimiter)
     names = [f"f{i}" for i in range(n_fields)]
-    try:
-        table = pacsv.read_csv(
-            pa.BufferReader(body),
-            read_options=pacsv.ReadOptions(column_names=names),
-            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.float64())),
-        )
-    except pa.ArrowInvalid as exc:
-        _refuse_csv(body, n_fields, str(exc))
-    records = _newlines(body) + (not body.endswith(b"\n"))
-    if table.num_rows != records:  # Arrow skips empty lines; each is a record (SplitType Line)
-        _refuse_csv(body, n_fields, f"{table.num_rows} rows read from {records} lines")
+    table = _read_csv(
+        body,
+        names,
+        delimiter,
+        pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.float64())),
+        numbers=True,
+    )
     matrix = np.empty((table.num_rows, n_fields), dtype=np.float64)
     for j, column in enumerate(table.columns):
         matrix[:, j] = column.to_numpy()
     return matrix
+
+
+def read_csv_table(body: bytes, names: list[str], delimiter: str = ",") -> pa.Table:
+    """Parse CSV records (no header) into a table with these column names and the types
+    their values have: numbers, booleans and text (which stays text: dates too, as
+    ``pandas.read_csv`` leaves them). A record with another number of fields is a 400."""
+    n_fields = _check_csv_body(body, delimiter)
+    if n_fields != len(names):
+        raise RequestError(
+            400,
+            f"text/csv records have {n_fields} field{'' if n_fields == 1 else 's'}, "
+            f"{len(names)} columns are named: {_shorten(', '.join(names))}",
+        )
+    table = _read_csv(body, names, delimiter, pacsv.ConvertOptions(), numbers=False)
+    temporal = [f.name for f in table.schema if pa.types.is_temporal(f.type)]
+    if temporal:  # Arrow reads dates as dates; a model fitted on read_csv's frame saw text
+        types = dict.fromkeys(temporal, pa.string())
+        table = _read_csv(body, names, delimiter, pacsv.ConvertOptions(column_types=types), False)
+    return table
+
+
+def _check_csv_body(body: bytes, delimiter: str) -> int:
+    """The number of fields of record 1, after the checks Arrow does not make."""
+    if not body.strip():
+        raise RequestError(400, "text/csv body is empty: it holds no record")
+    end = body.find(b"\n")
+    n_fields = len(_csv_fields(1, body if end < 0 else body[:end], delimiter))
+    if b"\r" in body and _STRAY_CR.search(body):  # Arrow would end a row within a record
+        _refuse_csv(body, n_fields, delimiter, "a carriage return within a record", numbers=False)
+    return n_fields
+
+
+def _read_csv(
+    body: bytes, names: list[str], delimiter: str, convert: pacsv.ConvertOptions, numbers: bool
+) -> pa.Table:
+    n_fields = len(names)
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(body),
+            read_options=pacsv.ReadOptions(column_names=names),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=convert,
+        )
+    except pa.ArrowInvalid as exc:
+        _refuse_csv(body, n_fields, delimiter, str(exc), numbers)
+    records = _newlines(body) + (not body.endswith(b"\n"))
+    if table.num_rows != records:  # Arrow skips empty lines; each is a record (SplitType Line)
+        _refuse_csv(
+            body, n_fields, delimiter, f"{table.num_rows} rows read from {records} lines", numbers
+        )
+    return table
 
 
 def _newlines(body: bytes) -> int:
@@ -105,31 +150,39 @@ def _newlines(body: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == ord("\n")))
 
 
-def _csv_fields(number: int, raw: bytes) -> list[str]:
+def _csv_fields(number: int, raw: bytes, delimiter: str = ",") -> list[str]:
     """The fields of CSV record ``number`` (one line without its ``\\n``), or a 400 naming it."""
     try:
         line = raw.removesuffix(b"\r").decode("utf-8")
     except UnicodeDecodeError:
-        raise RequestError(400, f"text/csv record {number} is not UTF-8 text") from None
+        raise RequestError(
+            400, f"text/csv record {number} is not UTF-8 text (another encoding: give its charset)"
+        ) from None
     if not line:
-        raise RequestError(400, f"text/csv record {number} is empty")
+        raise RequestError(
+            400,
+            f"text/csv record {number} is empty (an empty line is a record; "
+            "--skip-blank-lines leaves them out)",
+        )
     if "\r" in line:
         raise RequestError(
             400, f"text/csv record {number} holds a carriage return (\\r) that does not end it"
         )
     try:
-        return next(csv.reader([line]))
+        return next(csv.reader([line], delimiter=delimiter))
     except csv.Error as exc:
         raise RequestError(400, f"text/csv record {number} is not one CSV line: {exc}") from None
 
 
-def _refuse_csv(body: bytes, n_fields: int, parser_message: str) -> NoReturn:
+def _refuse_csv(
+    body: bytes, n_fields: int, delimiter: str, parser_message: str, numbers: bool
+) -> NoReturn:
     """Raise a 400 naming the first malformed record of a CSV body (error path only)."""
     lines = body.split(b"\n")
     if body.endswith(b"\n"):
         lines.pop()
     for number, raw in enumerate(lines, start=1):
-        fields = _csv_fields(number, raw)
+        fields = _csv_fields(number, raw, delimiter)
         if len(fields) != n_fields:
             line = raw.removesuffix(b"\r").decode()
             raise RequestError(
@@ -138,13 +191,14 @@ def _refuse_csv(body: bytes, n_fields: int, parser_message: str) -> NoReturn:
                 f"record 1 has {n_fields}: {_shorten(line)}",
             )
         for position, field in enumerate(fields, start=1):
-            if not _is_number(field):
+            if numbers and not _is_number(field):
                 raise RequestError(
                     400,
                     f"text/csv record {number}, field {position}: {_shorten(field)} is not a "
-                    f"number ({_NOT_NUMBERS_HINT}; no header row)",
+                    f"number ({_NOT_NUMBERS_HINT})",
                 )
-    raise RequestError(400, f"text/csv body cannot be parsed as numbers: {parser_message}")
+    kind = "numbers" if numbers else "CSV"
+    raise RequestError(400, f"text/csv body cannot be parsed as {kind}: {parser_message}")
 
 
 def _is_number(field: str) -> bool:
@@ -159,6 +213,11 @@ def _shorten(text: str, limit: int = 100) -> str:
 
 def decode_jsonlines(body: bytes) -> np.ndarray:
     """Parse JSON Lines records (each a list of numbers, or a number) into a 2-D array."""
+    return records_to_matrix(parse_jsonlines(body), JSONLINES)
+
+
+def parse_jsonlines(body: bytes) -> list[Any]:
+    """The JSON value of each line of a JSON Lines body, or a 400 naming the line at fault."""
     if not body:
         raise RequestError(400, "application/jsonlines body is empty: it holds no record")
     lines = body.split(b"\n")
@@ -170,7 +229,9 @@ def decode_jsonlines(body: bytes) -> np.ndarray:
         raise _jsonlines_record_error(lines) from None
     if len(records) != len(lines):  # a line holding several comma-separated values
         raise _jsonlines_record_error(lines)
-    return _records_to_matrix(records, JSONLINES)
+    if not records:
+        raise RequestError(400, "application/jsonlines body holds no record")
+    return records
 
 
 def _jsonlines_record_error(lines: list[bytes]) -> RequestError:
@@ -195,6 +256,11 @@ def _jsonlines_record_error(lines: list[bytes]) -> RequestError:
 
 def decode_json(body: bytes) -> np.ndarray:
     """Parse ``{"instances": [...]}`` or a bare JSON list of records into a 2-D array."""
+    return records_to_matrix(parse_json(body), JSON)
+
+
+def parse_json(body: bytes) -> list[Any]:
+    """The records of ``{"instances": [...]}`` or of a bare JSON list, or a 400."""
     try:
         document = json.loads(body)
     except (ValueError, RecursionError) as exc:
@@ -211,10 +277,14 @@ def decode_json(body: bytes) -> np.ndarray:
             'application/json body must be a list of records or {"instances": [...]}, '
             f"not {type(document).__name__}",
         )
-    return _records_to_matrix(document, JSON)
+    if not document:
+        raise RequestError(400, "application/json body holds no record")
+    return document
 
 
-def _records_to_matrix(records: list[Any], kind: str) -> np.ndarray:
+def records_to_matrix(records: list[Any], kind: str) -> np.ndarray:
+    """Records (numbers or flat lists of numbers) as a 2-D float64 array, or a 400 naming the
+    first record that is not."""
     if not records:
         raise RequestError(400, f"{kind} body holds no record")
     try:
@@ -252,6 +322,11 @@ def _value_fault(value: Any) -> str | None:
     """Why NumPy cannot read a JSON value as a float64, or None when it can."""
     if value is None or isinstance(value, float):
         return None
+    if isinstance(value, dict):
+        return (
+            "is an object: its keys name features, and the model was fitted on an array "
+            "without names (fit it on a DataFrame, or send arrays)"
+        )
     if isinstance(value, int):  # true and false too: NumPy reads them as 1 and 0
         try:
             float(value)
@@ -325,13 +400,18 @@ def decode(body: bytes, content_type: str) -> np.ndarray:
         raise RequestError(
             415, f"content type {content_type!r} is not supported; use one of {_listing()}"
         )
+    check_not_gzip(body, content_type)
+    return decoder(body)
+
+
+def check_not_gzip(body: bytes, content_type: str) -> None:
+    """A 400 for a text body that is gzip-compressed."""
     if content_type in TEXT_TYPES and body.startswith(_GZIP_MAGIC):
         raise RequestError(
             400,
             f"{content_type} body is gzip-compressed: send it uncompressed (a job with "
             "CompressionType Gzip decompresses its input before sending it)",
         )
-    return decoder(body)
 
 
 # --- encoders --------------------------------------------------------------------------------

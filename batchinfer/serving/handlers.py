@@ -13,7 +13,9 @@ does not define falls back to the defaults: ``models.load_model``, the decoders 
 of ``codecs``, and ``model.predict`` (or the method ``BATCHINFER_PREDICT_METHOD`` names).
 As in SageMaker's scikit-learn and XGBoost containers, a user ``input_fn`` receives ``str`` for
 text/csv, application/json and application/jsonlines bodies and ``bytes`` otherwise; content
-types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``).
+types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``),
+and a text body in another ``charset`` is decoded from it (the default decoders read UTF-8).
+The default decoders give a model fitted on a DataFrame its named columns (:mod:`tables`).
 
 A request without Content-Type is read as text/csv. A request without Accept (or with
 ``*/*``) is answered in ``SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT`` when set, else in its own
@@ -30,11 +32,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from batchinfer.errors import ValidationError
 from batchinfer.media_types import CSV, JSON, codec_type
 from batchinfer.serving import codecs
 from batchinfer.serving.models import load_model, predict_method
 from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
+from batchinfer.serving.tables import TableReader
+from batchinfer.transform.csv_dialect import DEFAULT_CHARSET, charset
 
 LOG = logging.getLogger(__name__)
 DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
@@ -52,11 +57,13 @@ class InferenceHandler:
         *,
         predict_method: str | None,
         default_accept: str | None,
+        reader: TableReader | None = None,
     ) -> None:
         self.model = model
         self.user_functions = dict(user_functions)
         self.predict_method = predict_method
         self._default_accept = default_accept
+        self._reader = reader or TableReader(None, None)
 
     def invoke(
         self, body: bytes, content_type: str | None, accept: str | None
@@ -69,6 +76,8 @@ class InferenceHandler:
         of the model or the user module (the server answers 500).
         """
         kind = codec_type(content_type) or CSV
+        if kind in codecs.TEXT_TYPES:
+            body = _utf8(body, kind, content_type)
         user = self.user_functions
         custom_output = "output_fn" in user or "transform_fn" in user
         response_type = codecs.negotiate(
@@ -84,7 +93,7 @@ class InferenceHandler:
             with _value_errors_refuse("input_fn"):
                 data = user["input_fn"](_user_body(body, kind), kind)
         else:
-            data = codecs.decode(body, kind)
+            data = self._reader.decode(body, kind)
         if "predict_fn" in user:
             with _value_errors_refuse("predict_fn"):
                 prediction = user["predict_fn"](data, self.model)
@@ -121,6 +130,24 @@ def _value_errors_refuse(stage: str) -> Iterator[None]:
         yield
     except ValueError as exc:
         raise RequestError(400, f"{stage} rejected the request: {exc}") from exc
+
+
+def _utf8(body: bytes, kind: str, content_type: str | None) -> bytes:
+    """A text body as UTF-8: decoded from the Content-Type's ``charset`` when it names
+    another encoding (400 naming the record that is not in it)."""
+    try:
+        encoding = charset(content_type)
+    except ValidationError as exc:
+        raise RequestError(400, str(exc)) from None
+    if encoding == DEFAULT_CHARSET:
+        return body
+    try:
+        return body.decode(encoding).encode("utf-8")
+    except UnicodeDecodeError as exc:
+        record = body.count(b"\n", 0, exc.start) + 1
+        raise RequestError(
+            400, f"{kind} record {record} is not {encoding} text: {exc.reason}"
+        ) from None
 
 
 def _user_body(body: bytes, content_type: str) -> str | bytes:
@@ -196,10 +223,16 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
     uses_default_predict = not functions.keys() & {"predict_fn", "transform_fn"}
     method = predict_method(model, env) if uses_default_predict else None
     default_accept = codec_type(env.get(DEFAULT_ACCEPT_VAR))
+    try:
+        reader = TableReader.for_model(model, env) if "input_fn" not in functions else None
+    except ValidationError as exc:
+        raise ModelLoadError(str(exc)) from exc
     LOG.info(
         "loaded %s from %s%s",
         type(model).__name__,
         model_dir,
         f"; {module_path} defines {', '.join(functions)}" if module_path else "",
     )
-    return InferenceHandler(model, functions, predict_method=method, default_accept=default_accept)
+    return InferenceHandler(
+        model, functions, predict_method=method, default_accept=default_accept, reader=reader
+    )

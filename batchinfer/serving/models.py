@@ -37,6 +37,9 @@ class BoosterModel:
     # xgboost's inplace_predict or LightGBM's predict: their declared results include other
     # shapes (sparse, lists) than the array they answer for these models' plain features.
     _predict: Callable[[Any], Any]
+    # The names the booster was trained with (None when it has none): it then gets a
+    # DataFrame of those columns (serving.tables).
+    feature_names_in_: tuple[str, ...] | None = None
 
     def predict(self, features: Any) -> np.ndarray:
         return self._predict(features)
@@ -60,7 +63,13 @@ def _load_xgboost(path: Path) -> Any:
         "ranker": xgboost.XGBRanker,
     }.get(meta.get("_estimator_type"))
     if wrapper is None:
-        return BoosterModel(booster, booster.num_features(), booster.inplace_predict)
+        names = booster.feature_names
+        return BoosterModel(
+            booster,
+            booster.num_features(),
+            booster.inplace_predict,
+            tuple(names) if names else None,
+        )
     model = wrapper()
     model.load_model(path)
     return model
@@ -70,7 +79,12 @@ def _load_lightgbm(path: Path) -> Any:
     import lightgbm
 
     booster = lightgbm.Booster(model_file=str(path))
-    return BoosterModel(booster, booster.num_feature(), booster.predict)
+    names = booster.feature_name()
+    # LightGBM names unnamed features Column_0, Column_1, ...: those are positions, not names.
+    named = names != [f"Column_{i}" for i in range(len(names))]
+    return BoosterModel(
+        booster, booster.num_feature(), booster.predict, tuple(names) if named else None
+    )
 
 
 LOADERS: dict[str, Callable[[Path], Any]] = {

@@ -1,0 +1,133 @@
+"""Named features: what the default handler gives a model fitted on a pandas DataFrame.
+
+A model that knows its features' names (``feature_names_in_``: scikit-learn estimators and
+Pipelines fitted on a DataFrame, XGBoost and LightGBM wrappers; a booster saved with feature
+names) gets a DataFrame of exactly those columns, in its order, chosen by name:
+
+- CSV records are named by the header the engine read (``BATCHINFER_CSV_COLUMNS``), whatever
+  the file's column order, or, without one, by the model's names in position; values keep
+  their types (numbers, booleans, text: a categorical column stays text);
+- JSON objects (JSON Lines, or ``{"instances": [...]}``) by key, never by key order; arrays
+  of numbers by position;
+- a column the model needs and the data lacks is a 400 naming it.
+
+A model fitted on an array gets today's float64 array (the fast path, untouched): CSV fields
+in file order, with the header's delimiter.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from batchinfer.media_types import CSV, JSON, JSONLINES, NPY
+from batchinfer.serving import codecs
+from batchinfer.serving.server_errors import RequestError
+from batchinfer.transform.csv_dialect import (
+    DEFAULT_DELIMITER,
+    columns_from_environment,
+    delimiter_from_environment,
+)
+
+
+def feature_names(model: Any) -> tuple[str, ...] | None:
+    """The names of the features ``model`` was fitted on, in its order, or None."""
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return None
+    return tuple(str(name) for name in names)
+
+
+@dataclass(frozen=True)
+class TableReader:
+    """Decodes request bodies for one model: by name when it has ``features``."""
+
+    features: tuple[str, ...] | None
+    columns: tuple[str, ...] | None  # the header's names, as the records hold them
+    delimiter: str = DEFAULT_DELIMITER
+
+    @classmethod
+    def for_model(cls, model: Any, env: Mapping[str, str]) -> "TableReader":
+        columns = columns_from_environment(env)
+        return cls(
+            feature_names(model),
+            None if columns is None else tuple(columns),
+            delimiter_from_environment(env),
+        )
+
+    def decode(self, body: bytes, content_type: str) -> Any:
+        """The model's input for one request body of ``content_type`` (lower case, no
+        parameters; the body UTF-8 if it is text)."""
+        if self.features is None and self.delimiter == DEFAULT_DELIMITER:
+            return codecs.decode(body, content_type)
+        if content_type == CSV:
+            codecs.check_not_gzip(body, content_type)
+            if self.features is None:
+                return codecs.decode_csv(body, self.delimiter)
+            return self._csv_frame(body, self.features)
+        if self.features is None:
+            return codecs.decode(body, content_type)
+        if content_type in (JSONLINES, JSON):
+            codecs.check_not_gzip(body, content_type)
+            parse = codecs.parse_jsonlines if content_type == JSONLINES else codecs.parse_json
+            return _records_frame(parse(body), self.features, content_type)
+        if content_type == NPY:
+            return _matrix_frame(codecs.decode_npy(body), self.features, content_type)
+        return codecs.decode(body, content_type)  # a type no default decoder reads: 415
+
+    def _csv_frame(self, body: bytes, features: tuple[str, ...]) -> Any:
+        names = list(self.columns or features)
+        table = codecs.read_csv_table(body, names, self.delimiter)
+        _check_present(features, names, "text/csv")
+        return table.select(list(features)).to_pandas()
+
+
+def _records_frame(records: list[Any], features: tuple[str, ...], kind: str) -> Any:
+    """JSON records as the model's frame: objects by key, numbers or arrays by position."""
+    objects = [isinstance(record, dict) for record in records]
+    if not any(objects):
+        return _matrix_frame(codecs.records_to_matrix(records, kind), features, kind)
+    if not all(objects):
+        number = objects.index(not objects[0]) + 1
+        raise RequestError(
+            400,
+            f"{kind} record {number} is {'not ' if objects[0] else ''}an object where record 1 "
+            f"is {'' if objects[0] else 'not '}one; records are all objects (named features) "
+            "or all arrays",
+        )
+    import pandas as pd
+
+    frame = pd.DataFrame.from_records(records)
+    _check_present(features, [str(name) for name in frame.columns], kind)
+    return frame[list(features)]
+
+
+def _matrix_frame(matrix: np.ndarray, features: tuple[str, ...], kind: str) -> Any:
+    """Records of numbers by position, named as the model's features."""
+    if matrix.ndim != 2 or matrix.shape[1] != len(features):
+        width = matrix.shape[1] if matrix.ndim == 2 else matrix.shape[1:]
+        raise RequestError(
+            400,
+            f"{kind} records have {width} values each but the model expects "
+            f"{len(features)} features: {_listing(features)}",
+        )
+    import pandas as pd
+
+    return pd.DataFrame(matrix, columns=list(features))
+
+
+def _check_present(features: tuple[str, ...], names: list[str], kind: str) -> None:
+    missing = [name for name in features if name not in set(names)]
+    if missing:
+        raise RequestError(
+            400,
+            f"{kind} records have no column {missing[0]!r}, a feature the model needs"
+            f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}; "
+            f"they hold {_listing(names)}",
+        )
+
+
+def _listing(names: tuple[str, ...] | list[str], limit: int = 12) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
