@@ -71,8 +71,15 @@ def submit(
     shards: Annotated[int | None, typer.Option(help="Shards per input object.")] = None,
     shard_size: Annotated[str | None, typer.Option(help="Shard size, e.g. 64MiB.")] = None,
     header: Annotated[
-        bool | None, typer.Option("--header/--no-header", help="Inputs start with a header.")
+        bool | None,
+        typer.Option(
+            "--header/--no-header",
+            help="Inputs start with a header row: no record; its names reach the model.",
+            rich_help_panel=opt.TABLE_PANEL,
+        ),
     ] = None,
+    delimiter: opt.Delimiter = None,
+    encoding: opt.Encoding = None,
     merge: Annotated[
         bool | None, typer.Option("--merge/--no-merge", help="One output per input object.")
     ] = None,
@@ -113,6 +120,7 @@ def submit(
         "header": header,
         "merge": merge,
     }
+    transform = opt.with_table(transform, delimiter, encoding)
     request = {key: value for key, value in values.items() if value is not None} | transform
     if (estimate_model is None) != (estimate_sample is None):
         raise ValidationError("--estimate-model, --estimate-sample: give both or neither")

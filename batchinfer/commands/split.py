@@ -26,6 +26,10 @@ def split(
     compression_type: Annotated[
         str, typer.Option(help="None or Gzip (.gz input is always read as gzip).")
     ] = "None",
+    header_sha256: Annotated[
+        str | None,
+        typer.Option(help="With --header: fail unless the header line has this SHA-256."),
+    ] = None,
 ) -> None:
     """Split INPUT into shards that each end after a newline; write a manifest and index."""
     from batchinfer.sharding import split as split_input
@@ -48,6 +52,7 @@ def split(
             shards=shards,
             shard_size=size,
             header=header,
+            header_sha256=header_sha256,
             compression_type=compression_type,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )

@@ -305,8 +305,12 @@ def _header_settings(files: list[InputFile], settings: TransformSettings) -> Tra
     encoding = charset(settings.content_type)
     first: list[str] | None = None
     for file in (f for f in files if f.size):  # an empty input gives an empty output
-        compressed = splits_as_gzip(str(file.path), settings.compression_type)
-        line = read_header_line(file.path, compressed=compressed)
+        source = LocalSource(str(file.path))
+        try:
+            compressed = splits_as_gzip(str(file.path), settings.compression_type)
+            line = read_header_line(source, compressed=compressed)
+        finally:
+            source.close()
         names = header_names(line, delimiter=delimiter, encoding=encoding, source=str(file.path))
         if first is None:
             first = names

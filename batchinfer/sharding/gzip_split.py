@@ -111,7 +111,7 @@ class _Rechunker:
         self.pos += len(data)
 
 
-def _split_header(chunks: Iterator[bytes], source: str) -> tuple[bytes, bytes]:
+def split_header(chunks: Iterator[bytes], source: str) -> tuple[bytes, bytes]:
     """Read the first line from ``chunks``: (header line, the bytes after it)."""
     head = bytearray()
     for chunk in chunks:
@@ -156,7 +156,7 @@ def split_gzip(
 
     total = sum(map(len, chunks())) if shards is not None else None
     stream = chunks()
-    header_line, rest = _split_header(stream, source.uri) if header else (None, b"")
+    header_line, rest = split_header(stream, source.uri) if header else (None, b"")
     data_start = len(header_line or b"")
     targets: list[int] = []
     if total is not None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from batchinfer.errors import ValidationError
 from batchinfer.sharding.gzip_split import split_gzip
+from batchinfer.sharding.header import check_header
 from batchinfer.sharding.index import Shard, ShardIndex
 from batchinfer.sharding.local_files import LocalSink, LocalSource
 from batchinfer.sharding.names import index_name, manifest_name, shard_name
@@ -27,6 +28,7 @@ def split(
     shards: int | None = None,
     shard_size: int | None = None,
     header: bool = False,
+    header_sha256: str | None = None,
     compression_type: str = "None",
     s3_client: Any = None,
     progress: Progress | None = None,
@@ -39,7 +41,9 @@ def split(
     through Python (kernel copy locally, UploadPartCopy on S3); gzip input (``.gz`` or
     ``compression_type="Gzip"``) is re-chunked into gzip shards. An input that fits one
     shard is not copied: the index points at the input itself. With ``header`` the first
-    line is dropped from the shards and kept in the index. ``progress(done, total)`` is
+    line is dropped from the shards and kept in the index; with ``header_sha256`` too, a
+    header line of another digest fails the split (the inputs of a run share one header:
+    :mod:`batchinfer.sharding.header`). ``progress(done, total)`` is
     called as bytes are processed. Shards are published only when all are written; the
     manifest (``<name>.manifest``) and then the index (``<name>.index.json``) are written
     last. Returns the index, whose ``location`` and ``manifest`` say where they are.
@@ -82,6 +86,7 @@ def split(
                 )
                 header_line = plan.header
                 prefix, made = _materialise(plan, source, sink, progress)
+            check_header(header_line, header_sha256, source=source.uri)
             source.check_unchanged()
             sink.commit()
         except BaseException:

@@ -226,6 +226,8 @@ class SplitTask(StatePart):
     shards: int | None = None
     shard_size: int | None = None
     header: bool = False
+    # The run's header line's digest (sharding.header): every object's must match it.
+    header_sha256: str | None = None
     compression_type: str = "None"
     splitter: str = "lambda"
     job: dict[str, Any] | None = None
@@ -253,6 +255,9 @@ class SplitTask(StatePart):
         header = state.get("header", False)
         if not isinstance(header, bool):
             raise ValidationError(f"split event: header must be true or false, not {header!r}")
+        digest = state.get("header_sha256")
+        if digest is not None and not isinstance(digest, str):
+            raise ValidationError(f"split event: header_sha256 must be a string, not {digest!r}")
         splitter = state.get("splitter", "lambda")
         if splitter not in ("lambda", "job"):
             raise ValidationError(f"split event: splitter must be lambda or job, not {splitter!r}")
@@ -265,6 +270,7 @@ class SplitTask(StatePart):
             shards,
             size,
             header,
+            digest,
             state.get("compression_type", "None"),
             splitter,
             job,

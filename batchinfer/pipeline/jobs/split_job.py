@@ -56,6 +56,8 @@ def split_arguments(task: SplitTask) -> list[str]:
         arguments += ["--shard-size", str(task.shard_size)]
     if task.header:
         arguments.append("--header")
+    if task.header_sha256 is not None:
+        arguments += ["--header-sha256", task.header_sha256]
     arguments += ["--compression-type", task.compression_type]
     for argument in arguments:
         if len(argument) > MAX_CONTAINER_ARGUMENT:

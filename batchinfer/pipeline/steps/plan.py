@@ -43,7 +43,16 @@ from batchinfer.pipeline.jobs.split_job import JOB, choose_splitter, is_gzip, wi
 from batchinfer.pipeline.storage.s3io import SpooledJson, write_json
 from batchinfer.pipeline.storage.status_table import StatusTable
 from batchinfer.sharding.compatibility import check_sharding
+from batchinfer.sharding.header import header_digest, read_header_line
 from batchinfer.sharding.listing import input_objects
+from batchinfer.sharding.s3 import S3Source
+from batchinfer.transform.csv_dialect import (
+    charset,
+    check_header_type,
+    delimiter_from_environment,
+    header_names,
+    with_header,
+)
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
@@ -98,10 +107,12 @@ def plan_run(
     jobs_base = job_base(env.job_prefix, run_id)
     threshold = env.split_job_threshold
     with SpooledJson("lines") as tasks:
-        total, split_jobs = _split_tasks(
+        total, split_jobs, header_line = _split_tasks(
             s3, source, run_request.names, layout, settings, split, tasks, tally,
             threshold=threshold, job_base=jobs_base,
         )  # fmt: skip
+        if header_line is not None:
+            settings = _with_header_names(settings, header_line, source.uri)
         objects = tasks.count
         job = run_estimate(
             tally,
@@ -214,6 +225,8 @@ def _split_options(
     keeps every object whole (each is one request, R6: what a record is under each SplitType)."""
     shards, size = run_request.given.get("shards"), run_request.given.get("shard_size")
     header = run_request.header
+    if header:
+        check_header_type(settings, option="header")
     if shards is not None and size is not None:
         raise ValidationError("shards, shard_size: give one of them, not both")
     if settings.split_type != "Line":
@@ -239,6 +252,17 @@ def _split_options(
     return {"header": header, "size": {"shard_size": nbytes}}
 
 
+def _with_header_names(settings: TransformSettings, line: bytes, source: str) -> TransformSettings:
+    """``settings`` telling the model server the names of the run's header row."""
+    names = header_names(
+        line,
+        delimiter=delimiter_from_environment(settings.environment),
+        encoding=charset(settings.content_type),
+        source=source,
+    )
+    return with_header(settings, names)
+
+
 def _split_tasks(
     s3: Any,
     source: S3Location,
@@ -251,25 +275,31 @@ def _split_tasks(
     *,
     threshold: int | None,
     job_base: str,
-) -> tuple[int, int]:
+) -> tuple[int, int, bytes | None]:
     """Add one :class:`SplitTask` per input object to ``tasks``, each with the splitter
     that takes it (split_job.py), and its shards to ``tally`` (for the estimate); the bytes
-    of all objects and how many go to split jobs."""
+    of all objects, how many go to split jobs, and the first object's header line (read
+    when the inputs have one; each split checks its object's against it)."""
     base = source.key[: source.key.rfind("/") + 1]
     total = jobs = 0
+    header_line = None
     for obj in input_objects(s3, source, names):
         folder = posixpath.dirname(obj["Key"][len(base) :])
+        location = S3Location(source.bucket, obj["Key"])
+        gzip = is_gzip(obj["Key"], settings.compression_type)
+        if split["header"] and header_line is None:
+            header_line = read_header_line(S3Source(s3, location), compressed=gzip)
         task = SplitTask(
-            input=S3Location(source.bucket, obj["Key"]).uri,
+            input=location.uri,
             output=layout.shards.child(folder + "/" if folder else "").uri,
             compression_type=settings.compression_type,
             header=split["header"],
+            header_sha256=header_digest(header_line) if header_line is not None else None,
             **split["size"],
         )
         tally.add(obj["Key"], obj["Size"])
-        gzip = is_gzip(obj["Key"], settings.compression_type)
         splitter = choose_splitter(obj["Size"], gzip=gzip, threshold=threshold)
         tasks.add(with_splitter(task, splitter, run_id=layout.run_id, job_base=job_base).to_state())
         total += obj["Size"]
         jobs += splitter == JOB
-    return total, jobs
+    return total, jobs, header_line

@@ -13,6 +13,7 @@ def split_object(task: SplitTask) -> SplitResult:
         shards=task.shards,
         shard_size=task.shard_size,
         header=task.header,
+        header_sha256=task.header_sha256,
         compression_type=task.compression_type,
     )
     return SplitResult(
