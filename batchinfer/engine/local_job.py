@@ -175,7 +175,7 @@ def validate_job(job: LocalJob) -> None:
         raise ValidationError("--merge joins the outputs of shards: it needs --shards")
     _check_engine_needs(job)
     if job.header:
-        check_header_type(job.settings)
+        check_header_type(job.settings, job.engine)
     check_sharding(
         job.settings,
         split=None if job.shards is None else "--shards",

@@ -105,6 +105,8 @@ def read_csv_table(body: bytes, names: list[str], delimiter: str = ",") -> pa.Ta
             f"{len(names)} columns are named: {_shorten(', '.join(names))}",
         )
     table = _read_csv(body, names, delimiter, pacsv.ConvertOptions(), numbers=False)
+    if any(pa.types.is_binary(f.type) for f in table.schema):  # Arrow's type for non-UTF-8
+        _refuse_csv(body, n_fields, delimiter, "text that is not UTF-8", numbers=False)
     temporal = [f.name for f in table.schema if pa.types.is_temporal(f.type)]
     if temporal:  # Arrow reads dates as dates; a model fitted on read_csv's frame saw text
         types = dict.fromkeys(temporal, pa.string())
@@ -117,7 +119,7 @@ def _check_csv_body(body: bytes, delimiter: str) -> int:
     if not body.strip():
         raise RequestError(400, "text/csv body is empty: it holds no record")
     end = body.find(b"\n")
-    n_fields = len(_csv_fields(1, body if end < 0 else body[:end], delimiter))
+    n_fields = len(csv_fields(1, body if end < 0 else body[:end], delimiter))
     if b"\r" in body and _STRAY_CR.search(body):  # Arrow would end a row within a record
         _refuse_csv(body, n_fields, delimiter, "a carriage return within a record", numbers=False)
     return n_fields
@@ -150,7 +152,7 @@ def _newlines(body: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == ord("\n")))
 
 
-def _csv_fields(number: int, raw: bytes, delimiter: str = ",") -> list[str]:
+def csv_fields(number: int, raw: bytes, delimiter: str = ",") -> list[str]:
     """The fields of CSV record ``number`` (one line without its ``\\n``), or a 400 naming it."""
     try:
         line = raw.removesuffix(b"\r").decode("utf-8")
@@ -182,7 +184,7 @@ def _refuse_csv(
     if body.endswith(b"\n"):
         lines.pop()
     for number, raw in enumerate(lines, start=1):
-        fields = _csv_fields(number, raw, delimiter)
+        fields = csv_fields(number, raw, delimiter)
         if len(fields) != n_fields:
             line = raw.removesuffix(b"\r").decode()
             raise RequestError(

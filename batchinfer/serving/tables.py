@@ -77,10 +77,25 @@ class TableReader:
         return codecs.decode(body, content_type)  # a type no default decoder reads: 415
 
     def _csv_frame(self, body: bytes, features: tuple[str, ...]) -> Any:
+        if self.columns is None:
+            _check_not_header(body, features, self.delimiter)
         names = list(self.columns or features)
         table = codecs.read_csv_table(body, names, self.delimiter)
         _check_present(features, names, "text/csv")
         return table.select(list(features)).to_pandas()
+
+
+def _check_not_header(body: bytes, features: tuple[str, ...], delimiter: str) -> None:
+    """A 400 for a first record that holds the model's feature names: a header row sent as
+    a record (the platform sends every line; the run needs to be told)."""
+    end = body.find(b"\n")
+    fields = codecs.csv_fields(1, body if end < 0 else body[:end], delimiter)
+    if set(features) <= {field.strip() for field in fields}:
+        raise RequestError(
+            400,
+            "text/csv record 1 holds the model's feature names: it is a header row; "
+            "pass --header (a run request's header) so that it names the columns instead",
+        )
 
 
 def _records_frame(records: list[Any], features: tuple[str, ...], kind: str) -> Any:

@@ -143,8 +143,20 @@ def delimiter_from_environment(env: Mapping[str, str]) -> str:
     return check_delimiter(env.get(DELIMITER_VAR) or DEFAULT_DELIMITER, option=DELIMITER_VAR)
 
 
-def check_header_type(settings: TransformSettings, *, option: str = "--header") -> None:
-    """A header row is a CSV notion: the content type must be text/csv (or left out)."""
+ENDPOINT_HEADER = (
+    "an endpoint serves its own model in its own environment, which a run cannot tell the "
+    "header's names; send headerless records in the model's column order, or JSON objects "
+    "(named by key)"
+)
+
+
+def check_header_type(
+    settings: TransformSettings, engine: str, *, option: str = "--header"
+) -> None:
+    """A header row is a CSV notion: the content type must be text/csv (or left out); and
+    the names reach only a model server the run starts (not an endpoint's)."""
+    if engine == "endpoint":
+        raise ValidationError(f"{option} is not for engine endpoint: {ENDPOINT_HEADER}")
     if settings.content_type is not None and media_type(settings.content_type) != CSV:
         raise ValidationError(
             f"{option} is for text/csv input, not {settings.content_type!r}: JSON records "

@@ -28,6 +28,9 @@ class DataProcessing:
         self.output_csv = media_type(settings.accept) == CSV
         self.input_filter = None if settings.input_path.is_root else settings.input_path
         self.output_filter = None if settings.output_path.is_root else settings.output_path
+        # The key order of the object the input filter's ``*`` spread in the file's first
+        # record: its values go to the model in that order (checked for every record).
+        self._spread_keys: tuple[str, ...] | None = None
 
     @property
     def filters_input(self) -> bool:
@@ -42,11 +45,36 @@ class DataProcessing:
         keeping its line terminator."""
         assert self.input_filter is not None
         text, terminator = _split_terminator(self._decode(record, number))
+        parsed = self._parse_record(text, number)
         try:
-            selected = self.input_filter.apply(self._parse_record(text, number))
+            selected = self.input_filter.apply(parsed)
         except InputError as exc:
             raise RecordError(self.name, number, str(exc)) from None
+        if not self.input_csv:
+            self._check_spread_keys(parsed, number)
         return (self._serialise(selected, self.input_csv) + terminator).encode()
+
+    def _check_spread_keys(self, record: Any, number: int) -> None:
+        """Refuse a record whose object the filter's ``*`` spreads has other keys, or its keys
+        in another order, than the file's first such record: its values would reach the model
+        in another order, silently (features are named by key, not by position)."""
+        assert self.input_filter is not None
+        keys = self.input_filter.spread_keys(record)
+        if keys is None:
+            return
+        if self._spread_keys is None:
+            self._spread_keys = keys
+        elif keys != self._spread_keys:
+            spread = self.input_filter.expression.split("*")[0].rstrip(".[")
+            order = "in another order" if set(keys) == set(self._spread_keys) else "other keys"
+            raise RecordError(
+                self.name,
+                number,
+                f"{self.input_filter.expression} takes the values of {spread}, whose keys are "
+                f"{order} than in the first record ({', '.join(keys[:6])} vs "
+                f"{', '.join(self._spread_keys[:6])}): their positions would change; filter "
+                f"with {spread} instead, and a model fitted on a DataFrame gets them by name",
+            )
 
     def process_response(self, batch: Batch, response: bytes) -> bytes:
         """Join each prediction of ``response`` with its input record (R17: a CSV join adds the

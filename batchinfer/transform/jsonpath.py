@@ -57,9 +57,14 @@ class JsonPath:
     expression: str
     segments: tuple[Segment, ...]
     _select: "Selector" = field(init=False, repr=False, compare=False)
+    # What selects the value the first ``*`` spreads, or None without one.
+    _spread: "Selector | None" = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_select", _compile(self.expression, self.segments))
+        first = next((i for i, s in enumerate(self.segments) if isinstance(s, Wildcard)), None)
+        spread = None if first is None else _compile(self.expression, self.segments[:first])
+        object.__setattr__(self, "_spread", spread)
 
     @property
     def is_root(self) -> bool:
@@ -70,6 +75,15 @@ class JsonPath:
     def uses_names(self) -> bool:
         """True when a segment selects object keys (not applicable to CSV rows)."""
         return any(isinstance(s, Name | Names) for s in self.segments)
+
+    def spread_keys(self, value: Any) -> tuple[str, ...] | None:
+        """The keys, in order, of the object the first ``*`` spreads into its values (their
+        order is the keys' order), or None when no ``*`` meets an object. ``value`` is one
+        the filter already applied to."""
+        if self._spread is None:
+            return None
+        spread = self._spread(value)
+        return tuple(spread) if isinstance(spread, dict) else None
 
     def apply(self, value: Any) -> Any:
         """Select from a parsed JSON value or a CSV row (a list of strings).

@@ -100,6 +100,8 @@ def plan_run(
             "existing model whose data they may not read; name model_data or "
             "model_package_arn for the run, or use engine transform"
         )
+    if run_request.header:
+        check_header_type(settings, engine, option="header")
     split = _split_options(run_request, settings, env)
     merge = run_request.merge
     check_sharding(settings, split=None, merge="merge" if merge else None)
@@ -225,8 +227,6 @@ def _split_options(
     keeps every object whole (each is one request, R6: what a record is under each SplitType)."""
     shards, size = run_request.given.get("shards"), run_request.given.get("shard_size")
     header = run_request.header
-    if header:
-        check_header_type(settings, option="header")
     if shards is not None and size is not None:
         raise ValidationError("shards, shard_size: give one of them, not both")
     if settings.split_type != "Line":
