@@ -74,6 +74,8 @@ PLAN = Step(
     result_selector={"plan.$": "$"},
     result_path="$",
     lists=(INPUT_PREFIX,),
+    # A run with a header: its first object's header line (the first bytes only).
+    reads=(INPUT_PREFIX,),
     writes=(RUNS_PREFIX,),
     table=("PutItem", "GetItem"),
     creates_run_models=True,

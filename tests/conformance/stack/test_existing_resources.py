@@ -88,13 +88,19 @@ def test_steps_that_read_inputs_may_read_every_source_with_its_key(synthesized, 
     assert not {"ListSources0", "ReadDestinations", "WriteDestinations"} & set(statements)
 
 
-def test_plan_lists_the_sources_and_reads_none(synthesized):
+def test_plan_lists_the_sources_and_reads_them_for_a_header(synthesized):
+    """Plan lists the sources, and reads the first object's header line of a run whose
+    inputs have one (its names go to the jobs' model server)."""
     statements = _statements(synthesized.template_json, "PlanRole")
     lake_list = statements["ListSources0"]
     assert lake_list["Action"] == "s3:ListBucket"
     assert lake_list["Condition"] == {"StringLike": {"s3:prefix": ["scoring/*"]}}
     assert "Condition" not in statements["ListSources1"], "the whole archive bucket"
-    assert not {"ReadSources", "ReadSourcesKeys", "ReadData"} & set(statements)
+    assert statements["ReadSources"]["Action"] == "s3:GetObject"
+    assert statements["ReadSources"]["Resource"] == _objects(
+        "acme-archive/*", "example-data-lake/scoring/*"
+    )
+    assert not {"ReadDestinations", "WriteDestinations"} & set(statements)
 
 
 def test_count_shard_reads_and_finalize_writes_the_destination_with_its_key(synthesized):

@@ -1,0 +1,75 @@
+"""A header CSV and a model fitted on a pandas DataFrame through the synthesized state
+machine: Plan reads the run's header once and tells the jobs' model server its names (the
+job's Environment); every split drops the header and refuses an object whose header
+differs (R6: the header row is no record)."""
+
+import json
+import tarfile
+from pathlib import Path
+
+import joblib
+import pandas as pd
+import pytest
+
+from tests.integration.local.test_run_tables import FEATURES, customers, pipeline_model
+
+MODEL_DATA = "s3://example-models-bucket/customers/model.tar.gz"
+__all__ = ["pipeline_model"]  # the module's fixture, shared
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return customers()
+
+
+@pytest.fixture
+def tables(stack, pipeline_model: Path, tmp_path: Path):
+    """The stack with the DataFrame Pipeline among its model sources."""
+    archive = tmp_path / "model.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(pipeline_model / "model.joblib", arcname="model.joblib")
+    stack.s3.upload_file(str(archive), "example-models-bucket", "customers/model.tar.gz")
+    return stack
+
+
+def test_header_csv_is_scored_by_name_through_the_pipeline(tables, pipeline_model, frame):
+    shuffled = frame[["plan", "city", "income", "age"]]
+    tables.put("input/tables/a.csv", shuffled.to_csv(index=False).encode())
+    request = {
+        "input": f"s3://{tables.bucket}/input/tables/",
+        "run_id": "tables",
+        "model_data": MODEL_DATA,
+        "header": True,
+        "shards": 2,
+        "merge": True,
+        "content_type": "text/csv",
+        "accept": "text/csv",
+        "split_type": "Line",
+        "assemble_with": "Line",
+    }
+    execution = tables.run(request, "exec-tables")
+    assert execution.status == "SUCCEEDED", execution.cause
+
+    (_, job), *_ = tables.jobs.requests
+    columns = json.loads(job["Environment"]["BATCHINFER_CSV_COLUMNS"])
+    assert columns == ["plan", "city", "income", "age"]
+    output = tables.get(f"s3://{tables.bucket}/output/tables/a.csv.out").decode()
+    expected = joblib.load(pipeline_model / "model.joblib").predict(frame[FEATURES])
+    assert output.splitlines() == [str(v) for v in expected]
+
+
+def test_an_object_with_another_header_fails_its_split(tables, frame):
+    tables.put("input/mixed/a.csv", frame[FEATURES].to_csv(index=False).encode())
+    tables.put("input/mixed/b.csv", frame[FEATURES[::-1]].to_csv(index=False).encode())
+    request = {
+        "input": f"s3://{tables.bucket}/input/mixed/",
+        "run_id": "mixed",
+        "model_data": MODEL_DATA,
+        "header": True,
+        "content_type": "text/csv",
+        "split_type": "Line",
+    }
+    execution = tables.run(request, "exec-mixed")
+    assert execution.status == "FAILED"
+    assert "input/mixed/b.csv" in (execution.cause or "")
+    assert not tables.jobs.requests, "no job scores a run whose inputs disagree on names"
