@@ -92,6 +92,9 @@ def plan(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    header: opt.Header = False,
+    delimiter: opt.Delimiter = None,
+    encoding: opt.Encoding = None,
     *,
     transform: dict[str, Any],
 ) -> None:
@@ -105,7 +108,7 @@ def plan(
         raise ValidationError(f"--shards must be at least 1 or 'auto', not {count}")
     request = PlanRequest(
         inputs=inputs,
-        settings=TransformSettings.from_request(transform),
+        settings=TransformSettings.from_request(opt.with_table(transform, delimiter, encoding)),
         engine=parse_local_engine(engine),
         endpoint_concurrency=endpoint_concurrency,
         sharding=Sharding(
@@ -118,6 +121,7 @@ def plan(
         prices=parse_price_overrides(price),
         sample_records=sample_records,
         tune=tune,
+        header=header,
     )
     if plot is not None:
         if not tune:

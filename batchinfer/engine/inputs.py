@@ -1,5 +1,6 @@
 """Which files a local job reads, and the name each output keeps (spec R4: a key prefix or a
-ManifestFile selects the input objects; R12: each input object gives one output named after it).
+ManifestFile selects the input objects; R12: each input object gives one output named after it),
+and the header row they share.
 
 An input is a file, a directory (every file below it, recursively, with its sub-path kept as
 the output name) or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose
@@ -13,6 +14,17 @@ from pathlib import Path
 
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.media_types import media_type
+from batchinfer.sharding.header import read_header_line
+from batchinfer.sharding.local_files import LocalSource
+from batchinfer.sharding.splitter import splits_as_gzip
+from batchinfer.transform.csv_dialect import (
+    charset,
+    delimiter_from_environment,
+    header_names,
+    same_header,
+    with_header,
+)
+from batchinfer.transform.settings import TransformSettings
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Content types under which gzip bytes are the data itself, meant for the model.
@@ -125,3 +137,25 @@ def check_compression(
                 f"{file.path}: is gzip-compressed (starts with 1f 8b) but compression_type "
                 "is None; set --compression-type Gzip to decompress it before the model"
             )
+
+
+def header_settings(files: list[InputFile], settings: TransformSettings) -> TransformSettings:
+    """``settings`` telling the model server the names of the inputs' shared header (the
+    first input's; InputError naming an input whose header differs). Unchanged when every
+    input is empty: an empty input gives an empty output, and has no header."""
+    delimiter = delimiter_from_environment(settings.environment)
+    encoding = charset(settings.content_type)
+    first: tuple[str, list[str]] | None = None
+    for file in (f for f in files if f.size):
+        source = LocalSource(str(file.path))
+        try:
+            compressed = splits_as_gzip(str(file.path), settings.compression_type)
+            line = read_header_line(source, compressed=compressed)
+        finally:
+            source.close()
+        names = header_names(line, delimiter=delimiter, encoding=encoding, source=str(file.path))
+        if first is None:
+            first = (str(file.path), names)
+        else:
+            same_header(first[1], names, first=first[0], source=str(file.path))
+    return settings if first is None else with_header(settings, first[1])

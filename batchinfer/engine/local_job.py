@@ -25,6 +25,7 @@ from batchinfer.engine.inputs import (
     check_compression,
     check_not_all_empty,
     collect_inputs,
+    header_settings,
     resolve_units,
 )
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
@@ -35,18 +36,10 @@ from batchinfer.serving.readable import check_readable
 from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
-from batchinfer.sharding.header import read_header_line
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, output_name
-from batchinfer.transform.csv_dialect import (
-    charset,
-    check_header_type,
-    delimiter_from_environment,
-    header_names,
-    same_header,
-    with_header,
-)
+from batchinfer.transform.csv_dialect import check_header_type
 from batchinfer.transform.settings import TransformSettings
 
 
@@ -226,7 +219,7 @@ def run_job(
     check_not_all_empty(files, job.inputs)
     check_compression(files, job.settings.compression_type, job.settings.content_type)
     if job.header:
-        job = replace(job, settings=_header_settings(files, job.settings))
+        job = replace(job, settings=header_settings(files, job.settings))
     progress = progress or Progress()
     progress.job_started(sum(file.size for file in files))
     job.output_dir.mkdir(parents=True, exist_ok=True)
@@ -297,27 +290,6 @@ def run_job(
     if result.succeeded:
         (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
-
-
-def _header_settings(files: list[InputFile], settings: TransformSettings) -> TransformSettings:
-    """``settings`` telling the model server the names of the inputs' shared header."""
-    delimiter = delimiter_from_environment(settings.environment)
-    encoding = charset(settings.content_type)
-    first: list[str] | None = None
-    for file in (f for f in files if f.size):  # an empty input gives an empty output
-        source = LocalSource(str(file.path))
-        try:
-            compressed = splits_as_gzip(str(file.path), settings.compression_type)
-            line = read_header_line(source, compressed=compressed)
-        finally:
-            source.close()
-        names = header_names(line, delimiter=delimiter, encoding=encoding, source=str(file.path))
-        if first is None:
-            first = names
-        else:
-            same_header(first, names, first=str(files[0].path), source=str(file.path))
-    assert first is not None  # collect_inputs gives at least one file
-    return with_header(settings, first)
 
 
 def _clear_previous_run(output_dir: Path) -> None:

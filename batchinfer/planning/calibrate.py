@@ -19,6 +19,7 @@ from batchinfer.engine.local_job import run_engine
 from batchinfer.engines import Engine
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.planning.estimate import Throughput, busy_cpus
+from batchinfer.sharding import split
 from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_NAME = "calibration-sample"
@@ -71,9 +72,11 @@ def calibrate(
     *,
     records: list[bytes] | None = None,
     objects: list[InputFile] | None = None,
+    header: bool = False,
 ) -> Calibration:
-    """Transform the sample (Line ``records``, or whole ``objects`` for SplitType None) with
-    ``engine`` on one local instance and measure it."""
+    """Transform the sample (Line ``records``, or whole ``objects`` for SplitType None, each
+    without its first line when the inputs start with a ``header``) with ``engine`` on one
+    local instance and measure it."""
     with tempfile.TemporaryDirectory(prefix="batchinfer-plan-") as scratch:
         work = Path(scratch)
         model_dir = prepare_model_dir(model, work)
@@ -82,6 +85,8 @@ def calibrate(
             sample.write_bytes(b"".join(records))
             units = [InputFile(sample, SAMPLE_NAME)]
             settings = replace(settings, compression_type="None")  # the sample is plain
+        elif header:
+            units = [_without_header(o, work, settings) for o in objects or []]
         else:
             units = list(objects or [])
         report = run_engine(
@@ -107,3 +112,15 @@ def calibrate(
         effective=asdict(report.effective),
         requests=sum(s.requests for s in stats),
     )
+
+
+def _without_header(file: InputFile, work: Path, settings: TransformSettings) -> InputFile:
+    """A copy of ``file`` under ``work`` without its header line, as a job's split sends it."""
+    index = split(
+        str(file.path),
+        str(work / "objects" / file.name),
+        shards=1,
+        header=True,
+        compression_type=settings.compression_type,
+    )
+    return InputFile(Path(index.shards[0].uri), file.name)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
-from batchinfer.engine.inputs import InputFile, collect_inputs
+from batchinfer.engine.inputs import InputFile, collect_inputs, header_settings
 from batchinfer.engines import Engine, PipelineEngine
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.instances.prices import Price, hourly_price
@@ -27,6 +27,7 @@ from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estima
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
 from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, sweep, tune_json
+from batchinfer.transform.csv_dialect import check_header_type
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import MIB
 from batchinfer.uris import is_s3_uri, parse_s3_uri
@@ -49,6 +50,8 @@ class PlanRequest:
     sample_records: int = DEFAULT_SAMPLE_RECORDS
     tune: bool = False
     endpoint_concurrency: int = DEFAULT_ENDPOINT_CONCURRENCY
+    # The inputs start with a header row: it is no record; its names reach the model.
+    header: bool = False
 
     @property
     def job_engine(self) -> Engine:
@@ -90,6 +93,7 @@ class Plan:
         return {
             "inputs": request.inputs,
             "engine": request.engine,
+            "header": request.header,
             "region": request.region,
             "settings": request.settings.to_state(),
             "objects": job.objects,
@@ -155,6 +159,8 @@ def make_plan(
     remote = [is_s3_uri(i) for i in request.inputs]
     if any(remote) and not all(remote):
         raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
+    if request.header:
+        check_header_type(settings)
     if request.model is not None and not request.model.exists():
         raise InputError(f"--model {request.model}: no such file or directory")
     if request.tune:
@@ -164,13 +170,19 @@ def make_plan(
     reservoir = Reservoir(request.sample_records if calibrating else 0)
     on_stage("scan")
     files: list[InputFile] = []
+    measured = settings  # what the model server is told: with the header's names
     if any(remote):
         surveys = _survey_s3(request)
         if request.model is not None:
             warnings.append(advice.s3_not_calibrated())
     else:
         files = collect_inputs([Path(i) for i in request.inputs])
-        surveys = [survey_local(f, settings, request.sharding, reservoir) for f in files]
+        if request.header:  # refuses an input whose header differs, as run does
+            measured = header_settings(files, settings)
+        surveys = [
+            survey_local(f, settings, request.sharding, reservoir, header=request.header)
+            for f in files
+        ]
     price = (
         None if scoring else hourly_price(settings.instance_type, request.region, request.prices)
     )
@@ -184,10 +196,10 @@ def make_plan(
         plan.warnings.append(advice.no_price(settings.instance_type, request.region))
     if calibrating:
         on_stage("calibrate")
-        plan.calibration = _calibrate(request, files, reservoir, plan)
+        plan.calibration = _calibrate(request, measured, files, reservoir, plan)
     if request.tune and plan.calibration is not None:
         on_stage("tune")
-        plan.tuning = _tune(request, reservoir.sample(), plan, on_point)
+        plan.tuning = _tune(request, measured, reservoir.sample(), plan, on_point)
     throughput = None if plan.calibration is None else plan.calibration.throughput
     units = _units(plan.inputs)
     plan.job = job_estimate(
@@ -221,8 +233,13 @@ def _check_tune(request: PlanRequest, remote: bool) -> None:
 
 
 def _tune(
-    request: PlanRequest, sample: list[bytes], plan: Plan, on_point: Callable[[TunePoint], None]
+    request: PlanRequest,
+    settings: TransformSettings,
+    sample: list[bytes],
+    plan: Plan,
+    on_point: Callable[[TunePoint], None],
 ) -> list[TunePoint] | None:
+    """The sweep over ``settings`` (the model server's), or None with a warning."""
     assert request.model is not None
     largest = largest_record(plan)
     calibration = plan.calibration
@@ -232,7 +249,7 @@ def _tune(
     try:
         return sweep(
             request.model,
-            request.settings,
+            settings,
             sample,
             0 if largest is None else largest["bytes"],
             calibration.local_cpus,
@@ -262,16 +279,21 @@ def _survey_s3(request: PlanRequest) -> list[InputSurvey]:
                     request.settings,
                     request.sharding,
                     s3,
+                    header=request.header,
                 )
             )
     return surveys
 
 
 def _calibrate(
-    request: PlanRequest, files: list[InputFile], reservoir: Reservoir, plan: Plan
+    request: PlanRequest,
+    settings: TransformSettings,
+    files: list[InputFile],
+    reservoir: Reservoir,
+    plan: Plan,
 ) -> Calibration | None:
+    """The sample measured with ``settings`` (the model server's), or None with a warning."""
     assert request.model is not None
-    settings = request.settings
     try:
         if settings.split_type == "Line":
             sample = reservoir.sample()
@@ -283,7 +305,9 @@ def _calibrate(
         if not objects:
             plan.warnings.append(advice.nothing_to_calibrate("no input object fits MaxPayloadInMB"))
             return None
-        return calibrate(request.model, request.job_engine, settings, objects=objects)
+        return calibrate(
+            request.model, request.job_engine, settings, objects=objects, header=request.header
+        )
     except CalibrationFailed as exc:
         plan.warnings.append(advice.calibration_failed(str(exc)))
         return None

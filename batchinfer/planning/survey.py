@@ -3,17 +3,19 @@
 Local inputs are read once (decompressed when the job would decompress them) to count
 records and find the largest; shards are planned with the planner ``batchinfer run`` and
 the pipeline use (``plan_shards`` on the input's bytes; for gzip input, the count asked of
-the gzip splitter). S3 inputs are listed only: sizes and shards, no records.
+the gzip splitter). S3 inputs are listed only: sizes and shards, no records. A header row
+is no record: it is dropped first, as a split drops it.
 """
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, BinaryIO, Literal
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.planning.scan import LargestRecord, Reservoir, scan_lines
 from batchinfer.sharding.auto import requested_shards
-from batchinfer.sharding.gzip_split import decompressed_chunks
+from batchinfer.sharding.gzip_split import decompressed_chunks, split_header
 from batchinfer.sharding.local_files import LocalSource
 from batchinfer.sharding.planner import plan_shards, shard_count
 from batchinfer.transform.settings import TransformSettings
@@ -43,7 +45,7 @@ class InputSurvey:
     bytes: int
     shards: int
     gzip: bool  # the bytes are gzip (by name or by content)
-    data_bytes: int | None = None  # after decompression; None when not read
+    data_bytes: int | None = None  # after decompression, no header row; None when not read
     records: int | None = None
     largest: LargestRecord | None = None
 
@@ -53,14 +55,18 @@ def survey_local(
     settings: TransformSettings,
     sharding: Sharding,
     reservoir: Reservoir,
+    *,
+    header: bool = False,
 ) -> InputSurvey:
-    """Read ``file`` as the job would frame it (SplitType Line or None); Line records go
-    to ``reservoir``."""
+    """Read ``file`` as the job would frame it (SplitType Line or None), without its first
+    line when it is a ``header``; Line records go to ``reservoir``."""
     size = file.size
     with file.path.open("rb") as handle:
         looks_gzip = file.name.endswith(".gz") or handle.read(2) == GZIP_MAGIC
         handle.seek(0)
         chunks = _chunks(handle, file.name, settings.compression_type == "Gzip")
+        if header and size:
+            chunks = _after_header(chunks, str(file.path))
         data_bytes = None
         records: int | None = None
         largest: LargestRecord | None = None
@@ -82,6 +88,7 @@ def survey_local(
             settings,
             sharding,
             lambda: LocalSource(str(file.path)),
+            header=header,
         ),
         gzip=looks_gzip,
         data_bytes=data_bytes,
@@ -96,6 +103,12 @@ def _chunks(handle: BinaryIO, name: str, gzip: bool) -> Iterator[bytes]:
     return iter(lambda: handle.read(READ_SIZE), b"")
 
 
+def _after_header(chunks: Iterator[bytes], source: str) -> Iterator[bytes]:
+    """``chunks`` from just after the first line, as a split drops a header."""
+    rest = split_header(chunks, source)[1]
+    return chain([rest], chunks)
+
+
 def planned_shards(
     location: str,
     size: int,
@@ -103,11 +116,13 @@ def planned_shards(
     settings: TransformSettings,
     sharding: Sharding,
     open_source: Callable[[], Any],
+    *,
+    header: bool = False,
 ) -> int:
-    """The shards ``split`` would make of an input (1: it stays whole). Plain input is cut
-    by ``plan_shards`` reading the source ``open_source()`` opens; gzip input (by name or
-    CompressionType, as ``split`` decides) gets the count asked of the gzip splitter, sized
-    on its decompressed bytes when known."""
+    """The shards ``split`` would make of an input (1: it stays whole), with ``header``
+    dropping its first line. Plain input is cut by ``plan_shards`` reading the source
+    ``open_source()`` opens; gzip input (by name or CompressionType, as ``split`` decides)
+    gets the count asked of the gzip splitter, sized on its decompressed bytes when known."""
     if not sharding.requested or settings.split_type != "Line" or size == 0:
         return 1
     count = (
@@ -123,7 +138,12 @@ def planned_shards(
     source = open_source()
     try:
         plan = plan_shards(
-            size, source.read_range, shards=count, shard_size=sharding.shard_size, source=location
+            size,
+            source.read_range,
+            shards=count,
+            shard_size=sharding.shard_size,
+            header=header,
+            source=location,
         )
     finally:
         source.close()
@@ -131,10 +151,17 @@ def planned_shards(
 
 
 def survey_s3_object(
-    name: str, uri: str, size: int, settings: TransformSettings, sharding: Sharding, s3: Any
+    name: str,
+    uri: str,
+    size: int,
+    settings: TransformSettings,
+    sharding: Sharding,
+    s3: Any,
+    *,
+    header: bool = False,
 ) -> InputSurvey:
     """An S3 object from its listing, not read: its shards are planned with ranged reads of
-    a few KiB around each cut."""
+    a few KiB around each cut (and of its ``header`` line)."""
     from batchinfer.sharding.s3 import S3Source
 
     location = parse_s3_uri(uri)
@@ -142,6 +169,8 @@ def survey_s3_object(
         name=name,
         location=uri,
         bytes=size,
-        shards=planned_shards(uri, size, None, settings, sharding, lambda: S3Source(s3, location)),
+        shards=planned_shards(
+            uri, size, None, settings, sharding, lambda: S3Source(s3, location), header=header
+        ),
         gzip=uri.endswith(".gz"),
     )

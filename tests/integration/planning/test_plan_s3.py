@@ -59,3 +59,16 @@ def test_local_and_s3_inputs_cannot_be_mixed(capsys, bucket, tmp_path):
     (tmp_path / "a.csv").write_bytes(b"1\n")
     code, printed = run_cli(capsys, "plan", str(tmp_path / "a.csv"), "s3://data/input/", *CSV)
     assert code == 2 and "INPUT" in printed
+
+
+def test_with_header_an_objects_header_line_is_not_cut_as_data(capsys, bucket):
+    """A long header and one short record: two shards of its bytes, one of its data."""
+    bucket.put_object(Bucket="data", Key="input/h.csv", Body=b"h" * 100 + b"\n1\n")
+    shards = []
+    for header in ([], ["--header"]):
+        code, printed = run_cli(
+            capsys, "plan", "s3://data/input/", *CSV, "--shards", "2", "--json", *header
+        )
+        assert code == 0, printed
+        shards.append(json.loads(printed)["shards"])
+    assert shards == [2, 1]
