@@ -40,7 +40,7 @@ def test_without_header_the_header_row_is_a_record_the_model_fails_on_and_plan_s
     plan = plan_json(capsys, data, *CSV, "--model", frame_model)
     assert plan["records"] == ROWS + 1 and plan["calibration"] is None
     assert codes(plan) == ["calibration-failed"]
-    assert "could not convert string to float: 'size'" in plan["warnings"][0]["message"]
+    assert "it is a header row; pass --header" in plan["warnings"][0]["message"]
 
 
 def test_whole_objects_are_sent_without_their_header(capsys, tmp_path, frame_model):
