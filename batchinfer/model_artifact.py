@@ -1,14 +1,36 @@
 """A model artifact as SageMaker hands it to a container: a directory or a model.tar.gz (C2: the
-model artifact is extracted into /opt/ml/model)."""
+model artifact is extracted into /opt/ml/model); locally also a single model file."""
 
+import os
+import shutil
 import tarfile
 from pathlib import Path
 
 from batchinfer.errors import InputError
 
+# The model files the default model_fn loads, by suffix, and the framework that reads each
+# (batchinfer.serving.models.LOADERS holds the loaders).
+MODEL_FILE_KINDS = {
+    ".joblib": "scikit-learn",
+    ".pkl": "scikit-learn",
+    ".json": "XGBoost",
+    ".ubj": "XGBoost",
+    ".txt": "LightGBM",
+}
+
+
+def model_file_kinds() -> str:
+    """The model files the default model_fn loads, in words: ``*.joblib / *.pkl
+    (scikit-learn), ...``."""
+    by_kind: dict[str, list[str]] = {}
+    for suffix, kind in MODEL_FILE_KINDS.items():
+        by_kind.setdefault(kind, []).append(f"*{suffix}")
+    return ", ".join(f"{' / '.join(suffixes)} ({kind})" for kind, suffixes in by_kind.items())
+
 
 def prepare_model_dir(model: Path, workdir: Path) -> Path:
-    """Return a directory holding the model: ``model`` itself, or ``model.tar.gz`` extracted.
+    """Return a directory holding the model: ``model`` itself, ``model.tar.gz`` extracted, or a
+    single model file (``model.joblib``, ...) placed alone in a directory under ``workdir``.
 
     A directory that holds only a ``model.tar.gz`` (a Processing job's model input) is
     extracted too.
@@ -22,9 +44,24 @@ def prepare_model_dir(model: Path, workdir: Path) -> Path:
         raise InputError(f"model {model}: no such file or directory")
     target = workdir / "model"
     target.mkdir(parents=True, exist_ok=True)
+    if model.suffix in MODEL_FILE_KINDS:
+        _place(model, target / model.name)
+        return target
     try:
         with tarfile.open(model, "r:*") as archive:
             archive.extractall(target, filter="data")
     except (tarfile.TarError, OSError) as exc:
-        raise InputError(f"model {model}: not a readable tar.gz archive: {exc}") from exc
+        raise InputError(
+            f"model {model}: neither a readable tar.gz archive ({exc}) nor a model file the "
+            f"default handler loads ({model_file_kinds()})"
+        ) from exc
     return target
+
+
+def _place(source: Path, destination: Path) -> None:
+    """Hard-link ``source`` at ``destination`` (no copy of a large model), copying it where a
+    link cannot be made (another file system)."""
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copyfile(source, destination)

@@ -14,6 +14,7 @@ from batchinfer.commands.run_display import LiveProgress, plural, summary_notes,
 from batchinfer.engine.local_job import JobInterrupted, JobResult, LocalJob, run_job
 from batchinfer.engines import ENGINES, LOCAL_ENGINES, Engine, LocalEngine
 from batchinfer.errors import ValidationError
+from batchinfer.serving.image_imports import imports_note
 from batchinfer.transform.assemble import RESULT_MANIFEST
 from batchinfer.transform.settings import TransformSettings
 
@@ -115,9 +116,9 @@ def _report(console: Console, result: JobResult) -> None:
     for line in summary_notes(result):
         console.print(f"[dim]{escape(line)}[/]", highlight=False)
     if result.user_module:
-        console.print(
-            f"model: {escape(result.user_module)} follows {HANDLER_PROTOCOL}", highlight=False
-        )
+        missing = imports_note(result.user_module, result.user_module_missing_imports)
+        said = missing or f"{result.user_module} follows {HANDLER_PROTOCOL}"
+        console.print(f"model: {escape(said)}", highlight=False)
     first = next((f for f in result.files if f.outputs), None)
     if first is None:
         return

@@ -32,6 +32,8 @@ from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutc
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.serving.image_imports import unprovided_imports
+from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.readable import check_readable
 from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
@@ -97,6 +99,9 @@ class JobResult:
     engine_max_rss_mib: float
     # The model's handler script (``code/inference.py``), relative to the model, or None.
     user_module: str | None = None
+    # What the user module imports that batchinfer's image does not provide (nor its
+    # code/requirements.txt): it would fail there.
+    user_module_missing_imports: list[str] = field(default_factory=list)
     # Until every model server answered /ping (None for the processing engine), then the
     # transform itself; ``seconds`` is the whole run (also splitting, merging, recording).
     # For the endpoint engine, until its server answered /ping.
@@ -227,10 +232,13 @@ def run_job(
     workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
     try:
         model_dir = None if job.model is None else prepare_model_dir(job.model, workdir)
-        module = None
+        module, missing_imports = None, []
         if model_dir is not None:
             found = check_readable(model_dir, job.settings.environment, job.settings.content_type)
+            # One clear line now, rather than every model server's log later.
+            ensure_requirements(model_dir, {**os.environ, **job.settings.environment})
             module = found.relative_to(model_dir).as_posix() if found else None
+            missing_imports = unprovided_imports(found, model_dir) if found else []
         groups: list[_InputGroup] = []
 
         def split_units() -> list[InputFile]:  # called by the engine as its servers start
@@ -280,6 +288,7 @@ def run_job(
         files=results,
         engine_max_rss_mib=peak_memory_mib(),
         user_module=module,
+        user_module_missing_imports=missing_imports,
         startup_seconds=startup,
         transform_seconds=round(transform_seconds - (startup or 0.0), 3),
         endpoint_url=job.endpoint_url,

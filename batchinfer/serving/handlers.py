@@ -35,6 +35,7 @@ from typing import Any
 from batchinfer.errors import ValidationError
 from batchinfer.media_types import CSV, JSON, codec_type
 from batchinfer.serving import codecs
+from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.models import load_model, predict_method
 from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
@@ -191,13 +192,15 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
     """Load the model of ``model_dir`` and its user module (if any) into a handler.
 
     ``env`` (default: the process environment) supplies SAGEMAKER_PROGRAM,
-    BATCHINFER_PREDICT_METHOD and SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT. Raises
+    BATCHINFER_PREDICT_METHOD, SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT and
+    BATCHINFER_REQUIREMENTS_TARGET (:mod:`~batchinfer.serving.model_requirements`). Raises
     :class:`ModelLoadError` saying what is missing or broken.
     """
     env = os.environ if env is None else env
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise ModelLoadError(f"model directory {model_dir} does not exist")
+    ensure_requirements(model_dir, env)  # code/requirements.txt, before the user module
     module_path = find_user_module(model_dir, env)
     module = _import_user_module(module_path) if module_path else None
     functions = {

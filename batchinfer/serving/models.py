@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from batchinfer.model_artifact import MODEL_FILE_KINDS, model_file_kinds
 from batchinfer.serving.server_errors import ModelLoadError
 
 PREDICT_METHOD_VAR = "BATCHINFER_PREDICT_METHOD"
@@ -87,13 +88,12 @@ def _load_lightgbm(path: Path) -> Any:
     )
 
 
-LOADERS: dict[str, Callable[[Path], Any]] = {
-    ".joblib": _load_joblib,
-    ".pkl": _load_joblib,
-    ".json": _load_xgboost,
-    ".ubj": _load_xgboost,
-    ".txt": _load_lightgbm,
+_LOADERS_BY_KIND: dict[str, Callable[[Path], Any]] = {
+    "scikit-learn": _load_joblib,
+    "XGBoost": _load_xgboost,
+    "LightGBM": _load_lightgbm,
 }
+LOADERS = {suffix: _LOADERS_BY_KIND[kind] for suffix, kind in MODEL_FILE_KINDS.items()}
 
 
 def find_model_file(model_dir: Path) -> Path:
@@ -109,8 +109,8 @@ def find_model_file(model_dir: Path) -> Path:
         return candidates[0]
     found = ", ".join(path.name for path in candidates) or "no such file"
     raise ModelLoadError(
-        f"{model_dir}: expected one model file (model.joblib, model.pkl, *.json or *.ubj for "
-        f"XGBoost, *.txt for LightGBM), found {found}; or define model_fn in inference.py"
+        f"{model_dir}: expected one model file ({model_file_kinds()}), found {found}; "
+        "or define model_fn in inference.py"
     )
 
 

@@ -5,7 +5,8 @@ SIGTERM, then SIGKILL 30 s later).
 
 gunicorn's master binds the port and forks ``workers`` sync workers; each worker loads the
 model itself before it accepts a connection, so ``/ping`` answers 200 only from a worker
-holding a loaded model. A model that fails to load stops the server with exit code 4 after
+holding a loaded model. The model's code/requirements.txt is installed (or checked) by the
+master before it forks. A model that fails to load stops the server with exit code 4 after
 logging why (it never reports healthy). SIGTERM stops the server gracefully: requests in
 flight finish within ``GRACEFUL_TIMEOUT`` seconds, under the platform's 30 s before SIGKILL.
 
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from batchinfer.errors import ValidationError
+from batchinfer.serving.model_requirements import ensure_requirements
+from batchinfer.serving.server_errors import ModelLoadError
 from batchinfer.transform.server_limits import DEFAULT_TIMEOUT, max_payload_mb, request_timeout
 from batchinfer.transform.settings import DEFAULT_MAX_PAYLOAD_MB
 
@@ -127,7 +130,6 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
 
         def load(self) -> Any:
             from batchinfer.serving.handlers import load_handler
-            from batchinfer.serving.server_errors import ModelLoadError
             from batchinfer.serving.wsgi_app import InferenceApp
             from batchinfer.transform.server_limits import ServerLimits
 
@@ -157,5 +159,12 @@ def run_server(settings: ServeSettings) -> NoReturn:
         settings.workers,
         settings.max_payload_mb,
     )
+    from gunicorn.arbiter import Arbiter
+
+    try:  # once, before the workers fork: they find it installed
+        ensure_requirements(settings.model_dir, os.environ)
+    except ModelLoadError as exc:
+        LOG.error("the model cannot be loaded: %s", exc)
+        sys.exit(Arbiter.APP_LOAD_ERROR)
     _gunicorn_application(settings).run()
     sys.exit(0)

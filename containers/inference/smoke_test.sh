@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Image smoke test: build containers/inference/Dockerfile and run it as SageMaker would
 # (`<image> serve`, the model at /opt/ml/model), then call /ping, /execution-parameters and
-# /invocations with the example model. No Docker daemon and no registry pulls: Debian's
+# /invocations with the example model, then score a scikit-learn Pipeline whose model
+# directory brings code/requirements.txt and its wheel in code/lib/ (smoke_checks.py holds the
+# models and the calls). No Docker daemon and no registry pulls: Debian's
 # buildah + podman + runc, and a base image made with debootstrap from the Debian mirror
 # apt uses, tagged as the Dockerfile's FROM. Needs root (or passwordless sudo) for apt-get,
 # debootstrap and podman. Any failure exits non-zero with the reason.
 #
-# Usage: containers/inference/smoke_test.sh        (from anywhere; PYTHON defaults to .venv)
+# Usage: containers/inference/smoke_test.sh        (from anywhere; PYTHON defaults to .venv,
+#        IMAGE to localhost/batchinfer-inference:smoke)
 set -Eeuo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 BASE_TAG="docker.io/library/debian:bookworm-slim"
-IMAGE="localhost/batchinfer-inference:smoke"
+IMAGE="${IMAGE:-localhost/batchinfer-inference:smoke}"
 CONTAINER="batchinfer-smoke-$$"
 WORK="$(mktemp -d /tmp/batchinfer-smoke.XXXXXX)"
 PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
@@ -46,6 +49,8 @@ fi
 [ -x "$PYTHON" ] || fail "no Python at $PYTHON (run 'make' to create .venv, or set PYTHON)"
 
 step() { echo "== $* ($(date +%T))"; }
+# smoke_checks.py imports tests.support from the repository root.
+checks() { PYTHONPATH="$ROOT" "$PYTHON" "$@"; }
 
 step "installing buildah, podman, runc, slirp4netns, debootstrap"
 missing=()
@@ -101,55 +106,30 @@ step "running the image with 'serve' on 127.0.0.1:$port"
     -v "$model:/opt/ml/model:ro" "$IMAGE" serve >/dev/null
 
 step "calling /ping, /execution-parameters and /invocations"
-"$PYTHON" - "$port" "$WORK/records.csv" <<'PY'
-import json
-import sys
-import time
-import urllib.error
-import urllib.request
-
-url = f"http://127.0.0.1:{sys.argv[1]}"
-records = open(sys.argv[2], "rb").read()
-deadline = time.monotonic() + 120
-while True:
-    try:
-        with urllib.request.urlopen(f"{url}/ping", timeout=2) as reply:
-            if reply.status == 200:
-                break
-    except (urllib.error.URLError, OSError):
-        pass
-    if time.monotonic() > deadline:
-        sys.exit("/ping did not answer 200 within 120 s")
-    time.sleep(0.5)
-print("/ping: 200")
-with urllib.request.urlopen(f"{url}/execution-parameters", timeout=10) as reply:
-    parameters = json.load(reply)
-print("/execution-parameters:", parameters)
-expected = {"MaxConcurrentTransforms": 2, "BatchStrategy": "MULTI_RECORD", "MaxPayloadInMB": 6}
-assert parameters == expected, f"expected {expected}"
-request = urllib.request.Request(
-    f"{url}/invocations", data=records, headers={"Content-Type": "text/csv", "Accept": "text/csv"}
-)
-with urllib.request.urlopen(request, timeout=60) as reply:
-    body, content_type = reply.read(), reply.headers["Content-Type"]
-lines, expected_lines = body.decode().splitlines(), records.count(b"\n")
-assert content_type == "text/csv", content_type
-assert len(lines) == expected_lines, f"{len(lines)} lines for {expected_lines} records"
-assert set(lines) <= {"0", "1"}, f"unexpected predictions {sorted(set(lines))[:5]}"
-print(f"/invocations: {len(lines)} predictions for {len(lines)} records")
-bad = urllib.request.Request(f"{url}/invocations", data=b"1,2\n", headers={"Content-Type": "text/csv"})
-try:
-    urllib.request.urlopen(bad, timeout=10)
-    sys.exit("a record with 2 of 10 features was accepted")
-except urllib.error.HTTPError as error:
-    assert error.code == 400, error.code
-    print("/invocations with a bad record: 400", error.read().decode())
-PY
+checks "$ROOT/containers/inference/smoke_checks.py" example "$port" "$WORK/records.csv"
 
 step "stopping the container (SIGTERM)"
 "${PODMAN[@]}" stop -t 30 "$CONTAINER" >/dev/null
 status="$("${PODMAN[@]}" inspect -f '{{.State.ExitCode}}' "$CONTAINER")"
 [ "$status" = "0" ] || fail "the server exited with $status after SIGTERM"
+"${PODMAN[@]}" rm "$CONTAINER" >/dev/null
+
+# A scikit-learn Pipeline fitted on a DataFrame, a code/inference.py reading CSV with pandas
+# and a code/requirements.txt met only by a wheel in code/lib/ (installed at model load).
+step "making the pipeline model (code/inference.py, code/requirements.txt, code/lib/)"
+pipeline="$WORK/pipeline"
+checks "$ROOT/containers/inference/smoke_checks.py" pipeline-model "$pipeline" "$WORK/pipeline.csv"
+chmod -R a+rX "$pipeline"
+step "running the image with 'serve' for the pipeline model"
+"${PODMAN[@]}" run -d --name "$CONTAINER" \
+    --ulimit "nofile=$hard:$hard" --ulimit nproc=32768:32768 \
+    --network slirp4netns -p "127.0.0.1:$port:8080" \
+    -e SAGEMAKER_BATCH=true -e SAGEMAKER_MODEL_SERVER_WORKERS=2 \
+    -v "$pipeline:/opt/ml/model:ro" "$IMAGE" serve >/dev/null
+checks "$ROOT/containers/inference/smoke_checks.py" pipeline "$port" "$WORK/pipeline.csv"
+installs="$("${PODMAN[@]}" logs "$CONTAINER" 2>&1 | grep -c "Successfully installed smoke-lines-1.0" || true)"
+[ "$installs" = "1" ] || fail "code/requirements.txt was installed $installs times by 2 workers, not once"
+"${PODMAN[@]}" stop -t 30 "$CONTAINER" >/dev/null
 user="$("${PODMAN[@]}" image inspect -f '{{.Config.User}}' "$IMAGE")"
 [ "$user" = "1000:1000" ] || fail "the image runs as '$user', not the non-root user"
 echo "IMAGE SMOKE TEST PASSED"
