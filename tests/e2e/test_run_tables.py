@@ -11,7 +11,12 @@ import joblib
 import pandas as pd
 import pytest
 
-from tests.integration.local.test_run_tables import FEATURES, customers, pipeline_model
+from tests.integration.local.test_run_tables import (
+    FEATURES,
+    customers,
+    pipeline_model,
+    shuffled_objects,
+)
 
 MODEL_DATA = "s3://example-models-bucket/customers/model.tar.gz"
 __all__ = ["pipeline_model"]  # the module's fixture, shared
@@ -73,3 +78,27 @@ def test_an_object_with_another_header_fails_its_split(tables, frame):
     assert execution.status == "FAILED"
     assert "input/mixed/b.csv" in (execution.cause or "")
     assert not tables.jobs.requests, "no job scores a run whose inputs disagree on names"
+
+
+def test_json_objects_with_shuffled_keys_are_scored_by_name_through_the_pipeline(
+    tables, pipeline_model, frame
+):
+    """`$.features` sends each object whole (R16); the jobs' server maps keys to features."""
+    tables.put("input/named/a.jsonl", shuffled_objects(frame))
+    request = {
+        "input": f"s3://{tables.bucket}/input/named/",
+        "run_id": "named",
+        "model_data": MODEL_DATA,
+        "shards": 2,
+        "merge": True,
+        "content_type": "application/jsonlines",
+        "accept": "application/jsonlines",
+        "split_type": "Line",
+        "assemble_with": "Line",
+        "input_filter": "$.features",
+    }
+    execution = tables.run(request, "exec-named")
+    assert execution.status == "SUCCEEDED", execution.cause
+    output = tables.get(f"s3://{tables.bucket}/output/named/a.jsonl.out").decode()
+    expected = joblib.load(pipeline_model / "model.joblib").predict(frame[FEATURES])
+    assert output.splitlines() == [str(v) for v in expected]

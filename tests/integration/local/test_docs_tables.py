@@ -17,17 +17,29 @@ RECIPES = {
     "### A CSV with a header and a DataFrame Pipeline": "out/csv/customers.csv.out",
     "### Named JSON features": "out/json/customers.jsonl.out",
     "### A European export: semicolons and latin-1": "out/export/export.csv.out",
+    "### Your own `input_fn`, with its requirements": "out/code/customers.csv.out",
 }
+
+
+def python_block(text: str, heading: str) -> str | None:
+    """The Python block between ``heading`` and the next bash block, if there is one."""
+    section = text[text.index(heading) :]
+    section = section[: section.index("```bash")]
+    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    return block.group(1) if block else None
 
 
 def test_the_table_recipes_run_as_written_and_predict_as_the_pipeline_does(tmp_path: Path):
     text = TABLES.read_text()
-    setup = re.search(r"```python\n(.*?)```", text[text.index("## Recipes") :], re.DOTALL)
+    setup = python_block(text, "## Recipes")
     assert setup, "no Python block under ## Recipes"
-    subprocess.run([sys.executable, "-c", setup.group(1)], cwd=tmp_path, check=True, timeout=300)
+    subprocess.run([sys.executable, "-c", setup], cwd=tmp_path, check=True, timeout=300)
     pipeline = joblib.load(tmp_path / "model" / "model.joblib")
     expected = [str(v) for v in pipeline.predict(pd.read_csv(tmp_path / "input" / "customers.csv"))]
     for heading, output in RECIPES.items():
+        prepare = python_block(text, heading)
+        if prepare:
+            subprocess.run([sys.executable, "-c", prepare], cwd=tmp_path, check=True, timeout=60)
         commands, _ = doc_block(TABLES, heading)
         assert [argv[:2] for argv in commands] == [["batchinfer", "run"]], heading
         run_as_written(commands[0], tmp_path)
