@@ -36,6 +36,7 @@ from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
+from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, output_name
 from batchinfer.transform.settings import TransformSettings
@@ -44,7 +45,8 @@ from batchinfer.transform.settings import TransformSettings
 @dataclass(frozen=True)
 class LocalJob:
     """A local job. ``model`` is the model the transform and processing engines serve; the
-    endpoint engine takes none: the server at ``endpoint_url`` serves its own."""
+    endpoint engine takes none: the server at ``endpoint_url`` serves its own. ``selection``
+    picks the inputs (``--include``, ``--exclude``)."""
 
     inputs: list[Path]
     output_dir: Path
@@ -55,6 +57,7 @@ class LocalJob:
     merge: bool = False
     workers_per_instance: int | None = None
     endpoint_url: str | None = None
+    selection: InputSelection = EVERY_INPUT
 
 
 @dataclass
@@ -209,7 +212,7 @@ def run_job(
     validate_job(job)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    files = collect_inputs(job.inputs)
+    files = collect_inputs(job.inputs, job.selection)
     check_not_all_empty(files, job.inputs)
     check_compression(files, job.settings.compression_type, job.settings.content_type)
     progress = progress or Progress()

@@ -69,7 +69,7 @@ def run_processing_job(
     """Transform every file under ``input_dir`` into ``output_dir``; one record per file.
     ``progress`` hears of each file as it starts and after each of its requests."""
     progress = progress or Progress()
-    files = collect_inputs([input_dir])
+    files = collect_inputs([input_dir], every_file=True)  # the job staged each one
     _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
     context = get_context("forkserver")

@@ -27,6 +27,7 @@ from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estima
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
 from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, sweep, tune_json
+from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import MIB
 from batchinfer.uris import is_s3_uri, parse_s3_uri
@@ -43,6 +44,7 @@ class PlanRequest:
     engine: PipelineEngine = "transform"
     sharding: Sharding = field(default_factory=Sharding)
     merge: bool = False
+    selection: InputSelection = EVERY_INPUT
     model: Path | None = None
     region: str = DEFAULT_REGION
     prices: dict[str, float] = field(default_factory=dict)
@@ -169,7 +171,7 @@ def make_plan(
         if request.model is not None:
             warnings.append(advice.s3_not_calibrated())
     else:
-        files = collect_inputs([Path(i) for i in request.inputs])
+        files = collect_inputs([Path(i) for i in request.inputs], request.selection)
         surveys = [survey_local(f, settings, request.sharding, reservoir) for f in files]
     price = (
         None if scoring else hourly_price(settings.instance_type, request.region, request.prices)
@@ -253,7 +255,7 @@ def _survey_s3(request: PlanRequest) -> list[InputSurvey]:
     for uri in request.inputs:
         location = parse_s3_uri(uri, field="INPUT")
         base = location.key[: location.key.rfind("/") + 1]
-        for obj in input_objects(s3, location):
+        for obj in input_objects(s3, location, selection=request.selection):
             surveys.append(
                 survey_s3_object(
                     obj["Key"][len(base) :],

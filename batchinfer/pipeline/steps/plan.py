@@ -5,10 +5,12 @@ and checked here, so a bad request fails before any work with a message naming t
 A request may name its objects (``names``: paths relative to ``input``, as a ManifestFile
 does, R4: a key prefix or a ManifestFile selects the input objects) instead of taking every object
 under ``input``; the S3 trigger does, so that a later batch of arrivals in the same folder is not
-scored again. The per-object split tasks go to ``runs/<run>/inputs.jsonl`` (JSON Lines, read by the
-split Map), not into the state. The input is listed page by page and the tasks wait in a
-spooled file, so Plan's memory does not grow with the number of objects; no object count
-is refused (docs/scaling.md).
+scored again. Under ``input``, hidden and ``_``-prefixed keys are no inputs (``_SUCCESS``,
+``_temporary/``), and ``include`` and ``exclude`` globs select among the others
+(:mod:`batchinfer.sharding.selection`). The per-object split tasks go to
+``runs/<run>/inputs.jsonl`` (JSON Lines, read by the split Map), not into the state. The input
+is listed page by page and the tasks wait in a spooled file, so Plan's memory does not grow
+with the number of objects; no object count is refused (docs/scaling.md).
 """
 
 import posixpath
@@ -99,7 +101,7 @@ def plan_run(
     threshold = env.split_job_threshold
     with SpooledJson("lines") as tasks:
         total, split_jobs = _split_tasks(
-            s3, source, run_request.names, layout, settings, split, tasks, tally,
+            s3, source, run_request, layout, settings, split, tasks, tally,
             threshold=threshold, job_base=jobs_base,
         )  # fmt: skip
         objects = tasks.count
@@ -242,7 +244,7 @@ def _split_options(
 def _split_tasks(
     s3: Any,
     source: S3Location,
-    names: tuple[str, ...] | None,
+    run_request: RunRequest,
     layout: RunLayout,
     settings: TransformSettings,
     split: dict[str, Any],
@@ -252,12 +254,12 @@ def _split_tasks(
     threshold: int | None,
     job_base: str,
 ) -> tuple[int, int]:
-    """Add one :class:`SplitTask` per input object to ``tasks``, each with the splitter
-    that takes it (split_job.py), and its shards to ``tally`` (for the estimate); the bytes
-    of all objects and how many go to split jobs."""
+    """Add one :class:`SplitTask` per input object the request selects to ``tasks``, each
+    with the splitter that takes it (split_job.py), and its shards to ``tally`` (for the
+    estimate); the bytes of all objects and how many go to split jobs."""
     base = source.key[: source.key.rfind("/") + 1]
     total = jobs = 0
-    for obj in input_objects(s3, source, names):
+    for obj in input_objects(s3, source, run_request.names, run_request.selection):
         folder = posixpath.dirname(obj["Key"][len(base) :])
         task = SplitTask(
             input=S3Location(source.bucket, obj["Key"]).uri,

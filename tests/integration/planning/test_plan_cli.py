@@ -186,3 +186,17 @@ def test_a_missing_model_is_named_before_any_input_is_read(capsys, tmp_path):
     data.write_bytes(b"1,2\n")
     code, printed = run_cli(capsys, "plan", str(data), "--model", str(tmp_path / "nope"))
     assert code == 3 and "--model" in printed and "nope" in printed
+
+
+def test_plan_takes_the_inputs_run_takes_r4(capsys, tmp_path):
+    """Hidden and _-prefixed files are left out; --include and --exclude select the rest."""
+    for name in ("a.csv", "b.json", "day2/c.csv", "_SUCCESS", ".a.csv.crc", "_temporary/d.csv"):
+        (tmp_path / "in" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "in" / name).write_bytes(b"1,2\n")
+    plan = plan_json(capsys, tmp_path / "in", *CSV)
+    assert [f["name"] for f in plan["files"]] == ["a.csv", "b.json", "day2/c.csv"]
+    plan = plan_json(
+        capsys, tmp_path / "in", *CSV, "--include", "*.csv", "--include", "*.json",
+        "--exclude", "day2/*",
+    )  # fmt: skip
+    assert [f["name"] for f in plan["files"]] == ["a.csv", "b.json"]

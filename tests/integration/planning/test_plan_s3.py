@@ -59,3 +59,18 @@ def test_local_and_s3_inputs_cannot_be_mixed(capsys, bucket, tmp_path):
     (tmp_path / "a.csv").write_bytes(b"1\n")
     code, printed = run_cli(capsys, "plan", str(tmp_path / "a.csv"), "s3://data/input/", *CSV)
     assert code == 2 and "INPUT" in printed
+
+
+def test_an_s3_prefix_leaves_out_stray_keys_and_takes_include_and_exclude_r4(capsys, bucket):
+    for key in ("a.csv", "b.csv", "x.json", "_SUCCESS", ".a.csv.crc", "_temporary/0/c.csv"):
+        bucket.put_object(Bucket="data", Key=f"input/day/{key}", Body=b"1,2\n")
+    code, printed = run_cli(
+        capsys, "plan", "s3://data/input/day/", *CSV, "--exclude", "b*", "--json"
+    )
+    assert code == 0, printed
+    assert [f["name"] for f in json.loads(printed)["files"]] == ["a.csv", "x.json"]
+    code, printed = run_cli(capsys, "plan", "s3://data/input/day/", *CSV, "--include", "*.txt")
+    assert code == 3, printed
+    assert "no objects under s3://data/input/day/: 3 objects (a.csv, b.csv, x.json) not " in (
+        " ".join(printed.split())
+    )
