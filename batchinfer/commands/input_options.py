@@ -1,5 +1,6 @@
-"""The options that pick a job's inputs, declared once for ``run``, ``plan`` and
-``submit``: ``--include`` and ``--exclude`` globs."""
+"""The options that pick a job's inputs and records, declared once: ``--include`` and
+``--exclude`` globs (``run``, ``plan``, ``submit``), and ``--skip-blank-lines`` (``run``,
+``plan``: in the cloud SageMaker frames the records)."""
 
 from typing import Annotated
 
@@ -24,6 +25,13 @@ Exclude = Annotated[
         help="Leave out inputs whose relative name matches this glob (repeatable).",
         rich_help_panel=PANEL,
         show_default=False,
+    ),
+]
+SkipBlankLines = Annotated[
+    bool,
+    typer.Option(
+        help="Drop empty lines before batching; they are not records (split type Line).",
+        rich_help_panel=PANEL,
     ),
 ]
 

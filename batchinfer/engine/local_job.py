@@ -39,6 +39,7 @@ from batchinfer.sharding.local_files import LocalSource, kernel_copy
 from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, output_name
+from batchinfer.transform.records import check_skip_blank_lines
 from batchinfer.transform.settings import TransformSettings
 
 
@@ -46,7 +47,8 @@ from batchinfer.transform.settings import TransformSettings
 class LocalJob:
     """A local job. ``model`` is the model the transform and processing engines serve; the
     endpoint engine takes none: the server at ``endpoint_url`` serves its own. ``selection``
-    picks the inputs (``--include``, ``--exclude``)."""
+    picks the inputs (``--include``, ``--exclude``); ``skip_blank_lines`` drops empty lines
+    before batching."""
 
     inputs: list[Path]
     output_dir: Path
@@ -58,6 +60,7 @@ class LocalJob:
     workers_per_instance: int | None = None
     endpoint_url: str | None = None
     selection: InputSelection = EVERY_INPUT
+    skip_blank_lines: bool = False
 
 
 @dataclass
@@ -166,6 +169,8 @@ def validate_job(job: LocalJob) -> None:
     if job.merge and job.shards is None:
         raise ValidationError("--merge joins the outputs of shards: it needs --shards")
     _check_engine_needs(job)
+    if job.skip_blank_lines:
+        check_skip_blank_lines(job.settings.split_type)
     check_sharding(
         job.settings,
         split=None if job.shards is None else "--shards",
@@ -249,6 +254,7 @@ def run_job(
                 workers_per_instance=job.workers_per_instance,
                 progress=progress,
                 endpoint_url=job.endpoint_url,
+                skip_blank_lines=job.skip_blank_lines,
             )
             outcomes = report.outcomes
         except EngineInterrupted as exc:
@@ -312,16 +318,23 @@ def run_engine(
     workers_per_instance: int | None = None,
     progress: Progress | None = None,
     endpoint_url: str | None = None,
+    skip_blank_lines: bool = False,
 ) -> EngineReport:
     """Transform ``units`` into ``output_dir`` with ``engine`` on ``settings.instance_count``
     local instances (model servers, processing containers, or files scored at once through
     the endpoint at ``endpoint_url``). A function giving the units is called while the
-    model servers start, or first where there are none."""
+    model servers start, or first where there are none. ``skip_blank_lines`` drops empty
+    lines."""
     if engine == "endpoint":
         if endpoint_url is None:
             raise ValidationError("--engine endpoint needs --endpoint-url")
         return run_endpoint(
-            resolve_units(units), output_dir, url=endpoint_url, settings=settings, progress=progress
+            resolve_units(units),
+            output_dir,
+            url=endpoint_url,
+            settings=settings,
+            progress=progress,
+            skip_blank_lines=skip_blank_lines,
         )
     if model_dir is None:
         raise ValidationError(f"--engine {engine} needs --model")
@@ -334,6 +347,7 @@ def run_engine(
             model_dir=model_dir,
             settings=settings,
             progress=progress,
+            skip_blank_lines=skip_blank_lines,
         )
     from batchinfer.engine.transform_engine import run_transform
 
@@ -344,6 +358,7 @@ def run_engine(
         settings=settings,
         workers_per_instance=workers_per_instance,
         progress=progress,
+        skip_blank_lines=skip_blank_lines,
     )
 
 

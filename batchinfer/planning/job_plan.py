@@ -28,6 +28,7 @@ from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
 from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, sweep, tune_json
 from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
+from batchinfer.transform.records import check_skip_blank_lines
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import MIB
 from batchinfer.uris import is_s3_uri, parse_s3_uri
@@ -45,6 +46,7 @@ class PlanRequest:
     sharding: Sharding = field(default_factory=Sharding)
     merge: bool = False
     selection: InputSelection = EVERY_INPUT
+    skip_blank_lines: bool = False
     model: Path | None = None
     region: str = DEFAULT_REGION
     prices: dict[str, float] = field(default_factory=dict)
@@ -154,6 +156,8 @@ def make_plan(
         check_instance_type(settings.instance_type, request.engine)
     if request.sample_records < 1:
         raise ValidationError(f"--sample-records: {request.sample_records} must be at least 1")
+    if request.skip_blank_lines:
+        check_skip_blank_lines(settings.split_type)
     remote = [is_s3_uri(i) for i in request.inputs]
     if any(remote) and not all(remote):
         raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
@@ -172,7 +176,10 @@ def make_plan(
             warnings.append(advice.s3_not_calibrated())
     else:
         files = collect_inputs([Path(i) for i in request.inputs], request.selection)
-        surveys = [survey_local(f, settings, request.sharding, reservoir) for f in files]
+        surveys = [
+            survey_local(f, settings, request.sharding, reservoir, request.skip_blank_lines)
+            for f in files
+        ]
     price = (
         None if scoring else hourly_price(settings.instance_type, request.region, request.prices)
     )

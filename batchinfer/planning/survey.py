@@ -53,9 +53,10 @@ def survey_local(
     settings: TransformSettings,
     sharding: Sharding,
     reservoir: Reservoir,
+    skip_blank_lines: bool = False,
 ) -> InputSurvey:
-    """Read ``file`` as the job would frame it (SplitType Line or None); Line records go
-    to ``reservoir``."""
+    """Read ``file`` as the job would frame it (SplitType Line or None, without empty lines
+    when ``skip_blank_lines``); Line records go to ``reservoir``."""
     size = file.size
     with file.path.open("rb") as handle:
         looks_gzip = file.name.endswith(".gz") or handle.read(2) == GZIP_MAGIC
@@ -65,7 +66,7 @@ def survey_local(
         records: int | None = None
         largest: LargestRecord | None = None
         if settings.split_type == "Line":
-            scan = scan_lines(chunks, reservoir)
+            scan = scan_lines(chunks, reservoir, skip_blank_lines)
             data_bytes, records, largest = scan.bytes, scan.records, scan.largest
         elif settings.split_type == "None":
             data_bytes = sum(map(len, chunks))
