@@ -31,6 +31,7 @@ from batchinfer.cloud.runs import (
 from batchinfer.cloud.stack import DeployedStack
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
+from batchinfer.commands.input_options import Exclude, Include
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.jobs.run_estimate import ESTIMATE_KEY, EstimateRequest
 from batchinfer.pipeline.jobs.run_request import RunRequest
@@ -70,6 +71,8 @@ def submit(
     ] = None,
     shards: Annotated[int | None, typer.Option(help="Shards per input object.")] = None,
     shard_size: Annotated[str | None, typer.Option(help="Shard size, e.g. 64MiB.")] = None,
+    include: Include = None,
+    exclude: Exclude = None,
     header: Annotated[
         bool | None,
         typer.Option(
@@ -117,6 +120,8 @@ def submit(
         "endpoint": endpoint,
         "shards": shards,
         "shard_size": shard_size,
+        "include": include,
+        "exclude": exclude,
         "header": header,
         "merge": merge,
     }

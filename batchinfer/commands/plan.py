@@ -12,6 +12,7 @@ from rich.text import Text
 
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
+from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines, selection
 from batchinfer.commands.run import parse_local_engine, parse_shards
 from batchinfer.commands.transform_options import option_name
 from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
@@ -50,6 +51,9 @@ def plan(
         str | None, typer.Option(help="Pre-split into shards of about this size, e.g. 64MiB.")
     ] = None,
     merge: Annotated[bool, typer.Option(help="Plan one merged output per input.")] = False,
+    include: Include = None,
+    exclude: Exclude = None,
+    skip_blank_lines: SkipBlankLines = False,
     engine: Annotated[
         str,
         typer.Option(
@@ -116,6 +120,8 @@ def plan(
             shard_size=None if shard_size is None else parse_size(shard_size, field="--shard-size"),
         ),
         merge=merge,
+        selection=selection(include, exclude),
+        skip_blank_lines=skip_blank_lines,
         model=model,
         region=region or default_region(),
         prices=parse_price_overrides(price),

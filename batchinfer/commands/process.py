@@ -37,6 +37,9 @@ def process(
         "/opt/ml/output/message"
     ),
     progress: Annotated[bool, typer.Option(help="Print progress as JSON lines on stdout.")] = False,
+    skip_blank_lines: Annotated[
+        bool, typer.Option(help="Drop empty lines before batching (split type Line).")
+    ] = False,
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
     from batchinfer.engine.processing_job import (  # the model libraries load only when processing
@@ -63,6 +66,7 @@ def process(
                 settings=settings,
                 workers=workers or default_workers(),
                 progress=JsonLinesProgress() if progress else None,
+                skip_blank_lines=skip_blank_lines,
             )
     except BatchInferError as exc:
         write_message(message_file, str(exc))  # P8: the reason reaches DescribeProcessingJob

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from batchinfer.commands import transform_options as opt
+from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines, selection
 from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
 from batchinfer.engine.local_job import JobInterrupted, JobResult, LocalJob, run_job
 from batchinfer.engines import ENGINES, LOCAL_ENGINES, Engine, LocalEngine
@@ -48,6 +49,9 @@ def run(
         str | None,
         typer.Option(help="http://HOST:PORT of the server that scores with --engine endpoint."),
     ] = None,
+    include: Include = None,
+    exclude: Exclude = None,
+    skip_blank_lines: SkipBlankLines = False,
     quiet: Annotated[bool, typer.Option(help="Print nothing but errors.")] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the run manifest as JSON.")
@@ -70,6 +74,8 @@ def run(
         merge=merge,
         endpoint_url=endpoint_url,
         header=header,
+        selection=selection(include, exclude),
+        skip_blank_lines=skip_blank_lines,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
     try:

@@ -91,6 +91,7 @@ def score_stream(
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
     on_bytes: OnBytes | None = None,
+    skip_blank_lines: bool = False,
 ) -> Position:
     """Score ``source`` (the decompressed input, read from ``position.input_bytes`` on) into
     ``sink`` (the output after its first ``position.output_bytes`` bytes) and return the new
@@ -103,12 +104,13 @@ def score_stream(
     follow ``retry`` (default :func:`endpoint_retry`). A record the endpoint refuses raises
     RecordError naming ``name``, the records, the status and the body; ``sink`` may then
     hold partial output, which must not be presented as the file's. ``on_bytes`` hears
-    ``position.input_bytes`` after each request is written.
+    ``position.input_bytes`` after each request is written. ``skip_blank_lines`` drops empty
+    lines (:class:`~batchinfer.transform.file_transform.FileScoring`).
     """
     if position.done:
         return position
     effective = endpoint_settings(settings)
-    scoring = FileScoring(settings, effective, name)
+    scoring = FileScoring(settings, effective, name, skip_blank_lines=skip_blank_lines)
     policy = retry or endpoint_retry(settings)
     content_type, accept = settings.content_type, settings.accept
 
@@ -120,7 +122,9 @@ def score_stream(
 
     width = concurrency or effective.max_concurrent_transforms
     reached = position
-    with InOrder(call, width=width, name=name, should_stop=should_stop) as window:
+    with InOrder(
+        call, width=width, failed=scoring.request_failed, should_stop=should_stop
+    ) as window:
         batches = scoring.batches(source, first_record=position.records_in + 1)
         for batch, response in window.responses(batches):
             output, produced = scoring.output(batch, response)
@@ -149,6 +153,7 @@ def score_file(
     retry: RetryPolicy | None = None,
     concurrency: int | None = None,
     on_bytes: OnBytes | None = None,
+    skip_blank_lines: bool = False,
 ) -> Position:
     """Score the file ``src`` into ``dst`` with :func:`score_stream`, from ``position``.
 
@@ -181,6 +186,7 @@ def score_file(
                     retry=retry,
                     concurrency=concurrency,
                     on_bytes=in_file_bytes(source, on_bytes),
+                    skip_blank_lines=skip_blank_lines,
                 )
             except BaseException:
                 partial.unlink(missing_ok=True)

@@ -42,10 +42,12 @@ def run_endpoint(
     url: str,
     settings: TransformSettings,
     progress: Progress | None = None,
+    skip_blank_lines: bool = False,
 ) -> EngineReport:
     """Score ``files`` through the server at ``url`` into ``output_dir``. Ctrl-C sends no
     more requests, lets those in flight finish, removes the output of every file not done
-    and raises EngineInterrupted with the files done before it."""
+    and raises EngineInterrupted with the files done before it. ``skip_blank_lines`` drops
+    empty lines."""
     progress = progress or Progress()
     effective = endpoint_settings(settings)
     client = endpoint_client(url, settings)
@@ -70,6 +72,7 @@ def run_endpoint(
                 should_stop=stopping.is_set,
                 retry=retry,
                 on_bytes=file_progress(progress, instance, file),
+                skip_blank_lines=skip_blank_lines,
             )
             if not position.done:
                 partial_output(output).unlink(missing_ok=True)

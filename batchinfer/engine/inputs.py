@@ -3,8 +3,9 @@ ManifestFile selects the input objects; R12: each input object gives one output 
 and the header row they share.
 
 An input is a file, a directory (every file below it, recursively, with its sub-path kept as
-the output name) or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose
-prefix is a local directory.
+the output name, but for hidden and ``_``-prefixed ones: :mod:`batchinfer.sharding.selection`)
+or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose prefix is a local
+directory.
 """
 
 import json
@@ -16,6 +17,7 @@ from batchinfer.errors import InputError, ValidationError
 from batchinfer.media_types import media_type
 from batchinfer.sharding.header import read_header_line
 from batchinfer.sharding.local_files import LocalSource
+from batchinfer.sharding.selection import EVERY_INPUT, InputSelection, Selector
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.csv_dialect import (
     charset,
@@ -84,19 +86,28 @@ def read_manifest(path: Path) -> list[InputFile]:
     return files
 
 
-def collect_inputs(paths: list[Path]) -> list[InputFile]:
-    """Expand files, directories and manifests into input files, sorted by name."""
+def collect_inputs(
+    paths: list[Path], selection: InputSelection = EVERY_INPUT, *, every_file: bool = False
+) -> list[InputFile]:
+    """Expand files, directories and manifests into input files, sorted by name, as
+    ``selection`` selects them: below a directory, hidden and ``_``-prefixed files and
+    folders are not inputs, unless ``every_file`` (a processing job's input directory holds
+    only what its job put there); a file named as such, or by a manifest, always is."""
+    selector = Selector(selection, "file")
     files: list[InputFile] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file())
-            files += [InputFile(p, p.relative_to(path).as_posix()) for p in found]
+            for found in sorted(p for p in path.rglob("*") if p.is_file()):
+                rel = found.relative_to(path).as_posix()
+                if selector.takes(rel, len(rel) if every_file else 0):
+                    files.append(InputFile(found, rel))
         elif path.is_file():
-            files += read_manifest(path) if is_manifest(path) else [InputFile(path, path.name)]
+            listed = read_manifest(path) if is_manifest(path) else [InputFile(path, path.name)]
+            files += [f for f in listed if selector.takes(f.name, len(f.name))]
         else:
             raise InputError(f"{path}: no such file or directory")
     if not files:
-        raise InputError(f"no input files under {', '.join(map(str, paths))}")
+        raise InputError(f"no input files under {', '.join(map(str, paths))}{selector.left_out()}")
     by_name: dict[str, InputFile] = {}
     for file in files:
         if file.name in by_name:

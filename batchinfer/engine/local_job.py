@@ -39,16 +39,20 @@ from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
+from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, output_name
 from batchinfer.transform.csv_dialect import check_header_type
+from batchinfer.transform.records import check_skip_blank_lines
 from batchinfer.transform.settings import TransformSettings
 
 
 @dataclass(frozen=True)
 class LocalJob:
     """A local job. ``model`` is the model the transform and processing engines serve; the
-    endpoint engine takes none: the server at ``endpoint_url`` serves its own."""
+    endpoint engine takes none: the server at ``endpoint_url`` serves its own. ``selection``
+    picks the inputs (``--include``, ``--exclude``); ``skip_blank_lines`` drops empty lines
+    before batching."""
 
     inputs: list[Path]
     output_dir: Path
@@ -61,6 +65,8 @@ class LocalJob:
     endpoint_url: str | None = None
     # The inputs start with a header row: it is no record; its names reach the model.
     header: bool = False
+    selection: InputSelection = EVERY_INPUT
+    skip_blank_lines: bool = False
 
 
 @dataclass
@@ -174,6 +180,8 @@ def validate_job(job: LocalJob) -> None:
     _check_engine_needs(job)
     if job.header:
         check_header_type(job.settings, job.engine)
+    if job.skip_blank_lines:
+        check_skip_blank_lines(job.settings.split_type)
     check_sharding(
         job.settings,
         split=None if job.shards is None else "--shards",
@@ -220,7 +228,7 @@ def run_job(
     validate_job(job)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    files = collect_inputs(job.inputs)
+    files = collect_inputs(job.inputs, job.selection)
     check_not_all_empty(files, job.inputs)
     check_compression(files, job.settings.compression_type, job.settings.content_type)
     if job.header:
@@ -262,6 +270,7 @@ def run_job(
                 workers_per_instance=job.workers_per_instance,
                 progress=progress,
                 endpoint_url=job.endpoint_url,
+                skip_blank_lines=job.skip_blank_lines,
             )
             outcomes = report.outcomes
         except EngineInterrupted as exc:
@@ -326,16 +335,23 @@ def run_engine(
     workers_per_instance: int | None = None,
     progress: Progress | None = None,
     endpoint_url: str | None = None,
+    skip_blank_lines: bool = False,
 ) -> EngineReport:
     """Transform ``units`` into ``output_dir`` with ``engine`` on ``settings.instance_count``
     local instances (model servers, processing containers, or files scored at once through
     the endpoint at ``endpoint_url``). A function giving the units is called while the
-    model servers start, or first where there are none."""
+    model servers start, or first where there are none. ``skip_blank_lines`` drops empty
+    lines."""
     if engine == "endpoint":
         if endpoint_url is None:
             raise ValidationError("--engine endpoint needs --endpoint-url")
         return run_endpoint(
-            resolve_units(units), output_dir, url=endpoint_url, settings=settings, progress=progress
+            resolve_units(units),
+            output_dir,
+            url=endpoint_url,
+            settings=settings,
+            progress=progress,
+            skip_blank_lines=skip_blank_lines,
         )
     if model_dir is None:
         raise ValidationError(f"--engine {engine} needs --model")
@@ -348,6 +364,7 @@ def run_engine(
             model_dir=model_dir,
             settings=settings,
             progress=progress,
+            skip_blank_lines=skip_blank_lines,
         )
     from batchinfer.engine.transform_engine import run_transform
 
@@ -358,6 +375,7 @@ def run_engine(
         settings=settings,
         workers_per_instance=workers_per_instance,
         progress=progress,
+        skip_blank_lines=skip_blank_lines,
     )
 
 

@@ -79,9 +79,11 @@ def transform_input(
     effective: EffectiveSettings,
     concurrency: int,
     progress: Progress | None = None,
+    skip_blank_lines: bool = False,
 ) -> FileOutcome:
     """Transform one input into ``<output_dir>/<name>.out``; a failure is an outcome (R19).
-    ``progress`` hears of the file's bytes after each request."""
+    ``progress`` hears of the file's bytes after each request; ``skip_blank_lines`` drops
+    empty lines."""
     return file_outcome(
         file,
         output_dir,
@@ -96,6 +98,7 @@ def transform_input(
             name=file.name,
             concurrency=concurrency,
             on_bytes=file_progress(progress, instance, file),
+            skip_blank_lines=skip_blank_lines,
         ),
     )
 

@@ -34,10 +34,12 @@ def run_processing(
     model_dir: Path,
     settings: TransformSettings,
     progress: Progress | None = None,
+    skip_blank_lines: bool = False,
 ) -> EngineReport:
     """Run every file through ``settings.instance_count`` processing instances, each telling
     its progress as JSON lines on its stdout. Ctrl-C stops them all and raises
-    EngineInterrupted (their reports come only at the end, so no file counts as done)."""
+    EngineInterrupted (their reports come only at the end, so no file counts as done).
+    ``skip_blank_lines`` drops empty lines (``batchinfer process --skip-blank-lines``)."""
     progress = progress or Progress()
     workers = default_workers_per_instance(settings.instance_count)
     env = {**os.environ, **settings.container_environment({})}
@@ -61,6 +63,7 @@ def run_processing(
                 f"--report={host / 'report.json'}",
                 f"--message-file={host / 'message'}",
                 "--progress",
+                *(["--skip-blank-lines"] if skip_blank_lines else []),
             ]
             log = (host / "log").open("wb")
             proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log)

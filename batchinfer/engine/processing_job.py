@@ -65,11 +65,13 @@ def run_processing_job(
     settings: TransformSettings,
     workers: int,
     progress: Progress | None = None,
+    skip_blank_lines: bool = False,
 ) -> list[dict[str, object]]:
     """Transform every file under ``input_dir`` into ``output_dir``; one record per file.
-    ``progress`` hears of each file as it starts and after each of its requests."""
+    ``progress`` hears of each file as it starts and after each of its requests;
+    ``skip_blank_lines`` drops empty lines."""
     progress = progress or Progress()
-    files = collect_inputs([input_dir])
+    files = collect_inputs([input_dir], every_file=True)  # the job staged each one
     _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
     context = get_context("forkserver")
@@ -93,6 +95,7 @@ def run_processing_job(
                 effective=effective,
                 concurrency=workers,
                 progress=progress,
+                skip_blank_lines=skip_blank_lines,
             )
             outcomes.append(outcome)
     return [

@@ -39,10 +39,11 @@ def run_transform(
     settings: TransformSettings,
     workers_per_instance: int | None = None,
     progress: Progress | None = None,
+    skip_blank_lines: bool = False,
 ) -> EngineReport:
     """Run ``units`` through ``settings.instance_count`` local model servers; a function
     giving them is called while the servers start. Ctrl-C stops them all and raises
-    EngineInterrupted with the files done before it."""
+    EngineInterrupted with the files done before it. ``skip_blank_lines`` drops empty lines."""
     progress = progress or Progress()
     workers = workers_per_instance or default_workers_per_instance(settings.instance_count)
     env = {
@@ -80,6 +81,7 @@ def run_transform(
                 effective=effective,
                 concurrency=effective.max_concurrent_transforms,
                 progress=progress,
+                skip_blank_lines=skip_blank_lines,
             )
 
         outcomes = take_files(

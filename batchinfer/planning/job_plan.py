@@ -27,7 +27,9 @@ from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estima
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
 from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, sweep, tune_json
+from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
 from batchinfer.transform.csv_dialect import check_header_type
+from batchinfer.transform.records import check_skip_blank_lines
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import MIB
 from batchinfer.uris import is_s3_uri, parse_s3_uri
@@ -44,6 +46,8 @@ class PlanRequest:
     engine: PipelineEngine = "transform"
     sharding: Sharding = field(default_factory=Sharding)
     merge: bool = False
+    selection: InputSelection = EVERY_INPUT
+    skip_blank_lines: bool = False
     model: Path | None = None
     region: str = DEFAULT_REGION
     prices: dict[str, float] = field(default_factory=dict)
@@ -156,6 +160,8 @@ def make_plan(
         check_instance_type(settings.instance_type, request.engine)
     if request.sample_records < 1:
         raise ValidationError(f"--sample-records: {request.sample_records} must be at least 1")
+    if request.skip_blank_lines:
+        check_skip_blank_lines(settings.split_type)
     remote = [is_s3_uri(i) for i in request.inputs]
     if any(remote) and not all(remote):
         raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
@@ -176,11 +182,18 @@ def make_plan(
         if request.model is not None:
             warnings.append(advice.s3_not_calibrated())
     else:
-        files = collect_inputs([Path(i) for i in request.inputs])
+        files = collect_inputs([Path(i) for i in request.inputs], request.selection)
         if request.header:  # refuses an input whose header differs, as run does
             measured = header_settings(files, settings)
         surveys = [
-            survey_local(f, settings, request.sharding, reservoir, header=request.header)
+            survey_local(
+                f,
+                settings,
+                request.sharding,
+                reservoir,
+                header=request.header,
+                skip_blank_lines=request.skip_blank_lines,
+            )
             for f in files
         ]
     price = (
@@ -270,7 +283,7 @@ def _survey_s3(request: PlanRequest) -> list[InputSurvey]:
     for uri in request.inputs:
         location = parse_s3_uri(uri, field="INPUT")
         base = location.key[: location.key.rfind("/") + 1]
-        for obj in input_objects(s3, location):
+        for obj in input_objects(s3, location, selection=request.selection):
             surveys.append(
                 survey_s3_object(
                     obj["Key"][len(base) :],

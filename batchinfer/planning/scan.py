@@ -2,8 +2,9 @@
 uniform random sample for calibration.
 
 Records are framed as the job frames them (spec R6: what a record is under each SplitType): with
-SplitType Line a record is the bytes up to and including ``\\n`` (a last line without one counts);
-with None the whole object is one record. The sample is a reservoir shared by every input, so it is
+SplitType Line a record is the bytes up to and including ``\\n`` (a last line without one counts;
+an empty line is one too, unless blank lines are skipped); with None the whole object is one
+record. The sample is a reservoir shared by every input, so it is
 spread across all of them; it is drawn with skips (Li's algorithm L), so the work per record stays
 in C (``bytes.split``, ``max``) however large the input.
 """
@@ -13,6 +14,11 @@ import random
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from batchinfer.transform.records import BLANK_LINES
+
+# The blank lines a scan skips, as it holds lines: without their "\n".
+_BLANK = frozenset(line.removesuffix(b"\n") for line in BLANK_LINES)
 
 
 @dataclass(frozen=True)
@@ -63,13 +69,15 @@ class Reservoir:
 
 
 class LineScan:
-    """Counts the Line records of one input fed in chunks, and finds its largest."""
+    """Counts the Line records of one input fed in chunks, and finds its largest; with
+    ``skip_blank_lines`` empty lines are no records."""
 
-    def __init__(self, reservoir: Reservoir) -> None:
+    def __init__(self, reservoir: Reservoir, skip_blank_lines: bool = False) -> None:
         self.records = 0
         self.bytes = 0
         self.largest: LargestRecord | None = None
         self._reservoir = reservoir
+        self._skip_blank_lines = skip_blank_lines
         self._carry = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -85,6 +93,8 @@ class LineScan:
         return self
 
     def _take(self, lines: list[bytes], *, terminated: bool) -> None:
+        if self._skip_blank_lines and terminated:
+            lines = [line for line in lines if line not in _BLANK]
         if not lines:
             return
         lengths = list(map(len, lines))
@@ -96,9 +106,11 @@ class LineScan:
         self._reservoir.offer(lines)
 
 
-def scan_lines(chunks: Iterable[bytes], reservoir: Reservoir) -> LineScan:
+def scan_lines(
+    chunks: Iterable[bytes], reservoir: Reservoir, skip_blank_lines: bool = False
+) -> LineScan:
     """Scan an input given as chunks of its (decompressed) bytes."""
-    scan = LineScan(reservoir)
+    scan = LineScan(reservoir, skip_blank_lines)
     for chunk in chunks:
         scan.feed(chunk)
     return scan.finish()

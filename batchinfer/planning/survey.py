@@ -57,9 +57,11 @@ def survey_local(
     reservoir: Reservoir,
     *,
     header: bool = False,
+    skip_blank_lines: bool = False,
 ) -> InputSurvey:
     """Read ``file`` as the job would frame it (SplitType Line or None), without its first
-    line when it is a ``header``; Line records go to ``reservoir``."""
+    line when it is a ``header`` and without empty lines when ``skip_blank_lines``; Line
+    records go to ``reservoir``."""
     size = file.size
     with file.path.open("rb") as handle:
         looks_gzip = file.name.endswith(".gz") or handle.read(2) == GZIP_MAGIC
@@ -71,7 +73,7 @@ def survey_local(
         records: int | None = None
         largest: LargestRecord | None = None
         if settings.split_type == "Line":
-            scan = scan_lines(chunks, reservoir)
+            scan = scan_lines(chunks, reservoir, skip_blank_lines)
             data_bytes, records, largest = scan.bytes, scan.records, scan.largest
         elif settings.split_type == "None":
             data_bytes = sum(map(len, chunks))

@@ -29,8 +29,8 @@ from typing import Any, BinaryIO, Protocol, cast
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
 from batchinfer.transform.dataprocessing import DataProcessing
-from batchinfer.transform.record_errors import InvocationError, RecordError
-from batchinfer.transform.records import Batch, Readable, frame, read_into
+from batchinfer.transform.record_errors import InvocationError, RecordError, record_range
+from batchinfer.transform.records import Batch, Readable, empty_line, frame, read_into
 from batchinfer.transform.retry import Invoke, RetryPolicy
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
 
@@ -66,10 +66,19 @@ class FileScoring:
     bodies (R5-R8: how a file becomes records and request bodies; the InputFilter of R16: the
     filters take a small subset of JSONPath) and each response's output bytes (join and
     OutputFilter, R17, R18: a JSON join puts the prediction under SageMakerOutput; assembly,
-    R13: AssembleWith decides what goes between responses; one output line per input record)."""
+    R13: AssembleWith decides what goes between responses; one output line per input record).
+    ``skip_blank_lines`` drops empty lines before batching (batchinfer's own option)."""
 
-    def __init__(self, settings: TransformSettings, effective: EffectiveSettings, name: str):
+    def __init__(
+        self,
+        settings: TransformSettings,
+        effective: EffectiveSettings,
+        name: str,
+        *,
+        skip_blank_lines: bool = False,
+    ):
         self.settings, self.effective, self.name = settings, effective, name
+        self.skip_blank_lines = skip_blank_lines
         self._processing = DataProcessing(settings, name)
 
     def batches(self, source: Readable, first_record: int = 1) -> Iterator[Batch]:
@@ -84,6 +93,25 @@ class FileScoring:
             record_filter=processing.filter_record if processing.filters_input else None,
             keep_records=processing.join,
             first_record=first_record,
+            skip_blank_lines=self.skip_blank_lines,
+        )
+
+    def request_failed(self, batch: Batch, reason: str) -> RecordError:
+        """How the file fails when the request of ``batch`` failed for ``reason`` (R19: a file
+        with any failed record gets no output): naming its records, or the first of them that
+        is an empty line, the likely cause, and what to do about it."""
+        empty = empty_line(batch) if self.settings.split_type == "Line" else None
+        if empty is None:
+            return RecordError(
+                self.name, batch.first_record, f"request failed: {reason}", batch.last_record
+            )
+        return RecordError(
+            self.name,
+            empty,
+            "is an empty line, and with split_type (SplitType) Line every line is a record: "
+            "remove empty lines from the input, or skip them with --skip-blank-lines "
+            f"(batchinfer run); the request of "
+            f"{record_range(batch.first_record, batch.last_record)} failed: {reason}",
         )
 
     def output(self, batch: Batch, response: bytes) -> tuple[bytes, int | None]:
@@ -112,10 +140,11 @@ class InOrder:
     """Sends batches through ``call`` with up to ``width`` requests in flight (R9) and gives
     back each batch with its response in input order (R14), whatever order they arrive in.
 
-    A failed request raises RecordError naming ``name`` and its records (R19: a file with any failed
-    record gets no output). ``should_stop`` is asked before each request: once it says yes, no more
-    are sent, those in flight are still given back and ``stopped`` is set. Use it as a context
-    manager: leaving it cancels what was not sent and waits for what was.
+    A failed request raises the RecordError that ``failed`` makes of its batch and the reason
+    (R19: a file with any failed record gets no output). ``should_stop`` is asked before each
+    request: once it says yes, no more are sent, those in flight are still given back and
+    ``stopped`` is set. Use it as a context manager: leaving it cancels what was not sent and
+    waits for what was.
     """
 
     def __init__(
@@ -123,10 +152,10 @@ class InOrder:
         call: Invoke,
         *,
         width: int,
-        name: str,
+        failed: Callable[[Batch, str], RecordError],
         should_stop: Callable[[], bool] | None = None,
     ) -> None:
-        self._call, self._width, self._name = call, max(1, width), name
+        self._call, self._width, self._failed = call, max(1, width), failed
         self._should_stop = should_stop
         self._window: deque[tuple[Batch, Future[bytes]]] = deque()
         self._pool: ThreadPoolExecutor | None = None
@@ -169,9 +198,7 @@ class InOrder:
         except Exception as exc:  # an in-process handler's own error fails the request too
             reason, cause = f"{type(exc).__name__}: {exc}", exc
         # The cause stays attached: a caller may tell a refused record from a busy endpoint.
-        raise RecordError(
-            self._name, batch.first_record, f"request failed: {reason}", batch.last_record
-        ) from cause
+        raise self._failed(batch, reason) from cause
 
 
 def transform_stream(
@@ -185,6 +212,7 @@ def transform_stream(
     concurrency: int | None = None,
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
     on_bytes: OnBytes | None = None,
+    skip_blank_lines: bool = False,
 ) -> FileStats:
     """Transform the (already decompressed) ``source`` into ``sink``.
 
@@ -194,11 +222,11 @@ def transform_stream(
     many lines as its request held records; a mismatch raises RecordError naming the
     records and both counts. Any failure raises (RecordError for a record or request);
     ``sink`` may then hold partial output. ``on_bytes`` hears the source bytes done after
-    each request.
+    each request. ``skip_blank_lines`` drops empty lines (:class:`FileScoring`).
     """
     started = time.perf_counter()
     counted = _CountingReader(source)
-    scoring = FileScoring(settings, effective, name)
+    scoring = FileScoring(settings, effective, name, skip_blank_lines=skip_blank_lines)
     retry = RetryPolicy(settings.invocations_max_retries + 1, retry_backoff_seconds)
     verify = settings.counts_records
     totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0, "bytes_done": 0}
@@ -207,7 +235,7 @@ def transform_stream(
         return retry.call(invoke, body)
 
     width = concurrency or effective.max_concurrent_transforms
-    with InOrder(call, width=width, name=name) as window:
+    with InOrder(call, width=width, failed=scoring.request_failed) as window:
         for batch, response in window.responses(scoring.batches(counted)):
             output, produced = scoring.output(batch, response)
             sink.write(output)
@@ -272,6 +300,7 @@ def transform_file(
     concurrency: int | None = None,
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
     on_bytes: OnBytes | None = None,
+    skip_blank_lines: bool = False,
 ) -> FileStats:
     """Transform ``src`` into ``dst`` (R19): the output is written to a temporary file beside
     ``dst`` and renamed only on success, so a failed file leaves neither. Gzip input is
@@ -279,7 +308,8 @@ def transform_file(
     limits the input to those bytes of ``src`` (a shard; ``end`` None: to the end).
     ``name`` (default: ``src``) is how errors name the file. ``on_bytes`` hears the bytes
     of ``src`` done after each request (of a gzip file, estimated from how far the
-    decompression has read into it)."""
+    decompression has read into it). ``skip_blank_lines`` drops empty lines
+    (:class:`FileScoring`)."""
     name = name or str(src)
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open_input(src, name, *byte_range) as raw:
@@ -298,6 +328,7 @@ def transform_file(
                     concurrency=concurrency,
                     retry_backoff_seconds=retry_backoff_seconds,
                     on_bytes=on_bytes,
+                    skip_blank_lines=skip_blank_lines,
                 )
             os.replace(tmp, dst)
         except BaseException:

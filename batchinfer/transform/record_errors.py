@@ -17,11 +17,12 @@ class RecordError(InputError):
         self.first_record = first_record
         self.last_record = last_record if last_record is not None else first_record
         self.reason = reason
-        if self.last_record == first_record:
-            where = f"record {first_record}"
-        else:
-            where = f"records {first_record}-{self.last_record}"
-        super().__init__(f"{file}: {where}: {reason}")
+        super().__init__(f"{file}: {record_range(first_record, self.last_record)}: {reason}")
+
+
+def record_range(first: int, last: int) -> str:
+    """``record 3``, or ``records 3-9``."""
+    return f"record {first}" if last == first else f"records {first}-{last}"
 
 
 class InvocationError(BatchInferError):

@@ -3,8 +3,11 @@ and request bodies).
 
 SplitType None: the whole object is one request. SplitType Line: a record is the bytes up to
 and including ``\\n`` (``\\r\\n`` kept as is); a final line without ``\\n`` is a record; an
-empty line is a record. SingleRecord sends one record per request; MultiRecord as many
-consecutive records as fit in the payload limit, counted in request body bytes.
+empty line is a record, unless the job skips blank lines (batchinfer's own option, local
+jobs only): then an empty line (``\\n`` or ``\\r\\n``) is dropped before batching and not
+numbered, though its bytes count as read. SingleRecord sends one record per request;
+MultiRecord as many consecutive records as fit in the payload limit, counted in request body
+bytes.
 
 Without a per-record transformation, MultiRecord batches are cut from large reads with
 ``bytes.rfind`` and counted with ``bytes.count``: no Python work per record. Memory stays
@@ -21,6 +24,8 @@ from batchinfer.transform.record_errors import RecordError
 from batchinfer.units import MIB
 
 READ_SIZE = 8 * MIB
+# The records that skipping blank lines drops: empty lines.
+BLANK_LINES = (b"\n", b"\r\n")
 
 # (original record, its 1-based number) -> the bytes it contributes to the request body.
 RecordFilter = Callable[[bytes, int], bytes]
@@ -63,16 +68,20 @@ def frame(
     keep_records: bool = False,
     read_size: int = READ_SIZE,
     first_record: int = 1,
+    skip_blank_lines: bool = False,
 ) -> Iterator[Batch]:
     """Yield the request bodies of ``source`` in order.
 
     ``record_filter`` rewrites each record before it is packed (the InputFilter);
-    ``keep_records`` keeps the original records on each batch. An oversize record, or an
-    oversize SplitType None object, raises RecordError naming ``name`` and the record number.
-    ``first_record`` numbers the first record of ``source`` (a file read from a record
-    boundary after ``first_record - 1`` records).
+    ``keep_records`` keeps the original records on each batch; ``skip_blank_lines`` drops
+    empty lines (SplitType Line only). An oversize record, or an oversize SplitType None
+    object, raises RecordError naming ``name`` and the record number. ``first_record``
+    numbers the first record of ``source`` (a file read from a record boundary after
+    ``first_record - 1`` records).
     """
     skip = first_record - 1
+    if skip_blank_lines:
+        check_skip_blank_lines(split_type)
     if split_type == "None":
         return _whole_object(source, name, max_payload_bytes, record_filter, keep_records)
     if split_type != "Line":
@@ -81,13 +90,34 @@ def frame(
             "implemented by the local engine; use Line or None"
         )
     single = batch_strategy == "SingleRecord"
-    if record_filter is None and not keep_records:
+    if record_filter is None and not keep_records and not skip_blank_lines:
         if single:
             return _single_records(source, name, max_payload_bytes, read_size, skip)
         if max_payload_bytes is not None:
             return _multi_records(source, name, max_payload_bytes, read_size, skip)
     records = _iter_records(source, name, None, read_size)
-    return _pack(records, name, max_payload_bytes, single, record_filter, keep_records, skip)
+    return _pack(
+        records, name, max_payload_bytes, single, record_filter, keep_records, skip,
+        skip_blank_lines,
+    )  # fmt: skip
+
+
+def check_skip_blank_lines(split_type: str) -> None:
+    """Skipping blank lines needs Line records; ValidationError naming the option."""
+    if split_type != "Line":
+        raise ValidationError(
+            f"--skip-blank-lines: needs --split-type Line; with split_type (SplitType) "
+            f"{split_type} a record is not a line"
+        )
+
+
+def empty_line(batch: Batch) -> int | None:
+    """The number of the first record of ``batch`` that is an empty line, or None."""
+    records = batch.records or [line + b"\n" for line in batch.body.split(b"\n")[:-1]]
+    return next(
+        (batch.first_record + i for i, record in enumerate(records) if record in BLANK_LINES),
+        None,
+    )
 
 
 def count_records(data: bytes) -> int:
@@ -223,17 +253,24 @@ def _pack(
     record_filter: RecordFilter | None,
     keep_records: bool,
     skip: int,
+    skip_blank_lines: bool,
 ) -> Iterator[Batch]:
-    """Batches of filtered records, each body within ``limit`` bytes."""
+    """Batches of filtered records, each body within ``limit`` bytes; a blank line that
+    ``skip_blank_lines`` drops still counts in a batch's input bytes, so that resuming
+    after a batch starts where it ends."""
     parts: list[bytes] = []
     originals: list[bytes] = []
-    size, consumed, first = 0, 0, skip + 1
+    size, consumed, first, number = 0, 0, skip + 1, skip
 
     def batch() -> Batch:
         kept = tuple(originals) if keep_records else None
         return Batch(b"".join(parts), first, len(parts), kept, consumed)
 
-    for number, record in enumerate(records, skip + 1):
+    for record in records:
+        if skip_blank_lines and record in BLANK_LINES:
+            consumed += len(record)
+            continue
+        number += 1
         part = record_filter(record, number) if record_filter else record
         if limit is not None and len(part) > limit:
             raise oversize_error(name, number, limit, len(part))

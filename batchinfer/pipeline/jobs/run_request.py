@@ -14,14 +14,17 @@ from batchinfer.engines import PIPELINE_ENGINES
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.jobs.run_estimate import ESTIMATE_KEY, EstimateRequest, estimate_request
 from batchinfer.pipeline.jobs.run_model import MODEL_KEYS
+from batchinfer.sharding.selection import InputSelection
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
 ENDPOINT_KEYS = ("endpoint", "endpoint_variant", "inference_component")
+SELECTION_KEYS = ("include", "exclude")
 RUN_KEYS = (
     frozenset(
         {"input", "names", "output", "run_id", "engine", "shards", "shard_size", "header", "merge"}
     )
+    | frozenset(SELECTION_KEYS)
     | frozenset({ESTIMATE_KEY, *MODEL_KEYS})
     | frozenset(ENDPOINT_KEYS)
 )
@@ -32,16 +35,17 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 @dataclass(frozen=True)
 class RunRequest:
     """A run request, checked as far as it can be without the stack or AWS (:meth:`parse`):
-    the keys, the run id, input and output as S3 URIs, the names, the engine, the endpoint
-    keys, the flags, each transform setting given and the estimate. Which places and models
-    the stack allows, settings that must agree with each other and the sharding depend on
-    the stack: Plan checks those."""
+    the keys, the run id, input and output as S3 URIs, the names and the globs that select
+    the inputs, the engine, the endpoint keys, the flags, each transform setting given and
+    the estimate. Which places and models the stack allows, settings that must agree with
+    each other and the sharding depend on the stack: Plan checks those."""
 
     given: Mapping[str, Any]  # the request as it came
     input: str
     output: str | None
     run_id: str | None
     names: tuple[str, ...] | None  # None: every object under input
+    selection: InputSelection  # include and exclude globs
     engine: str | None  # None: the stack's
     endpoint: dict[str, str]  # the endpoint keys given
     header: bool
@@ -59,6 +63,7 @@ class RunRequest:
         if output is not None:
             _s3_uri(output, "output")
         names = _names(request)
+        selection = InputSelection(*(_globs(request, key) for key in SELECTION_KEYS))
         engine = engine_of(request["engine"]) if "engine" in request else None
         endpoint = {key: request[key] for key in ENDPOINT_KEYS if key in request}
         check_endpoint_keys(endpoint, engine)
@@ -67,8 +72,8 @@ class RunRequest:
         TransformSettings.check_given(settings)
         estimate = estimate_request(request)
         return cls(
-            request, source, output, run_id, names, engine, endpoint, header, merge, settings,
-            estimate,
+            request, source, output, run_id, names, selection, engine, endpoint, header, merge,
+            settings, estimate,
         )  # fmt: skip
 
     def run_id_or(self, execution_name: str) -> str:
@@ -154,6 +159,20 @@ def _names(request: Mapping[str, Any]) -> tuple[str, ...] | None:
             raise ValidationError(f"names[{number}]: {name!r} is named twice")
         seen.add(name)
     return tuple(names)
+
+
+def _globs(request: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """The request's ``include`` or ``exclude``: glob patterns matched against each input's
+    name relative to ``input`` (none when it is left out)."""
+    globs = request.get(key, [])
+    if not isinstance(globs, list):
+        raise ValidationError(
+            f'{key}: {globs!r} is not allowed; allowed: a list of glob patterns such as ["*.csv"]'
+        )
+    for number, glob in enumerate(globs):
+        if not isinstance(glob, str) or not glob:
+            raise ValidationError(f"{key}[{number}]: {glob!r} is not a glob pattern")
+    return tuple(globs)
 
 
 def _flag(request: Mapping[str, Any], key: str) -> bool:

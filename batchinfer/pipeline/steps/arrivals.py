@@ -6,7 +6,9 @@ The arrivals are grouped by folder (the key's parent prefix, under the trigger's
 and each folder starts one execution whose request's ``input`` is the folder and whose
 ``names`` are the batch's new objects in it, so a later batch for the same folder does not
 score them again. A folder with more names than one request holds (Step Functions takes at
-most 256 KiB of input) starts one execution per :data:`REQUEST_BYTES` of names.
+most 256 KiB of input) starts one execution per :data:`REQUEST_BYTES` of names. Hidden and
+``_``-prefixed arrivals (a Spark job's ``_SUCCESS``, ``.crc`` files and ``_temporary/``) start
+nothing: they are no inputs (:mod:`batchinfer.sharding.selection`).
 
 Execution names come from the folder and the EventBridge event ids of the arrivals a run
 takes: a redelivered batch asks for the same names, and ExecutionAlreadyExists is success.
@@ -28,6 +30,7 @@ from urllib.parse import unquote_plus
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import ValidationError
+from batchinfer.sharding.selection import is_stray, under_prefix
 
 LOG = logging.getLogger(__name__)
 
@@ -126,10 +129,11 @@ def folder_of(key: str) -> str:
 
 def run_starts(arrivals: Sequence[Arrival], trigger: Trigger) -> list[RunStart]:
     """One start per folder of ``arrivals`` (more for a folder whose names pass
-    :data:`REQUEST_BYTES`); folder markers (keys ending with ``/``) start nothing."""
+    :data:`REQUEST_BYTES`); folder markers (keys ending with ``/``) and hidden or
+    ``_``-prefixed keys below the trigger's prefix start nothing."""
     folders: dict[str, list[Arrival]] = {}
     for arrival in arrivals:
-        if not arrival.key.endswith("/"):
+        if _is_input(arrival.key, trigger.prefix):
             folders.setdefault(folder_of(arrival.key), []).append(arrival)
     starts = []
     for folder, found in sorted(folders.items()):
@@ -147,6 +151,12 @@ def run_starts(arrivals: Sequence[Arrival], trigger: Trigger) -> list[RunStart]:
                 )
             )
     return starts
+
+
+def _is_input(key: str, prefix: str) -> bool:
+    """Whether the object ``key`` that arrived under ``prefix`` is an input: not a folder
+    marker, nor hidden or ``_``-prefixed below the prefix."""
+    return not key.endswith("/") and not is_stray(*under_prefix(prefix, key))
 
 
 def _chunks(names: list[str], base_bytes: int) -> Iterator[list[str]]:

@@ -5,10 +5,12 @@ and checked here, so a bad request fails before any work with a message naming t
 A request may name its objects (``names``: paths relative to ``input``, as a ManifestFile
 does, R4: a key prefix or a ManifestFile selects the input objects) instead of taking every object
 under ``input``; the S3 trigger does, so that a later batch of arrivals in the same folder is not
-scored again. The per-object split tasks go to ``runs/<run>/inputs.jsonl`` (JSON Lines, read by the
-split Map), not into the state. The input is listed page by page and the tasks wait in a
-spooled file, so Plan's memory does not grow with the number of objects; no object count
-is refused (docs/scaling.md).
+scored again. Under ``input``, hidden and ``_``-prefixed keys are no inputs (``_SUCCESS``,
+``_temporary/``), and ``include`` and ``exclude`` globs select among the others
+(:mod:`batchinfer.sharding.selection`). The per-object split tasks go to
+``runs/<run>/inputs.jsonl`` (JSON Lines, read by the split Map), not into the state. The input
+is listed page by page and the tasks wait in a spooled file, so Plan's memory does not grow
+with the number of objects; no object count is refused (docs/scaling.md).
 """
 
 import posixpath
@@ -110,7 +112,7 @@ def plan_run(
     threshold = env.split_job_threshold
     with SpooledJson("lines") as tasks:
         total, split_jobs, header_line = _split_tasks(
-            s3, source, run_request.names, layout, settings, split, tasks, tally,
+            s3, source, run_request, layout, settings, split, tasks, tally,
             threshold=threshold, job_base=jobs_base,
         )  # fmt: skip
         if header_line is not None:
@@ -266,7 +268,7 @@ def _with_header_names(settings: TransformSettings, line: bytes, source: str) ->
 def _split_tasks(
     s3: Any,
     source: S3Location,
-    names: tuple[str, ...] | None,
+    run_request: RunRequest,
     layout: RunLayout,
     settings: TransformSettings,
     split: dict[str, Any],
@@ -276,14 +278,14 @@ def _split_tasks(
     threshold: int | None,
     job_base: str,
 ) -> tuple[int, int, bytes | None]:
-    """Add one :class:`SplitTask` per input object to ``tasks``, each with the splitter
-    that takes it (split_job.py), and its shards to ``tally`` (for the estimate); the bytes
-    of all objects, how many go to split jobs, and the first object's header line (read
-    when the inputs have one; each split checks its object's against it)."""
+    """Add one :class:`SplitTask` per input object the request selects to ``tasks``, each
+    with the splitter that takes it (split_job.py), and its shards to ``tally`` (for the
+    estimate); the bytes of all objects, how many go to split jobs, and the first object's
+    header line (read when the inputs have one; each split checks its object's against it)."""
     base = source.key[: source.key.rfind("/") + 1]
     total = jobs = 0
     header_line = None
-    for obj in input_objects(s3, source, names):
+    for obj in input_objects(s3, source, run_request.names, run_request.selection):
         folder = posixpath.dirname(obj["Key"][len(base) :])
         location = S3Location(source.bucket, obj["Key"])
         gzip = is_gzip(obj["Key"], settings.compression_type)

@@ -185,6 +185,20 @@ def test_submit_dry_run_prints_the_request_and_the_state_machine_and_starts_noth
     assert _executions(deployed) == []
 
 
+def test_submit_sends_include_and_exclude_globs_and_leaves_blank_lines_to_run_r4(invoke, deployed):
+    """The Plan selects the objects by the request's globs (R4: a key prefix or a
+    ManifestFile selects the input objects); SageMaker frames a transform job's records, so
+    submit has no --skip-blank-lines."""
+    common = ("submit", "--stack", STACK, "--input", "s3://test-data/input/daily/", "--dry-run")
+    result = invoke(*common, "--include", "*.csv", "--include", "*.tsv", "--exclude", "old/*")
+    assert result.exit_code == 0, result.output
+    request = json.JSONDecoder().raw_decode(result.output)[0]["request"]
+    assert (request["include"], request["exclude"]) == (["*.csv", "*.tsv"], ["old/*"])
+    assert RunRequest.parse(request).selection.matches("a.csv")
+    result = invoke(*common, "--skip-blank-lines")
+    assert result.exit_code == 2 and "No such option: --skip-blank-lines" in result.output
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

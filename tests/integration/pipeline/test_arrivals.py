@@ -223,6 +223,22 @@ def test_folder_markers_start_nothing():
     assert run_starts([Arrival("m", "e", "input/arrivals/new/")], TRIGGER) == []
 
 
+def test_hidden_and_underscore_arrivals_start_nothing_r4():
+    """What a Spark job writes besides its data is no input (R4: a key prefix or a
+    ManifestFile selects the input objects): its _SUCCESS, .crc files and _temporary/."""
+    keys = [
+        "input/arrivals/day1/part-00000.csv",
+        "input/arrivals/day1/_SUCCESS",
+        "input/arrivals/day1/.part-00000.csv.crc",
+        "input/arrivals/day1/_temporary/0/part-00001.csv",
+        "input/arrivals/_staging/a.csv",
+    ]
+    starts = run_starts([Arrival(f"m{i}", f"e{i}", k) for i, k in enumerate(keys)], TRIGGER)
+    assert [(s.request["input"], s.request["names"]) for s in starts] == [
+        ("s3://data/input/arrivals/day1/", ["part-00000.csv"])
+    ]
+
+
 def test_execution_names_are_valid_run_ids_and_depend_on_folder_and_events():
     long = "input/arrivals/" + "x y/" * 40
     name = execution_name(long, "input/arrivals/", ["e1"])

@@ -151,6 +151,22 @@ def plan(account, request, name="exec-1"):
             InputError,
             r"names\[1\]: no object s3://batchinfer-test-data/input/d$",
         ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "include": "*.csv"},
+            ValidationError,
+            r"include: '\*\.csv' is not allowed; allowed: a list of glob patterns",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "exclude": ["*.tmp", ""]},
+            ValidationError,
+            r"exclude\[1\]: '' is not a glob pattern",
+        ),
+        (
+            {"input": f"s3://{BUCKET}/input/", "include": ["*.json"]},
+            InputError,
+            r"input: no objects under s3://batchinfer-test-data/input/: 1 object \(d\.csv\) "
+            r"not selected by include '\*\.json'$",
+        ),
     ],
 )
 def test_bad_requests_fail_naming_the_key(account, request_, error, message):
@@ -237,6 +253,56 @@ def test_names_take_only_the_named_objects_of_the_prefix_r4(account):
     ]
     assert result["objects"] == 2 and result["bytes"] == 8
     assert result["input"] == f"s3://{BUCKET}/input/in/"
+
+
+def split_inputs(account, result):
+    """The objects Plan wrote split tasks for, relative to the folder of the run's input."""
+    items = account.json_lines(f"s3://{BUCKET}/{result['inputs_key']}")
+    folder = result["input"][: result["input"].rfind("/") + 1]
+    return [item["input"].removeprefix(folder) for item in items]
+
+
+SPARK_OUTPUT = (
+    "part-00000.csv",
+    "day1/a.csv",
+    "_SUCCESS",
+    "_committed_4711",
+    ".part-00000.csv.crc",
+    "_temporary/0/part-00001.csv",
+)
+
+
+def test_hidden_and_underscore_keys_under_the_input_are_no_inputs_unless_named_r4(account):
+    """What a Spark or Hadoop job leaves beside its data is left out of a prefix (R4); a
+    request's names, and a prefix that names an object, always take it."""
+    for key in SPARK_OUTPUT:
+        account.put(f"input/spark/{key}", b"1,2\n")
+    result = plan(account, {"input": f"s3://{BUCKET}/input/spark/"})
+    assert split_inputs(account, result) == ["day1/a.csv", "part-00000.csv"]
+    assert result["objects"] == 2
+    named = {"input": f"s3://{BUCKET}/input/spark/", "names": ["_committed_4711"]}
+    assert split_inputs(account, plan(account, named, "named")) == ["_committed_4711"]
+    prefix = {"input": f"s3://{BUCKET}/input/spark/_SUCCESS"}
+    assert split_inputs(account, plan(account, prefix, "prefix")) == ["_SUCCESS"]
+
+
+def test_include_and_exclude_select_among_the_objects_and_names_r4(account):
+    for key in ("a.csv", "b.csv", "x.json", "day2/c.csv", "_SUCCESS"):
+        account.put(f"input/sel/{key}", b"1,2\n")
+    request = {"input": f"s3://{BUCKET}/input/sel/", "include": ["*.csv"], "exclude": ["b*"]}
+    assert split_inputs(account, plan(account, request)) == ["a.csv", "day2/c.csv"]
+    named = request | {"names": ["b.csv", "x.json", "day2/c.csv"]}
+    assert split_inputs(account, plan(account, named, "named")) == ["day2/c.csv"]
+
+
+def test_a_prefix_holding_only_stray_objects_is_an_input_error_saying_so_r4(account):
+    account.put("input/done/_SUCCESS", b"")
+    with pytest.raises(InputError) as info:
+        plan(account, {"input": f"s3://{BUCKET}/input/done/"})
+    assert str(info.value) == (
+        f"input: no objects under s3://{BUCKET}/input/done/: 1 object (_SUCCESS) hidden or "
+        "_-prefixed, which are inputs only when named"
+    )
 
 
 def test_same_run_id_twice_claims_once_and_keeps_the_first(account):

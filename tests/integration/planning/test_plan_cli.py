@@ -186,3 +186,30 @@ def test_a_missing_model_is_named_before_any_input_is_read(capsys, tmp_path):
     data.write_bytes(b"1,2\n")
     code, printed = run_cli(capsys, "plan", str(data), "--model", str(tmp_path / "nope"))
     assert code == 3 and "--model" in printed and "nope" in printed
+
+
+def test_skip_blank_lines_counts_records_as_run_frames_them_r6(capsys, tmp_path):
+    """Empty lines are records, unless --skip-blank-lines drops them; the largest record is
+    numbered as the run numbers it then."""
+    data = tmp_path / "in" / "a.csv"
+    data.parent.mkdir()
+    data.write_bytes(b"1,2\n\n\r\n3,4,5,6\n\n")
+    assert plan_json(capsys, data.parent, *CSV)["records"] == 5
+    plan = plan_json(capsys, data.parent, *CSV, "--skip-blank-lines")
+    assert plan["records"] == 2 and plan["largest_record"]["record"] == 2
+    code, printed = run_cli(capsys, "plan", str(data), "--split-type", "None", "--skip-blank-lines")
+    assert code == 2 and "--skip-blank-lines: needs --split-type Line" in printed
+
+
+def test_plan_takes_the_inputs_run_takes_r4(capsys, tmp_path):
+    """Hidden and _-prefixed files are left out; --include and --exclude select the rest."""
+    for name in ("a.csv", "b.json", "day2/c.csv", "_SUCCESS", ".a.csv.crc", "_temporary/d.csv"):
+        (tmp_path / "in" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "in" / name).write_bytes(b"1,2\n")
+    plan = plan_json(capsys, tmp_path / "in", *CSV)
+    assert [f["name"] for f in plan["files"]] == ["a.csv", "b.json", "day2/c.csv"]
+    plan = plan_json(
+        capsys, tmp_path / "in", *CSV, "--include", "*.csv", "--include", "*.json",
+        "--exclude", "day2/*",
+    )  # fmt: skip
+    assert [f["name"] for f in plan["files"]] == ["a.csv", "b.json"]

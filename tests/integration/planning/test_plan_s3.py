@@ -72,3 +72,18 @@ def test_with_header_an_objects_header_line_is_not_cut_as_data(capsys, bucket):
         assert code == 0, printed
         shards.append(json.loads(printed)["shards"])
     assert shards == [2, 1]
+
+
+def test_an_s3_prefix_leaves_out_stray_keys_and_takes_include_and_exclude_r4(capsys, bucket):
+    for key in ("a.csv", "b.csv", "x.json", "_SUCCESS", ".a.csv.crc", "_temporary/0/c.csv"):
+        bucket.put_object(Bucket="data", Key=f"input/day/{key}", Body=b"1,2\n")
+    code, printed = run_cli(
+        capsys, "plan", "s3://data/input/day/", *CSV, "--exclude", "b*", "--json"
+    )
+    assert code == 0, printed
+    assert [f["name"] for f in json.loads(printed)["files"]] == ["a.csv", "x.json"]
+    code, printed = run_cli(capsys, "plan", "s3://data/input/day/", *CSV, "--include", "*.txt")
+    assert code == 3, printed
+    assert "no objects under s3://data/input/day/: 3 objects (a.csv, b.csv, x.json) not " in (
+        " ".join(printed.split())
+    )

@@ -199,6 +199,42 @@ def test_r19_failure_names_the_record_range_of_a_multi_record_request(tmp_path, 
         )
 
 
+def refuse_empty_csv_records(body: bytes) -> bytes:
+    """As the default handler answers an empty CSV record: 400, numbered in the request."""
+    for number, line in enumerate(body.split(b"\n")[:-1], start=1):
+        if line in (b"", b"\r"):
+            raise InvocationError(f"text/csv record {number} is empty", status=400)
+    return b"\n".join(b"1" for _ in body.splitlines())
+
+
+def test_r6_r19_a_request_failing_on_an_empty_line_names_it_and_how_to_skip_it(tmp_path):
+    """The server numbers records within its request; the error names the file's record."""
+    with pytest.raises(RecordError) as info:
+        run_file(
+            tmp_path, "a.csv", b"1,2\n3,4\n5,6\n\n", refuse_empty_csv_records, **CSV,
+            split_type="Line", assemble_with="Line", batch_strategy="MultiRecord",
+            max_payload_mb=0,
+        )  # fmt: skip
+    assert str(info.value) == (
+        "a.csv: record 4: is an empty line, and with split_type (SplitType) Line every line is "
+        "a record: remove empty lines from the input, or skip them with --skip-blank-lines "
+        "(batchinfer run); the request of records 1-4 failed: HTTP 400: text/csv record 4 is "
+        "empty"
+    )
+
+
+def test_r6_skip_blank_lines_scores_a_file_with_empty_lines_as_one_without(tmp_path):
+    settings = TransformSettings(**CSV, split_type="Line", assemble_with="Line")
+    src = tmp_path / "a.csv"
+    src.write_bytes(b"1,2\n\n3,4\r\n\r\n")
+    stats = transform_file(
+        src, tmp_path / "a.csv.out", settings=settings, effective=settings.resolve(),
+        invoke=refuse_empty_csv_records, skip_blank_lines=True,
+    )  # fmt: skip
+    assert (tmp_path / "a.csv.out").read_bytes() == b"1\n1\n"
+    assert (stats.records_in, stats.records_out, stats.bytes_in) == (2, 2, 12)
+
+
 def test_r19_handler_exceptions_fail_the_request(tmp_path):
     def invoke(body):
         raise ValueError("model cannot score this")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from batchinfer.errors import ValidationError
 from batchinfer.transform.record_errors import RecordError
-from batchinfer.transform.records import count_records, frame
+from batchinfer.transform.records import Batch, count_records, empty_line, frame
 from batchinfer.units import MIB
 
 
@@ -62,6 +62,44 @@ def test_r6_split_none_sends_the_whole_object_once():
 def test_r6_empty_file_has_no_line_records():
     assert batches(b"") == []
     assert count_records(b"") == 0 and count_records(b"\n") == 1 and count_records(b"a") == 1
+
+
+@pytest.mark.parametrize(
+    ("strategy", "limit", "expected"),
+    [
+        ("SingleRecord", MIB, [(b"a,1\r\n", 1, 1, 9), (b"b,2\n", 2, 1, 6), (b"c,3", 3, 1, 3)]),
+        ("MultiRecord", 9, [(b"a,1\r\nb,2\n", 1, 2, 15), (b"c,3", 3, 1, 3)]),
+        ("MultiRecord", None, [(b"a,1\r\nb,2\nc,3", 1, 3, 18)]),
+    ],
+)
+def test_r6_skip_blank_lines_drops_empty_lines_before_batching_and_numbering(
+    strategy, limit, expected
+):
+    """An empty line (``\n`` or ``\r\n``) is no record; its bytes still count as read, so
+    the batches cover the input and a run resumed after one starts where it ends."""
+    data = b"\n\na,1\r\n\r\nb,2\n\n\nc,3"
+    found = batches(data, strategy=strategy, limit=limit, skip_blank_lines=True)
+    assert [(b.body, b.first_record, b.record_count, b.input_bytes) for b in found] == expected
+    assert sum(b.input_bytes for b in found) == len(data)
+    assert batches(b"\n\r\n\n", skip_blank_lines=True) == []
+
+
+def test_r6_skip_blank_lines_keeps_whitespace_lines_and_joined_records():
+    found = batches(b" \n\n1,2\n", skip_blank_lines=True, keep_records=True, limit=None)
+    assert [(b.body, b.records, b.record_count) for b in found] == [
+        (b" \n1,2\n", (b" \n", b"1,2\n"), 2)
+    ]
+
+
+def test_r6_skip_blank_lines_needs_line_records():
+    with pytest.raises(ValidationError, match=r"--skip-blank-lines: needs --split-type Line"):
+        batches(b"1\n", split="None", skip_blank_lines=True)
+
+
+def test_r6_the_first_empty_line_of_a_batch_is_found_by_its_number_in_the_file():
+    assert empty_line(Batch(b"1,2\n3,4\n\r\n\n", 11, 4)) == 13
+    assert empty_line(Batch(b"x", 1, 1, records=(b"1\n", b"\n"))) == 2
+    assert empty_line(Batch(b"1,2\n3,4", 1, 2)) is None
 
 
 def test_r7_multi_record_packs_greedily_within_the_limit():
