@@ -161,11 +161,7 @@ def csv_fields(number: int, raw: bytes, delimiter: str = ",") -> list[str]:
             400, f"text/csv record {number} is not UTF-8 text (another encoding: give its charset)"
         ) from None
     if not line:
-        raise RequestError(
-            400,
-            f"text/csv record {number} is empty (an empty line is a record; "
-            "--skip-blank-lines leaves them out)",
-        )
+        raise RequestError(400, f"text/csv record {number} is empty")
     if "\r" in line:
         raise RequestError(
             400, f"text/csv record {number} holds a carriage return (\\r) that does not end it"
