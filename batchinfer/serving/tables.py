@@ -9,7 +9,10 @@ names) gets a DataFrame of exactly those columns, in its order, chosen by name:
   their types (numbers, booleans, text: a categorical column stays text);
 - JSON objects (JSON Lines, or ``{"instances": [...]}``) by key, never by key order; arrays
   of numbers by position;
-- a column the model needs and the data lacks is a 400 naming it.
+- a column the model needs and the data lacks is a 400 naming it;
+- a boosting model fitted on pandas categories (LightGBM's ``pandas_categorical``, XGBoost's
+  ``c`` feature types) gets those columns as categories, which it matches by value to the
+  ones it was trained on.
 
 A model fitted on an array gets today's float64 array (the fast path, untouched): CSV fields
 in file order, with the header's delimiter.
@@ -30,6 +33,11 @@ from batchinfer.transform.csv_dialect import (
     delimiter_from_environment,
 )
 
+# Categories: every text column (LightGBM aligns a frame's category columns, in order, with
+# the ones it was trained on), or the features named.
+TEXT_COLUMNS = "text"
+Categories = frozenset[str] | str | None
+
 
 def feature_names(model: Any) -> tuple[str, ...] | None:
     """The names of the features ``model`` was fitted on, in its order, or None."""
@@ -39,6 +47,30 @@ def feature_names(model: Any) -> tuple[str, ...] | None:
     return tuple(str(name) for name in names)
 
 
+def category_features(model: Any, features: tuple[str, ...] | None) -> Categories:
+    """Which features ``model`` reads as pandas categories: XGBoost's of type ``c``, every
+    text column for a LightGBM model trained on pandas categories, else None."""
+    booster = _booster(model)
+    types = getattr(booster, "feature_types", None)
+    if features and types and "c" in types:
+        return frozenset(name for name, kind in zip(features, types, strict=False) if kind == "c")
+    if getattr(booster, "pandas_categorical", None):
+        return TEXT_COLUMNS
+    return None
+
+
+def _booster(model: Any) -> Any:
+    """The XGBoost or LightGBM booster behind ``model``, or None."""
+    get_booster = getattr(model, "get_booster", None)  # XGBoost's scikit-learn wrappers
+    if callable(get_booster):
+        return get_booster()
+    for attribute in ("booster_", "booster"):  # LightGBM's wrappers; BoosterModel
+        booster = getattr(model, attribute, None)
+        if booster is not None and not isinstance(booster, str):
+            return booster
+    return None
+
+
 @dataclass(frozen=True)
 class TableReader:
     """Decodes request bodies for one model: by name when it has ``features``."""
@@ -46,14 +78,17 @@ class TableReader:
     features: tuple[str, ...] | None
     columns: tuple[str, ...] | None  # the header's names, as the records hold them
     delimiter: str = DEFAULT_DELIMITER
+    categories: Categories = None
 
     @classmethod
     def for_model(cls, model: Any, env: Mapping[str, str]) -> "TableReader":
         columns = columns_from_environment(env)
+        features = feature_names(model)
         return cls(
-            feature_names(model),
+            features,
             None if columns is None else tuple(columns),
             delimiter_from_environment(env),
+            category_features(model, features),
         )
 
     def decode(self, body: bytes, content_type: str) -> Any:
@@ -65,16 +100,27 @@ class TableReader:
             codecs.check_not_gzip(body, content_type)
             if self.features is None:
                 return codecs.decode_csv(body, self.delimiter)
-            return self._csv_frame(body, self.features)
+            return self._categorised(self._csv_frame(body, self.features))
         if self.features is None:
             return codecs.decode(body, content_type)
         if content_type in (JSONLINES, JSON):
             codecs.check_not_gzip(body, content_type)
             parse = codecs.parse_jsonlines if content_type == JSONLINES else codecs.parse_json
-            return _records_frame(parse(body), self.features, content_type)
+            frame = _records_frame(parse(body), self.features, content_type)
+            return self._categorised(frame)
         if content_type == NPY:
             return _matrix_frame(codecs.decode_npy(body), self.features, content_type)
         return codecs.decode(body, content_type)  # a type no default decoder reads: 415
+
+    def _categorised(self, frame: Any) -> Any:
+        """``frame`` with the columns the model reads as categories made categories."""
+        if self.categories is None:
+            return frame
+        if self.categories == TEXT_COLUMNS:
+            names = [n for n in frame.columns if _is_text(frame[n])]
+        else:
+            names = [n for n in frame.columns if n in self.categories]
+        return frame.astype(dict.fromkeys(names, "category")) if names else frame
 
     def _csv_frame(self, body: bytes, features: tuple[str, ...]) -> Any:
         if self.columns is None:
@@ -130,6 +176,12 @@ def _matrix_frame(matrix: np.ndarray, features: tuple[str, ...], kind: str) -> A
     import pandas as pd
 
     return pd.DataFrame(matrix, columns=list(features))
+
+
+def _is_text(column: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_string_dtype(column.dtype))
 
 
 def _check_present(features: tuple[str, ...], names: list[str], kind: str) -> None:

@@ -127,3 +127,42 @@ def test_json_objects_for_a_model_without_names_are_refused(tmp_path, frame):
     handler = load_handler(model_dir, {})
     with pytest.raises(RequestError, match="is an object: its keys name features"):
         handler.invoke(b'{"a": 1, "b": 2, "c": 3}\n', "application/jsonlines", None)
+
+
+@pytest.fixture(scope="module")
+def categorical_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(5)
+    cities = pd.Categorical(rng.choice(["Paris", "Lyon", "Nice"], 400))
+    return pd.DataFrame({"a": rng.normal(size=400), "city": cities, "b": rng.normal(size=400)})
+
+
+def _save_categorical(directory: Path, kind: str, frame: pd.DataFrame):
+    """A booster trained on a frame with a pandas category column, and its predict."""
+    directory.mkdir()
+    y = ((frame.a > 0) | (frame.city == "Lyon")).astype(int)
+    if kind == "lightgbm-booster":
+        booster = lightgbm.train(
+            {"objective": "binary", "verbose": -1}, lightgbm.Dataset(frame, label=y), 10
+        )
+        booster.save_model(str(directory / "model.txt"))
+        return booster.predict
+    if kind == "lightgbm-wrapper":
+        wrapper = lightgbm.LGBMClassifier(n_estimators=10, verbose=-1).fit(frame, y)
+        joblib.dump(wrapper, directory / "model.joblib")
+        return wrapper.predict
+    xgb = xgboost.XGBClassifier(n_estimators=10, enable_categorical=True).fit(frame, y)
+    xgb.save_model(directory / "model.json")
+    return xgb.predict
+
+
+@pytest.mark.parametrize("kind", ["lightgbm-booster", "lightgbm-wrapper", "xgboost-wrapper"])
+def test_boosters_trained_on_pandas_categories_get_categories(tmp_path, categorical_frame, kind):
+    """The text column becomes a category column, matched by value: a request lacking one
+    of the trained categories still predicts as the model does in process."""
+    predict = _save_categorical(tmp_path / kind, kind, categorical_frame)
+    batch = categorical_frame[categorical_frame.city != "Lyon"].head(60)
+    body = batch[["b", "city", "a"]]
+    env = {"BATCHINFER_CSV_COLUMNS": json.dumps(["b", "city", "a"])}
+    handler = load_handler(tmp_path / kind, env)
+    answer, _ = handler.invoke(body.to_csv(index=False, header=False).encode(), "text/csv", None)
+    assert np.allclose(np.array(answer.split(), dtype=float), predict(batch))
