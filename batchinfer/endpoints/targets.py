@@ -108,11 +108,15 @@ def check_in_service(sagemaker: Any, name: str) -> None:
         )
 
 
-def invoke_endpoint(runtime: Any, target: EndpointTarget) -> Send:
+def invoke_endpoint(
+    runtime: Any, target: EndpointTarget, custom_attributes: str | None = None
+) -> Send:
     """The ``send`` of one shard: InvokeEndpoint through the sagemaker-runtime client
     ``runtime`` (thread-safe, as boto3 clients are), answering ``(status, body)`` as a
-    model server would."""
+    model server would; ``custom_attributes`` (CustomAttributes) go with every request."""
     chosen = target.invoke_parameters()
+    if custom_attributes:
+        chosen["CustomAttributes"] = custom_attributes
 
     def send(body: bytes, content_type: str | None, accept: str | None) -> tuple[int, bytes]:
         params: dict[str, Any] = {**chosen, "Body": body}

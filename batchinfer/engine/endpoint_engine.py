@@ -30,6 +30,7 @@ from batchinfer.engine.outcomes import (
     file_progress,
 )
 from batchinfer.errors import BatchInferError, ValidationError
+from batchinfer.transform.csv_dialect import custom_attributes
 from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.record_errors import InvocationError
 from batchinfer.transform.settings import TransformSettings
@@ -97,6 +98,7 @@ def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:
         content_type=settings.content_type,
         accept=settings.accept,
         timeout=float(min(settings.invocations_timeout_seconds, REALTIME_TIMEOUT_SECONDS)),
+        custom_attributes=custom_attributes(settings.environment),
     )
 
 

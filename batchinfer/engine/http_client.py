@@ -12,6 +12,7 @@ import urllib.parse
 from typing import Any
 
 from batchinfer.errors import ValidationError
+from batchinfer.transform.csv_dialect import CUSTOM_ATTRIBUTES_HEADER
 from batchinfer.transform.record_errors import InvocationError, checked_response
 
 
@@ -29,15 +30,23 @@ class ModelServerClient:
         host: str = "127.0.0.1",
         https: bool = False,
         prefix: str = "",
+        custom_attributes: str | None = None,
     ) -> None:
         self._host, self._port, self._timeout = host, port, timeout
         self._https, self._prefix = https, prefix.rstrip("/")
         self._content_type, self._accept = content_type, accept
+        self._custom_attributes = custom_attributes
         self._local = threading.local()
 
     @classmethod
     def from_url(
-        cls, url: str, *, content_type: str | None, accept: str | None, timeout: float
+        cls,
+        url: str,
+        *,
+        content_type: str | None,
+        accept: str | None,
+        timeout: float,
+        custom_attributes: str | None = None,
     ) -> "ModelServerClient":
         """A client for the server at ``url`` (``http[s]://HOST[:PORT][/PREFIX]``); its
         routes are ``<url>/ping`` and ``<url>/invocations``."""
@@ -63,6 +72,7 @@ class ModelServerClient:
             host=str(parts.hostname),
             https=parts.scheme == "https",
             prefix=parts.path,
+            custom_attributes=custom_attributes,
         )
 
     @property
@@ -101,7 +111,11 @@ class ModelServerClient:
     def send(self, body: bytes, content_type: str | None, accept: str | None) -> tuple[int, bytes]:
         """POST one request body to /invocations; the answer's status and body, unchecked.
         A lost connection or a timeout raises a retryable InvocationError."""
-        asked = {"Content-Type": content_type, "Accept": accept}
+        asked = {
+            "Content-Type": content_type,
+            "Accept": accept,
+            CUSTOM_ATTRIBUTES_HEADER: self._custom_attributes,
+        }
         headers = {k: v for k, v in asked.items() if v}  # C7: only what the job sets
         return self._request("POST", "/invocations", body, headers)
 

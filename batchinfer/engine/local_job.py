@@ -179,7 +179,7 @@ def validate_job(job: LocalJob) -> None:
         raise ValidationError("--merge joins the outputs of shards: it needs --shards")
     _check_engine_needs(job)
     if job.header:
-        check_header_type(job.settings, job.engine)
+        check_header_type(job.settings)
     if job.skip_blank_lines:
         check_skip_blank_lines(job.settings.split_type)
     check_sharding(

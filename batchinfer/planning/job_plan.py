@@ -166,7 +166,7 @@ def make_plan(
     if any(remote) and not all(remote):
         raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
     if request.header:
-        check_header_type(settings, request.engine)
+        check_header_type(settings)
     if request.model is not None and not request.model.exists():
         raise InputError(f"--model {request.model}: no such file or directory")
     if request.tune:

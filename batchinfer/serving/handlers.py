@@ -28,6 +28,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,7 +41,7 @@ from batchinfer.serving.models import load_model, predict_method
 from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
 from batchinfer.serving.tables import TableReader
-from batchinfer.transform.csv_dialect import DEFAULT_CHARSET, charset
+from batchinfer.transform.csv_dialect import DEFAULT_CHARSET, charset, dialect_from_attributes
 
 LOG = logging.getLogger(__name__)
 DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
@@ -67,9 +68,15 @@ class InferenceHandler:
         self._reader = reader or TableReader(None, None)
 
     def invoke(
-        self, body: bytes, content_type: str | None, accept: str | None
+        self,
+        body: bytes,
+        content_type: str | None,
+        accept: str | None,
+        custom_attributes: str | None = None,
     ) -> tuple[bytes, str]:
         """Return ``(response body, response content type)`` for one request.
+        ``custom_attributes`` (an endpoint request's) may name the CSV columns and delimiter,
+        as a job's environment does (:mod:`batchinfer.transform.csv_dialect`).
 
         Raises :class:`RequestError` (400, 406, 415) for a request the client must fix: the
         default decoders' findings, and any ValueError (or RequestError) raised while decoding
@@ -94,7 +101,7 @@ class InferenceHandler:
             with _value_errors_refuse("input_fn"):
                 data = user["input_fn"](_user_body(body, kind), kind)
         else:
-            data = self._reader.decode(body, kind)
+            data = self._reader_for(custom_attributes).decode(body, kind)
         if "predict_fn" in user:
             with _value_errors_refuse("predict_fn"):
                 prediction = user["predict_fn"](data, self.model)
@@ -103,6 +110,18 @@ class InferenceHandler:
         if "output_fn" in user:
             return _response(user["output_fn"](prediction, response_type), response_type)
         return codecs.encode(prediction, response_type), response_type
+
+    def _reader_for(self, custom_attributes: str | None) -> TableReader:
+        try:
+            dialect = dialect_from_attributes(custom_attributes)
+        except ValidationError as exc:
+            raise RequestError(400, str(exc)) from None
+        if dialect is None:
+            return self._reader
+        columns, delimiter = dialect
+        return replace(
+            self._reader, columns=None if columns is None else tuple(columns), delimiter=delimiter
+        )
 
     def _response_default(self, content_type: str) -> str:
         if self._default_accept:

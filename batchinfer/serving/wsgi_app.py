@@ -72,7 +72,10 @@ class InferenceApp:
     def _invocations(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:
         body = _read_body(environ, self.limits.max_body_bytes)
         response, content_type = self.handler.invoke(
-            body, environ.get("CONTENT_TYPE") or None, environ.get("HTTP_ACCEPT") or None
+            body,
+            environ.get("CONTENT_TYPE") or None,
+            environ.get("HTTP_ACCEPT") or None,
+            environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES") or None,
         )
         return 200, response, content_type
 

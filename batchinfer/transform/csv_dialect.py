@@ -27,6 +27,12 @@ DEFAULT_DELIMITER = ","
 DEFAULT_CHARSET = "utf-8"
 # The longest value SageMaker accepts in a job's Environment.
 MAX_ENVIRONMENT_VALUE = 10240
+# An endpoint's server has its own environment: a request tells it the names instead, in
+# InvokeEndpoint's CustomAttributes (the X-Amzn-SageMaker-Custom-Attributes header the
+# container receives), at most 1,024 visible ASCII characters.
+CUSTOM_ATTRIBUTES_HEADER = "X-Amzn-SageMaker-Custom-Attributes"
+ATTRIBUTES_PREFIX = "batchinfer-csv="
+MAX_CUSTOM_ATTRIBUTES = 1024
 
 
 def check_delimiter(value: str, *, option: str = "--delimiter") -> str:
@@ -143,20 +149,8 @@ def delimiter_from_environment(env: Mapping[str, str]) -> str:
     return check_delimiter(env.get(DELIMITER_VAR) or DEFAULT_DELIMITER, option=DELIMITER_VAR)
 
 
-ENDPOINT_HEADER = (
-    "an endpoint serves its own model in its own environment, which a run cannot tell the "
-    "header's names; send headerless records in the model's column order, or JSON objects "
-    "(named by key)"
-)
-
-
-def check_header_type(
-    settings: TransformSettings, engine: str, *, option: str = "--header"
-) -> None:
-    """A header row is a CSV notion: the content type must be text/csv (or left out); and
-    the names reach only a model server the run starts (not an endpoint's)."""
-    if engine == "endpoint":
-        raise ValidationError(f"{option} is not for engine endpoint: {ENDPOINT_HEADER}")
+def check_header_type(settings: TransformSettings, *, option: str = "--header") -> None:
+    """A header row is a CSV notion: the content type must be text/csv (or left out)."""
     if settings.content_type is not None and media_type(settings.content_type) != CSV:
         raise ValidationError(
             f"{option} is for text/csv input, not {settings.content_type!r}: JSON records "
@@ -173,3 +167,41 @@ def with_header(settings: TransformSettings, names: list[str]) -> TransformSetti
     delimiter = delimiter_from_environment(settings.environment)
     dialect = dialect_environment(columns, delimiter)
     return replace(settings, environment={**settings.environment, **dialect})
+
+
+def custom_attributes(env: Mapping[str, str]) -> str | None:
+    """The CustomAttributes that tell an endpoint's server what :func:`dialect_environment`
+    tells a job's (None when there is nothing to tell); ValidationError when they would be
+    longer than InvokeEndpoint allows."""
+    columns = columns_from_environment(env)
+    delimiter = delimiter_from_environment(env)
+    if columns is None and delimiter == DEFAULT_DELIMITER:
+        return None
+    dialect = {"columns": columns, "delimiter": delimiter}
+    value = ATTRIBUTES_PREFIX + json.dumps(dialect, separators=(",", ":"))  # ASCII escapes
+    if len(value) > MAX_CUSTOM_ATTRIBUTES:
+        raise ValidationError(
+            f"the header's names take {len(value)} characters in an endpoint request's "
+            f"CustomAttributes, which hold at most {MAX_CUSTOM_ATTRIBUTES}; score these "
+            "inputs with a transform or processing job, whose environment holds them"
+        )
+    return value
+
+
+def dialect_from_attributes(value: str | None) -> tuple[list[str] | None, str] | None:
+    """The (columns, delimiter) of a request's CustomAttributes written by
+    :func:`custom_attributes`, or None when it holds none."""
+    if not value or not value.startswith(ATTRIBUTES_PREFIX):
+        return None
+    try:
+        dialect = json.loads(value[len(ATTRIBUTES_PREFIX) :])
+        columns, delimiter = dialect["columns"], check_delimiter(dialect["delimiter"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValidationError(
+            f"{CUSTOM_ATTRIBUTES_HEADER}: not a batchinfer dialect: {exc}"
+        ) from None
+    if columns is not None and not (
+        isinstance(columns, list) and all(isinstance(c, str) for c in columns)
+    ):
+        raise ValidationError(f"{CUSTOM_ATTRIBUTES_HEADER}: columns must be a list of names")
+    return columns, delimiter

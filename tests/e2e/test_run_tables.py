@@ -11,15 +11,19 @@ import joblib
 import pandas as pd
 import pytest
 
+from batchinfer.serving.launcher import start_server
 from tests.integration.local.test_run_tables import (
     FEATURES,
     customers,
     pipeline_model,
     shuffled_objects,
 )
+from tests.support.offline import offline_stack
+
+from .test_endpoint_engine import ENDPOINT, endpoint_template
 
 MODEL_DATA = "s3://example-models-bucket/customers/model.tar.gz"
-__all__ = ["pipeline_model"]  # the module's fixture, shared
+__all__ = ["endpoint_template", "pipeline_model"]  # fixtures shared with their modules
 
 
 @pytest.fixture(scope="module")
@@ -100,5 +104,42 @@ def test_json_objects_with_shuffled_keys_are_scored_by_name_through_the_pipeline
     execution = tables.run(request, "exec-named")
     assert execution.status == "SUCCEEDED", execution.cause
     output = tables.get(f"s3://{tables.bucket}/output/named/a.jsonl.out").decode()
+    expected = joblib.load(pipeline_model / "model.joblib").predict(frame[FEATURES])
+    assert output.splitlines() == [str(v) for v in expected]
+
+
+@pytest.fixture
+def endpoint_stack(endpoint_template, row_sum_archive, aws_env, pipeline_model):
+    """A stack allowed to invoke endpoint ENDPOINT, served by the DataFrame Pipeline."""
+    with start_server(pipeline_model, workers=1) as server:
+        server.wait_healthy(120.0)
+        with offline_stack(endpoint_template, row_sum_archive) as offline:
+            offline.endpoints.create(ENDPOINT, server.url)
+            yield offline
+
+
+def test_a_header_reaches_the_endpoint_in_each_requests_custom_attributes(
+    endpoint_stack, pipeline_model, frame
+):
+    """The endpoint's server has its own environment: ScoreShard sends the run's names in
+    InvokeEndpoint's CustomAttributes, which the container receives as a header."""
+    stack = endpoint_stack
+    stack.put(
+        "input/ep/a.csv", frame[["plan", "city", "income", "age"]].to_csv(index=False).encode()
+    )
+    request = {
+        "input": f"s3://{stack.bucket}/input/ep/",
+        "engine": "endpoint",
+        "header": True,
+        "shards": 2,
+        "merge": True,
+        "content_type": "text/csv",
+        "accept": "text/csv",
+        "split_type": "Line",
+        "assemble_with": "Line",
+    }
+    execution = stack.run(request, "ep")
+    assert execution.status == "SUCCEEDED", execution.cause
+    output = stack.get(f"s3://{stack.bucket}/output/ep/a.csv.out").decode()
     expected = joblib.load(pipeline_model / "model.joblib").predict(frame[FEATURES])
     assert output.splitlines() == [str(v) for v in expected]

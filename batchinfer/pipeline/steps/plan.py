@@ -51,6 +51,7 @@ from batchinfer.sharding.s3 import S3Source
 from batchinfer.transform.csv_dialect import (
     charset,
     check_header_type,
+    custom_attributes,
     delimiter_from_environment,
     header_names,
     with_header,
@@ -103,7 +104,7 @@ def plan_run(
             "model_package_arn for the run, or use engine transform"
         )
     if run_request.header:
-        check_header_type(settings, engine, option="header")
+        check_header_type(settings, option="header")
     split = _split_options(run_request, settings, env)
     merge = run_request.merge
     check_sharding(settings, split=None, merge="merge" if merge else None)
@@ -117,6 +118,8 @@ def plan_run(
         )  # fmt: skip
         if header_line is not None:
             settings = _with_header_names(settings, header_line, source.uri)
+            if target is not None:  # an endpoint is told the names with each request
+                custom_attributes(settings.environment)
         objects = tasks.count
         job = run_estimate(
             tally,

@@ -38,6 +38,7 @@ from batchinfer.pipeline.storage.s3io import read_json, run_settings, write_json
 from batchinfer.sharding.listing import list_objects
 from batchinfer.sharding.s3 import S3ShardWriter
 from batchinfer.transform.assemble import output_name
+from batchinfer.transform.csv_dialect import custom_attributes
 from batchinfer.transform.file_transform import decompressed
 from batchinfer.transform.record_errors import InvocationError, RecordError
 from batchinfer.uris import S3Location, parse_s3_uri
@@ -100,7 +101,7 @@ def score_shard(
         reached = score_stream(
             source,
             writer,
-            send=invoke_endpoint(runtime, target),
+            send=invoke_endpoint(runtime, target, custom_attributes(settings.environment)),
             settings=settings,
             name=source_at.uri,
             position=position,

@@ -199,22 +199,6 @@ def test_latin1_without_its_charset_names_the_record(
     assert "record" in error
 
 
-def test_header_is_refused_for_the_endpoint_engine(tmp_path: Path) -> None:
-    data = tmp_path / "a.csv"
-    data.write_text("x\n1\n")
-    with pytest.raises(ValidationError, match="not for engine endpoint"):
-        run_job(
-            job(
-                [data],
-                tmp_path / "out",
-                None,
-                engine="endpoint",
-                endpoint_url="http://127.0.0.1:9",
-                header=True,
-            )
-        )
-
-
 def shuffled_objects(frame: pd.DataFrame, seed: int = 1) -> bytes:
     """One JSON object per line under "features", its keys in a random order per record."""
     rng = np.random.default_rng(seed)
@@ -294,3 +278,44 @@ def test_headerless_csv_through_the_endpoint_engine(
     )
     assert result.succeeded, result.failures
     assert predictions(tmp_path / "out" / "customers.csv.out") == expected(pipeline_model, frame)
+
+
+def test_a_header_reaches_an_endpoints_server_in_each_requests_custom_attributes(
+    tmp_path: Path, pipeline_model: Path, served_pipeline: str, frame: pd.DataFrame
+) -> None:
+    """An endpoint serves its own model in its own environment: the names (and delimiter)
+    go with each request, in the CustomAttributes InvokeEndpoint passes to the container."""
+    data = tmp_path / "customers.csv"
+    frame[["plan", "city", "income", "age"]].to_csv(data, index=False, sep=";")
+    result = run_job(
+        job(
+            [data],
+            tmp_path / "out",
+            None,
+            engine="endpoint",
+            endpoint_url=served_pipeline,
+            header=True,
+            settings={**CSV, "environment": {"BATCHINFER_CSV_DELIMITER": ";"}},
+        )
+    )
+    assert result.succeeded, result.failures
+    assert predictions(tmp_path / "out" / "customers.csv.out") == expected(pipeline_model, frame)
+
+
+def test_names_too_long_for_custom_attributes_are_refused_before_any_request(
+    tmp_path: Path, served_pipeline: str
+) -> None:
+    data = tmp_path / "wide.csv"
+    names = [f"feature_number_{i}" for i in range(80)]
+    data.write_text(",".join(names) + "\n" + ",".join("1" * 80) + "\n")
+    with pytest.raises(ValidationError, match="CustomAttributes, which hold at most 1024"):
+        run_job(
+            job(
+                [data],
+                tmp_path / "out",
+                None,
+                engine="endpoint",
+                endpoint_url=served_pipeline,
+                header=True,
+            )
+        )

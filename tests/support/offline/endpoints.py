@@ -4,10 +4,11 @@ demand.
 
 While :meth:`Endpoints.intercepting` is open, every sagemaker-runtime client answers
 InvokeEndpoint itself (a botocore ``before-call`` hook, so no request reaches moto): the
-Body, ContentType and Accept go to ``<server>/invocations``; a 2xx answer is InvokeEndpoint's
-response, any other the ModelError SageMaker answers (HTTP 424 with OriginalStatusCode and
-OriginalMessage). :meth:`Endpoints.create` also makes the endpoint in moto's SageMaker, so
-DescribeEndpoint finds it InService.
+Body, ContentType, Accept and CustomAttributes (as the container receives them: the
+X-Amzn-SageMaker-Custom-Attributes header) go to ``<server>/invocations``; a 2xx answer is
+InvokeEndpoint's response, any other the ModelError SageMaker answers (HTTP 424 with
+OriginalStatusCode and OriginalMessage). :meth:`Endpoints.create` also makes the endpoint in
+moto's SageMaker, so DescribeEndpoint finds it InService.
 """
 
 import io
@@ -128,7 +129,11 @@ class Endpoints:
     ) -> tuple[AWSResponse, dict[str, Any]]:
         headers = {
             header: params[key]
-            for header, key in (("Content-Type", "ContentType"), ("Accept", "Accept"))
+            for header, key in (
+                ("Content-Type", "ContentType"),
+                ("Accept", "Accept"),
+                ("X-Amzn-SageMaker-Custom-Attributes", "CustomAttributes"),
+            )
             if params.get(key)
         }
         request = urllib.request.Request(
