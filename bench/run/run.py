@@ -56,7 +56,7 @@ from batchinfer.examples import train_example_model, write_example_csv
 from batchinfer.serving.server import native_thread_limits
 
 DATA = Path(__file__).resolve().parents[1] / ".data" / "run"
-ROW_BYTES_ESTIMATE = {"numeric": 45, "table": 99}
+ROW_BYTES_ESTIMATE = {"numeric": 45, "table": 113}
 QUICK_SIZE_MB = 50
 NUMBERS = tuple(f"num_{i}" for i in range(12))
 CATEGORIES = {
@@ -211,7 +211,7 @@ def _predict_rate(
     rates.put(len(features) / (time.perf_counter() - started))
 
 
-def predict_limit(case: Case, cores: int, sample_rows: int = 500_000) -> float:
+def predict_limit(case: Case, cores: int, sample_rows: int) -> float:
     """Rows/s of predict alone on already-parsed data, one process per core predicting at
     the same time (parsing and loading happen before the timed part)."""
     context = multiprocessing.get_context("spawn")
@@ -232,7 +232,7 @@ def measure(case: Case, instances: int, repeat: int, cores: int) -> float:
     """Print the case's pairs and medians; return its median ratio batchinfer / script."""
     size_mb = case.data.stat().st_size / 1e6
     print(f"\n{case.name}: {case.data} ({size_mb:,.0f} MB, {case.rows:,} rows), {cores} cores")
-    limit = predict_limit(case, cores)
+    limit = predict_limit(case, cores, sample_rows=min(500_000, case.rows // 4))
     script_runs, our_runs, peaks = [], [], []
     for turn in range(1, repeat + 1):
         script_runs.append(run_script(case, cores))
