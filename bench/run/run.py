@@ -17,7 +17,8 @@ For each case, in one run, it times:
   model.predict + writing CSV (what users write instead); both it and `batchinfer run` are
   timed as commands, start-up included;
 - limit: model.predict alone on already-parsed data, one process per core predicting at
-  the same time (parsing, HTTP and encoding are pure overhead on top of it).
+  the same time (parsing, HTTP and encoding are pure overhead on top of it); measured once
+  before the pairs, so load from elsewhere skews it more than the ratios.
 
 The script and the predict limit get the share of the cores for native threads (OpenMP)
 that batchinfer gives its model servers, one thread per process here: without it
