@@ -112,6 +112,22 @@ def test_shard_outputs_land_in_another_teams_bucket_unmerged(prod_stack):
     assert run["records_out"] == 40
 
 
+def test_a_header_run_reads_the_first_lake_objects_header_with_the_lakes_key(prod_stack):
+    """Plan reads the first object's header line (R6: the header row is no record) from a
+    data lake encrypted with its own key; the jobs get the names, the shards no header."""
+    create_bucket(prod_stack, "example-data-lake", LAKE_KEY)
+    prod_stack.s3.put_object(
+        Bucket="example-data-lake", Key="scoring/named/a.csv", Body=b"x,y,z\n" + csv_rows(40)
+    )
+    request = {"input": "s3://example-data-lake/scoring/named/", "header": True, "shards": 2}
+    execution = prod_stack.run(request, "named-1")
+    assert execution.status == "SUCCEEDED", execution.cause
+    (_, job), *_ = prod_stack.jobs.requests
+    assert job["Environment"]["BATCHINFER_CSV_COLUMNS"] == '["x","y","z"]'
+    run = StatusTable.named(prod_stack.table_name).get_run("named-1")
+    assert run["records_out"] == 40
+
+
 @pytest.mark.parametrize(
     ("request_", "allowed"),
     [
