@@ -13,6 +13,7 @@ from batchinfer.commands import transform_options as opt
 from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines, selection
 from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
 from batchinfer.engine.local_job import JobInterrupted, JobResult, LocalJob, run_job
+from batchinfer.engine.stop_signals import exit_code, stop_like_ctrl_c
 from batchinfer.engines import ENGINES, LOCAL_ENGINES, Engine, LocalEngine
 from batchinfer.errors import ValidationError
 from batchinfer.serving.image_imports import imports_note
@@ -20,8 +21,6 @@ from batchinfer.transform.assemble import RESULT_MANIFEST
 from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_LINES = 3
-# The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
-INTERRUPTED_EXIT = 130
 
 
 @opt.transform_options
@@ -78,12 +77,13 @@ def run(
         skip_blank_lines=skip_blank_lines,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
-    try:
-        with LiveProgress(console, settings.instance_count) as progress:
-            result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
-    except KeyboardInterrupt as exc:
-        _interrupted(output, exc.result if isinstance(exc, JobInterrupted) else None)
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+    with stop_like_ctrl_c() as received:
+        try:
+            with LiveProgress(console, settings.instance_count) as progress:
+                result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
+        except KeyboardInterrupt as exc:
+            _interrupted(output, exc.result if isinstance(exc, JobInterrupted) else None)
+            raise typer.Exit(exit_code(received)) from None
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     elif not quiet:

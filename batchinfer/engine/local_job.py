@@ -237,7 +237,8 @@ def run_job(
     progress.job_started(sum(file.size for file in files))
     job.output_dir.mkdir(parents=True, exist_ok=True)
     _clear_previous_run(job.output_dir)
-    workdir = Path(tempfile.mkdtemp(prefix=".batchinfer-", dir=job.output_dir))
+    _remove_dead_workdirs(job.output_dir)
+    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=job.output_dir))
     try:
         model_dir = None if job.model is None else prepare_model_dir(job.model, workdir)
         module, missing_imports = None, []
@@ -308,6 +309,29 @@ def run_job(
     if result.succeeded:
         (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
+
+
+# A job's working folder in its output directory: ``.batchinfer-<pid>-<random>``.
+WORKDIR_PREFIX = ".batchinfer-"
+
+
+def _remove_dead_workdirs(output_dir: Path) -> None:
+    """Remove the working folders of jobs whose process is gone (one killed with SIGKILL
+    could not remove its own); a folder whose process may still run is left alone."""
+    for folder in output_dir.glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = folder.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
+        if folder.is_dir() and pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _clear_previous_run(output_dir: Path) -> None:

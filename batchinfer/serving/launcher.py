@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from batchinfer.serving.server import PARENT_PID_VAR
 from batchinfer.serving.server_errors import ServerStartError
 
 _LISTENING = re.compile(rb"Listening at: http://[^\s]+:(\d+)")
@@ -159,7 +160,12 @@ def start_server(
         "--workers",
         str(workers),
     ]
-    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    child_env = {
+        **os.environ,
+        **(env or {}),
+        "PYTHONUNBUFFERED": "1",
+        PARENT_PID_VAR: str(os.getpid()),  # the server stops once this process is gone
+    }
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command,

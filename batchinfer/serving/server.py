@@ -20,7 +20,10 @@ is set.
 import atexit
 import logging
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +146,32 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
     return ModelServer()
 
 
+# Set by the local engine that starts a server: the engine's process id. The server stops
+# itself once that process is gone, so no server outlives its engine, even one killed with
+# SIGKILL (which leaves the engine no chance to stop it).
+PARENT_PID_VAR = "BATCHINFER_PARENT_PID"
+PARENT_POLL_SECONDS = 0.5
+
+
+def watch_parent(env: Mapping[str, str]) -> None:
+    """When an engine started this server (``env`` names it), a daemon thread sends the
+    server SIGTERM (a clean stop of its workers, C10) once the process that started it is
+    gone: the server then has another parent (a dead process's children are adopted at once,
+    even while it waits, a zombie, to be reaped)."""
+    engine = env.get(PARENT_PID_VAR)
+    if not engine:
+        return
+    started_by = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == started_by:
+            time.sleep(PARENT_POLL_SECONDS)
+        LOG.warning("the engine (process %s) is gone: stopping", engine)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="watch-engine", daemon=True).start()
+
+
 def run_server(settings: ServeSettings) -> NoReturn:
     """Serve until SIGTERM/SIGINT; exit 0 after a clean stop, 4 when the model cannot load."""
     share_cores(settings.workers, os.environ)
@@ -166,5 +195,6 @@ def run_server(settings: ServeSettings) -> NoReturn:
     except ModelLoadError as exc:
         LOG.error("the model cannot be loaded: %s", exc)
         sys.exit(Arbiter.APP_LOAD_ERROR)
+    watch_parent(os.environ)
     _gunicorn_application(settings).run()
     sys.exit(0)

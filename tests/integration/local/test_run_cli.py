@@ -129,12 +129,8 @@ def _instances_of(model_dir: Path, engine: str) -> list[int]:
     return pids
 
 
-@pytest.mark.parametrize("engine", ["transform", "processing"])
-def test_ctrl_c_stops_every_instance_and_leaves_nothing_presented_as_complete_c10_r19(
-    tmp_path, row_sum_model, engine
-):
-    """Ctrl-C: "interrupted", exit 130, every instance stopped, no _SUCCESS, no temporary or
-    partial output; the manifest says INTERRUPTED and lists only the outputs that are whole."""
+def _slow_run(tmp_path: Path, model: Path, engine: str) -> tuple[list[str], Path]:
+    """A run that takes long enough to be stopped: its command and its output folder."""
     slow = tmp_path / "in" / "slow.csv"
     slow.parent.mkdir()
     slow.write_bytes(b"slow,1\n" * 200)
@@ -147,7 +143,7 @@ def test_ctrl_c_stops_every_instance_and_leaves_nothing_presented_as_complete_c1
         "run",
         str(tmp_path / "in"),
         "--model",
-        str(row_sum_model),
+        str(model),
         "--output",
         str(out),
         "--instance-count",
@@ -158,21 +154,50 @@ def test_ctrl_c_stops_every_instance_and_leaves_nothing_presented_as_complete_c1
         engine,
         *CSV,
     ]
+    return command, out
+
+
+def _started(command: list[str], model: Path, engine: str) -> subprocess.Popen[str]:
+    """``command`` once its two instances run, and a little longer."""
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while len(_instances_of(row_sum_model, engine)) < 2 and time.monotonic() < deadline:
+    while len(_instances_of(model, engine)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _instances_of(row_sum_model, engine), "the run never started its instances"
+    assert _instances_of(model, engine), "the run never started its instances"
     time.sleep(3)
-    os.kill(proc.pid, signal.SIGINT)
+    return proc
+
+
+def _no_instances_left(model: Path, engine: str, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while _instances_of(model, engine) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _instances_of(model, engine) == []
+
+
+@pytest.mark.parametrize(
+    ("engine", "stop", "code"),
+    [
+        ("transform", signal.SIGINT, 130),
+        ("processing", signal.SIGINT, 130),
+        ("transform", signal.SIGTERM, 143),
+        ("transform", signal.SIGHUP, 129),
+    ],
+)
+def test_ctrl_c_sigterm_and_sighup_stop_every_instance_and_leave_nothing_complete_c10_r19(
+    tmp_path, row_sum_model, engine, stop, code
+):
+    """Ctrl-C, and SIGTERM or SIGHUP as `timeout`, `kill` or a closed terminal send them:
+    "interrupted", exit 128 + the signal, every instance stopped, no _SUCCESS, no temporary or
+    partial output; the manifest says INTERRUPTED and lists only the outputs that are whole."""
+    command, out = _slow_run(tmp_path, row_sum_model, engine)
+    proc = _started(command, row_sum_model, engine)
+    os.kill(proc.pid, stop)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert "2 of 2 done" not in stderr  # the live display does not show the run finished
-    deadline = time.monotonic() + 30
-    while _instances_of(row_sum_model, engine) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _instances_of(row_sum_model, engine) == []
+    _no_instances_left(row_sum_model, engine)
     assert not (out / "_SUCCESS").exists() and not (out / "slow.csv.out").exists()
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["status"] == "INTERRUPTED"
@@ -182,3 +207,26 @@ def test_ctrl_c_stops_every_instance_and_leaves_nothing_presented_as_complete_c1
     assert {"slow.csv"} <= {e["name"] for e in manifest["files"] if e["status"] == "INTERRUPTED"}
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     assert on_disk == listed | {"_manifest.json"}  # nothing temporary, nothing unlisted
+
+
+def test_an_engine_killed_with_sigkill_leaves_no_server_and_its_folder_goes_next_run(
+    tmp_path, row_sum_model
+):
+    """SIGKILL gives the engine no chance: its model servers see it gone and stop (C10: a clean
+    stop on SIGTERM), nothing listens any more, and the next run into the same output removes
+    the working folder the killed one left."""
+    command, out = _slow_run(tmp_path, row_sum_model, "transform")
+    proc = _started(command, row_sum_model, "transform")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    _no_instances_left(row_sum_model, "transform", within=40.0)
+    left = [p.name for p in out.glob(".batchinfer-*")]
+    assert left, "the killed run's working folder is still there"
+    rerun = subprocess.run(
+        [*command[:4], str(tmp_path / "in" / "fast.csv"), *command[5:]],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert not list(out.glob(".batchinfer-*")), "a dead run's working folder is removed"
