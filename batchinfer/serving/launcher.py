@@ -20,12 +20,15 @@ from pathlib import Path
 from types import TracebackType
 
 from batchinfer.serving.server import PARENT_PID_VAR
-from batchinfer.serving.server_errors import ServerStartError
+from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ServerStartError
 
 _LISTENING = re.compile(rb"Listening at: http://[^\s]+:(\d+)")
 _POLL_SECONDS = 0.05
 _PING_TIMEOUT = 2.0  # spec C4: a ping must answer 200 within 2 s
 _LOG_TAIL_LINES = 30
+# The server's log line that says why the model did not load (the first of them: every
+# worker that tried logs one).
+_LOAD_FAILURE = re.compile(rf"\[ERROR\] ({MODEL_LOAD_FAILED}: .*)$", re.MULTILINE)
 
 
 class ServerProcess:
@@ -65,6 +68,11 @@ class ServerProcess:
         return "\n".join(f"  | {line}" for line in lines) or "  | (empty log)"
 
     def _failure(self, what: str) -> ServerStartError:
+        """Why the server did not start: the one line saying why its model did not load (the
+        log kept for more), or else the log's tail."""
+        load_failure = _LOAD_FAILURE.search(self.log_text())
+        if load_failure:
+            return ServerStartError(f"{load_failure.group(1)} (model server log: {self.log_path})")
         self._log_quoted = True
         return ServerStartError(f"model server {what}; its log ends with:\n{self._log_tail()}")
 

@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 
 from batchinfer.errors import ValidationError
 from batchinfer.serving.model_requirements import ensure_requirements
-from batchinfer.serving.server_errors import ModelLoadError
+from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError
 from batchinfer.transform.server_limits import DEFAULT_TIMEOUT, max_payload_mb, request_timeout
 from batchinfer.transform.settings import DEFAULT_MAX_PAYLOAD_MB
 
@@ -139,8 +139,8 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
             try:
                 handler = load_handler(settings.model_dir)
             except ModelLoadError as exc:
-                LOG.error("the model cannot be loaded: %s", exc, exc_info=exc.__cause__)
-                raise AppImportError(f"the model cannot be loaded: {exc}") from exc
+                LOG.error("%s: %s", MODEL_LOAD_FAILED, exc, exc_info=exc.__cause__)
+                raise AppImportError(f"{MODEL_LOAD_FAILED}: {exc}") from exc
             return InferenceApp(handler, ServerLimits(settings.workers, settings.max_payload_mb))
 
     return ModelServer()
@@ -193,7 +193,7 @@ def run_server(settings: ServeSettings) -> NoReturn:
     try:  # once, before the workers fork: they find it installed
         ensure_requirements(settings.model_dir, os.environ)
     except ModelLoadError as exc:
-        LOG.error("the model cannot be loaded: %s", exc)
+        LOG.error("%s: %s", MODEL_LOAD_FAILED, exc)
         sys.exit(Arbiter.APP_LOAD_ERROR)
     watch_parent(os.environ)
     _gunicorn_application(settings).run()

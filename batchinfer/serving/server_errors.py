@@ -24,5 +24,9 @@ class ModelLoadError(BatchInferError):
     """The model directory holds no model (or user module) that can be loaded; says why."""
 
 
+# How the server's log begins the one line that says why the model did not load.
+MODEL_LOAD_FAILED = "the model cannot be loaded"
+
+
 class ServerStartError(BatchInferError):
     """A model server process died or never became healthy; the message ends with its log."""

@@ -199,3 +199,30 @@ def test_jsonlines_error_response_is_json_free_text(example_server):
     assert reply.status == 400 and reply.content_type.startswith("text/plain")
     with pytest.raises(json.JSONDecodeError):
         json.loads(reply.body)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_model_that_fails_to_load_is_one_line_with_its_cause_for_any_worker_count(
+    tmp_path, workers
+):
+    """However many workers log it (and whether gunicorn halts with only HaltServer's
+    traceback last), the error is one line: the exception's type and message, and the log
+    that holds the rest, which stays."""
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "inference.py").write_text(
+        "def model_fn(model_dir):\n    raise RuntimeError('weights file is corrupt')\n"
+    )
+    for _ in range(3):  # the halt's log differs from one start to the next
+        server = start_server(tmp_path, workers=workers)
+        try:
+            with pytest.raises(ServerStartError) as failure:
+                server.wait_healthy(60)
+        finally:
+            server.stop()
+        message = str(failure.value)
+        assert "\n" not in message
+        assert message.startswith("the model cannot be loaded: ")
+        assert "model_fn failed: RuntimeError: weights file is corrupt" in message
+        assert message.endswith(f"(model server log: {server.log_path})")
+        assert "Traceback" in server.log_path.read_text(), "the log keeps the rest"
+        server.log_path.unlink()
