@@ -129,13 +129,14 @@ def submit(
     request = {key: value for key, value in values.items() if value is not None} | transform
     if (estimate_model is None) != (estimate_sample is None):
         raise ValidationError("--estimate-model, --estimate-sample: give both or neither")
+    RunRequest.parse(request)  # the request's own mistakes first, before measuring or AWS
     if estimate_model is not None and estimate_sample is not None:
         request[ESTIMATE_KEY] = measured_throughput(
             estimate_model, estimate_sample, request.get("engine", "transform"), transform
         )
+        RunRequest.parse(request)
     deployed = _stack(stack, region)
     state_machine = deployed.state_machine_arn
-    RunRequest.parse(request)
     if dry_run:
         typer.echo(json.dumps({"state_machine_arn": state_machine, "request": request}, indent=2))
         typer.echo(

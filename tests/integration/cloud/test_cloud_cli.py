@@ -220,6 +220,18 @@ def test_submit_refuses_what_the_plan_would_refuse_before_starting_exit_2(
     assert _executions(deployed) == []
 
 
+def test_submit_names_a_settings_typo_before_looking_for_aws(invoke, monkeypatch):
+    """A mistake in the request is found before any AWS call: no region, no credentials and
+    no stack are needed to be told of it."""
+    for variable in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    args = ["--input", "s3://test-data/input/x/", "--split-type", "Lines", "--dry-run"]
+    result = invoke("submit", "--stack", STACK, *args)
+    assert result.exit_code == 2, result.output
+    assert "'Lines' is not allowed; did you mean 'Line'?" in result.output
+
+
 def test_submit_dry_run_needs_the_stack(invoke, deployed):
     result = invoke("submit", "--stack", "gone", "--input", "s3://test-data/input/", "--dry-run")
     assert result.exit_code == 7 and "stack gone: does not exist" in result.output
