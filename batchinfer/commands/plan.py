@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines, selection
@@ -36,6 +37,7 @@ from batchinfer.units import MIB, parse_size
 FILES_SHOWN = 20
 
 
+@aws_errors()  # S3 inputs: an AWS failure is its one-line message and exit code (4-9)
 @opt.transform_options
 def plan(
     inputs: Annotated[

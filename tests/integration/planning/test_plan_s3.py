@@ -87,3 +87,18 @@ def test_an_s3_prefix_leaves_out_stray_keys_and_takes_include_and_exclude_r4(cap
     assert "no objects under s3://data/input/day/: 3 objects (a.csv, b.csv, x.json) not " in (
         " ".join(printed.split())
     )
+
+
+def test_an_s3_plan_without_credentials_is_one_line_and_exit_5(capsys, monkeypatch):
+    """No credentials anywhere: the documented one-line message and its exit code, as
+    submit gives it, not botocore's traceback."""
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    code, printed = run_cli(capsys, "plan", "s3://data/input/", *CSV)
+    assert code == 5, printed
+    assert "AWS credentials: Unable to locate credentials" in printed
+    assert "Traceback" not in printed
