@@ -20,8 +20,6 @@ from batchinfer.sharding.local_files import LocalSource
 from batchinfer.sharding.selection import EVERY_INPUT, InputSelection, Selector
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.csv_dialect import (
-    charset,
-    delimiter_from_environment,
     header_names,
     same_header,
     with_header,
@@ -154,8 +152,6 @@ def header_settings(files: list[InputFile], settings: TransformSettings) -> Tran
     """``settings`` telling the model server the names of the inputs' shared header (the
     first input's; InputError naming an input whose header differs). Unchanged when every
     input is empty: an empty input gives an empty output, and has no header."""
-    delimiter = delimiter_from_environment(settings.environment)
-    encoding = charset(settings.content_type)
     first: tuple[str, list[str]] | None = None
     for file in (f for f in files if f.size):
         source = LocalSource(str(file.path))
@@ -164,7 +160,7 @@ def header_settings(files: list[InputFile], settings: TransformSettings) -> Tran
             line = read_header_line(source, compressed=compressed)
         finally:
             source.close()
-        names = header_names(line, delimiter=delimiter, encoding=encoding, source=str(file.path))
+        names = header_names(line, settings, source=str(file.path))
         if first is None:
             first = (str(file.path), names)
         else:

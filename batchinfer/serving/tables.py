@@ -185,7 +185,8 @@ def _is_text(column: Any) -> bool:
 
 
 def _check_present(features: tuple[str, ...], names: list[str], kind: str) -> None:
-    missing = [name for name in features if name not in set(names)]
+    present = set(names)
+    missing = [name for name in features if name not in present]
     if missing:
         raise RequestError(
             400,

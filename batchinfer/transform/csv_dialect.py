@@ -77,9 +77,12 @@ def with_charset(content_type: str | None, encoding: str | None) -> str | None:
     return "; ".join([content_type.split(";")[0].strip(), *map(str.strip, kept), f"charset={name}"])
 
 
-def header_names(line: bytes, *, delimiter: str, encoding: str, source: str) -> list[str]:
-    """The column names of a header line: decoded, split as a CSV row, each name non-empty
-    and distinct. InputError naming ``source`` otherwise."""
+def header_names(line: bytes, settings: TransformSettings, *, source: str) -> list[str]:
+    """The column names of a header line, read with the delimiter and charset ``settings``
+    give: decoded, split as a CSV row, each name non-empty and distinct. InputError naming
+    ``source`` otherwise."""
+    delimiter = delimiter_from_environment(settings.environment)
+    encoding = charset(settings.content_type)
     try:
         text = line.decode(encoding).removeprefix("\ufeff").rstrip("\r\n")
     except UnicodeDecodeError as exc:

@@ -49,10 +49,8 @@ from batchinfer.sharding.header import header_digest, read_header_line
 from batchinfer.sharding.listing import input_objects
 from batchinfer.sharding.s3 import S3Source
 from batchinfer.transform.csv_dialect import (
-    charset,
     check_header_type,
     custom_attributes,
-    delimiter_from_environment,
     header_names,
     with_header,
 )
@@ -117,7 +115,8 @@ def plan_run(
             threshold=threshold, job_base=jobs_base,
         )  # fmt: skip
         if header_line is not None:
-            settings = _with_header_names(settings, header_line, source.uri)
+            names = header_names(header_line, settings, source=source.uri)
+            settings = with_header(settings, names)
             if target is not None:  # an endpoint is told the names with each request
                 custom_attributes(settings.environment)
         objects = tasks.count
@@ -255,17 +254,6 @@ def _split_options(
     if nbytes < 1:
         raise ValidationError(f"shard_size: {size!r} must be at least 1 byte")
     return {"header": header, "size": {"shard_size": nbytes}}
-
-
-def _with_header_names(settings: TransformSettings, line: bytes, source: str) -> TransformSettings:
-    """``settings`` telling the model server the names of the run's header row."""
-    names = header_names(
-        line,
-        delimiter=delimiter_from_environment(settings.environment),
-        encoding=charset(settings.content_type),
-        source=source,
-    )
-    return with_header(settings, names)
 
 
 def _split_tasks(
