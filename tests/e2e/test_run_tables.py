@@ -7,14 +7,16 @@ import json
 import tarfile
 from pathlib import Path
 
-import joblib
 import pandas as pd
 import pytest
 
 from batchinfer.serving.launcher import start_server
 from tests.integration.local.test_run_tables import (
+    CSV,
     FEATURES,
+    JSONL,
     customers,
+    expected,
     pipeline_model,
     shuffled_objects,
 )
@@ -51,10 +53,7 @@ def test_header_csv_is_scored_by_name_through_the_pipeline(tables, pipeline_mode
         "header": True,
         "shards": 2,
         "merge": True,
-        "content_type": "text/csv",
-        "accept": "text/csv",
-        "split_type": "Line",
-        "assemble_with": "Line",
+        **CSV,
     }
     execution = tables.run(request, "exec-tables")
     assert execution.status == "SUCCEEDED", execution.cause
@@ -63,8 +62,7 @@ def test_header_csv_is_scored_by_name_through_the_pipeline(tables, pipeline_mode
     columns = json.loads(job["Environment"]["BATCHINFER_CSV_COLUMNS"])
     assert columns == ["plan", "city", "income", "age"]
     output = tables.get(f"s3://{tables.bucket}/output/tables/a.csv.out").decode()
-    expected = joblib.load(pipeline_model / "model.joblib").predict(frame[FEATURES])
-    assert output.splitlines() == [str(v) for v in expected]
+    assert output.splitlines() == expected(pipeline_model, frame)
 
 
 def test_an_object_with_another_header_fails_its_split(tables, frame):
@@ -95,17 +93,13 @@ def test_json_objects_with_shuffled_keys_are_scored_by_name_through_the_pipeline
         "model_data": MODEL_DATA,
         "shards": 2,
         "merge": True,
-        "content_type": "application/jsonlines",
-        "accept": "application/jsonlines",
-        "split_type": "Line",
-        "assemble_with": "Line",
+        **JSONL,
         "input_filter": "$.features",
     }
     execution = tables.run(request, "exec-named")
     assert execution.status == "SUCCEEDED", execution.cause
     output = tables.get(f"s3://{tables.bucket}/output/named/a.jsonl.out").decode()
-    expected = joblib.load(pipeline_model / "model.joblib").predict(frame[FEATURES])
-    assert output.splitlines() == [str(v) for v in expected]
+    assert output.splitlines() == expected(pipeline_model, frame)
 
 
 @pytest.fixture
@@ -133,13 +127,9 @@ def test_a_header_reaches_the_endpoint_in_each_requests_custom_attributes(
         "header": True,
         "shards": 2,
         "merge": True,
-        "content_type": "text/csv",
-        "accept": "text/csv",
-        "split_type": "Line",
-        "assemble_with": "Line",
+        **CSV,
     }
     execution = stack.run(request, "ep")
     assert execution.status == "SUCCEEDED", execution.cause
     output = stack.get(f"s3://{stack.bucket}/output/ep/a.csv.out").decode()
-    expected = joblib.load(pipeline_model / "model.joblib").predict(frame[FEATURES])
-    assert output.splitlines() == [str(v) for v in expected]
+    assert output.splitlines() == expected(pipeline_model, frame)
