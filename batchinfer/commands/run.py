@@ -51,6 +51,20 @@ def run(
     include: Include = None,
     exclude: Exclude = None,
     skip_blank_lines: SkipBlankLines = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            help="Write into an --output that holds files: each output this run writes "
+            "replaces the one there, once the first input is done."
+        ),
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            help="Continue the run that wrote --output (stopped, killed or failed): inputs "
+            "whose outputs are whole are kept if the settings and model are unchanged."
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option(help="Print nothing but errors.")] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the run manifest as JSON.")
@@ -75,6 +89,8 @@ def run(
         header=header,
         selection=selection(include, exclude),
         skip_blank_lines=skip_blank_lines,
+        overwrite=overwrite,
+        resume=resume,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
     with stop_like_ctrl_c() as received:
@@ -112,7 +128,8 @@ def _interrupted(output: Path, result: JobResult | None) -> None:
         done = sum(f.status == "SUCCEEDED" for f in result.files)
         said += (
             f"; {done} of {plural(len(result.files), 'input')} done, as "
-            f"{output / RESULT_MANIFEST} records (the others left no output)"
+            f"{output / RESULT_MANIFEST} records (the others left no output); the same "
+            "command with --resume goes on from there"
         )
     Console(stderr=True, soft_wrap=True).print(f"[red]{escape(said)}[/]", highlight=False)
 

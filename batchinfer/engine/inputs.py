@@ -85,18 +85,26 @@ def read_manifest(path: Path) -> list[InputFile]:
 
 
 def collect_inputs(
-    paths: list[Path], selection: InputSelection = EVERY_INPUT, *, every_file: bool = False
+    paths: list[Path],
+    selection: InputSelection = EVERY_INPUT,
+    *,
+    every_file: bool = False,
+    leave_out: Path | None = None,
 ) -> list[InputFile]:
     """Expand files, directories and manifests into input files, sorted by name, as
     ``selection`` selects them: below a directory, hidden and ``_``-prefixed files and
     folders are not inputs, unless ``every_file`` (a processing job's input directory holds
-    only what its job put there); a file named as such, or by a manifest, always is."""
+    only what its job put there); a file named as such, or by a manifest, always is. Below
+    a directory, nothing in the folder ``leave_out`` (the job's output) is an input."""
     selector = Selector(selection, "file")
     files: list[InputFile] = []
     for path in paths:
         if path.is_dir():
+            inside = _inside(leave_out, path)
             for found in sorted(p for p in path.rglob("*") if p.is_file()):
                 rel = found.relative_to(path).as_posix()
+                if inside is not None and (rel + "/").startswith(inside):
+                    continue
                 if selector.takes(rel, len(rel) if every_file else 0):
                     files.append(InputFile(found, rel))
         elif path.is_file():
@@ -115,6 +123,18 @@ def collect_inputs(
             )
         by_name[file.name] = file
     return sorted(files, key=lambda f: f.name)
+
+
+def _inside(folder: Path | None, directory: Path) -> str | None:
+    """``folder`` as a path relative to ``directory`` ending in ``/`` ("" for the directory
+    itself), or None when it is not below it."""
+    if folder is None:
+        return None
+    try:
+        rel = folder.resolve().relative_to(directory.resolve()).as_posix()
+    except ValueError:
+        return None
+    return "" if rel == "." else rel + "/"
 
 
 def check_not_all_empty(files: list[InputFile], paths: list[Path]) -> None:
