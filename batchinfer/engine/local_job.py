@@ -52,7 +52,8 @@ class LocalJob:
     """A local job. ``model`` is the model the transform and processing engines serve; the
     endpoint engine takes none: the server at ``endpoint_url`` serves its own. ``selection``
     picks the inputs (``--include``, ``--exclude``); ``skip_blank_lines`` drops empty lines
-    before batching."""
+    before batching; ``overwrite`` and ``resume`` (``--overwrite``, ``--resume``) say what
+    becomes of an earlier run's outputs."""
 
     inputs: list[Path]
     output_dir: Path
@@ -67,6 +68,9 @@ class LocalJob:
     header: bool = False
     selection: InputSelection = EVERY_INPUT
     skip_blank_lines: bool = False
+    # What to do with the outputs an earlier run left in ``output_dir``.
+    overwrite: bool = False
+    resume: bool = False
 
 
 @dataclass
