@@ -11,11 +11,12 @@ keyword arguments::
     )
     print(result.status, [f.records_out for f in result.files])
 
-Errors are :class:`BatchInferError`\\ s with the messages
+:class:`Transformer` takes the SageMaker Python SDK's ``Transformer`` arguments and runs its
+``transform`` here, without Docker. Errors are :class:`BatchInferError`\\ s with the messages
 the command line prints; :class:`JobFailed` carries the result of a run whose inputs failed.
 
-Importing this package loads only the standard library: the engine and the planner load
-when first used.
+Importing this package loads only the standard library: the engine, the planner and the
+Transformer load when first used.
 """
 
 import importlib
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from batchinfer.api import JobFailed, TransformKeywords, plan, run
     from batchinfer.engine.local_job import FileResult, JobInterrupted, JobResult
     from batchinfer.planning.job_plan import Plan
+    from batchinfer.transformer import Transformer
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
@@ -34,6 +36,7 @@ _LAZY = {
     "plan": "batchinfer.api",
     "JobFailed": "batchinfer.api",
     "TransformKeywords": "batchinfer.api",
+    "Transformer": "batchinfer.transformer",
     "JobResult": "batchinfer.engine.local_job",
     "FileResult": "batchinfer.engine.local_job",
     "JobInterrupted": "batchinfer.engine.local_job",
@@ -49,6 +52,7 @@ __all__ = [
     "JobResult",
     "Plan",
     "TransformKeywords",
+    "Transformer",
     "ValidationError",
     "plan",
     "run",

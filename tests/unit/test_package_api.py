@@ -1,4 +1,4 @@
-"""What ``import batchinfer`` gives: run and plan in ``help(batchinfer)``, every
+"""What ``import batchinfer`` gives: run, plan and Transformer in ``help(batchinfer)``, every
 name of ``__all__``, and only the standard library loaded (the Lambdas import the package)."""
 
 import dataclasses
@@ -20,10 +20,11 @@ def _python(code: str) -> str:
     return done.stdout
 
 
-def test_help_shows_run_and_plan():
+def test_help_shows_run_plan_and_transformer():
     shown = _python("import batchinfer; help(batchinfer)")
-    for name in ("run(inputs", "plan(inputs", "class JobFailed", "class JobResult"):
+    for name in ("run(inputs", "plan(inputs", "class Transformer", "class JobFailed"):
         assert name in shown, name
+    assert "Transformer(model_name: str | os.PathLike[str] | None = None, instance_count" in shown
 
 
 def test_importing_the_package_loads_only_the_standard_library():

@@ -1,6 +1,6 @@
 """The Python API on the bundled example: ``batchinfer.run``'s result is what the run
-recorded, its errors carry the command's messages, ``batchinfer.plan`` is what ``plan --json``
-prints."""
+recorded, its errors carry the command's messages, and ``batchinfer.Transformer`` writes what
+``batchinfer run`` writes with the same settings, byte for byte."""
 
 import json
 from pathlib import Path
@@ -167,3 +167,65 @@ def test_an_error_of_plan_is_the_commands_message(capsys, example):
         batchinfer.plan(example / "input", shards=2, shard_size="1MiB")
     assert printed.strip() == f"error: {raised.value}"
     assert code == raised.value.exit_code == 2
+
+
+JOIN_OPTIONS = [
+    "--instance-count", "1", "--instance-type", "ml.m5.xlarge",
+    "--batch-strategy", "MultiRecord", "--assemble-with", "Line", "--accept", "text/csv",
+    "--content-type", "text/csv", "--split-type", "Line", "--join-source", "Input",
+]  # fmt: skip
+
+
+def test_the_sdk_snippet_writes_what_batchinfer_run_writes_r17(capsys, example, tmp_path):
+    """The SDK's snippet with its import and model_name changed, against ``batchinfer run``
+    with the same settings: the same files, byte for byte (R17: each row joined with its
+    prediction); wait=False, then wait(), writes them too."""
+    code, printed = run_cli(
+        capsys, "run", str(example / "input"), "--output", str(tmp_path / "cli"),
+        "--model", str(example / "model"), "--quiet", *JOIN_OPTIONS,
+    )  # fmt: skip
+    assert code == 0, printed
+    from batchinfer import Transformer
+
+    for folder, wait in (("sdk", True), ("background", False)):
+        t = Transformer(
+            model_name=str(example / "model"),
+            instance_count=1,
+            instance_type="ml.m5.xlarge",
+            strategy="MultiRecord",
+            assemble_with="Line",
+            output_path=str(tmp_path / folder),
+            accept="text/csv",
+        )
+        t.transform(
+            f"file://{example / 'input'}",
+            content_type="text/csv",
+            split_type="Line",
+            join_source="Input",
+            wait=wait,
+            logs=False,
+        )
+        t.wait()
+        assert t.result is not None and t.result.succeeded
+        cli = json.loads((tmp_path / "cli" / RESULT_MANIFEST).read_text())
+        assert t.result.settings == cli["settings"]
+        outputs = sorted(p.name for p in (tmp_path / "cli").iterdir())
+        assert sorted(p.name for p in (tmp_path / folder).iterdir()) == outputs
+        expected = (tmp_path / "cli" / "data.csv.out").read_bytes()
+        assert (tmp_path / folder / "data.csv.out").read_bytes() == expected
+    joined = expected.decode().splitlines()
+    rows = (example / "input" / "data.csv").read_text().splitlines()
+    assert [line.rsplit(",", 1)[0] for line in joined] == rows
+
+
+def test_a_failed_transform_raises_job_failed_from_wait(example, tmp_path):
+    data = tmp_path / "holed.csv"
+    lines = (example / "input" / "data.csv").read_bytes().splitlines(keepends=True)
+    data.write_bytes(b"".join([*lines[:2], b"\n", *lines[2:5]]))
+    t = batchinfer.Transformer(
+        model_data=example / "model", output_path=tmp_path / "out", engine="processing"
+    )
+    t.transform(data, content_type="text/csv", split_type="Line", wait=False, logs=False)
+    with pytest.raises(batchinfer.JobFailed, match=r"FAILED holed\.csv: record 3"):
+        t.wait()
+    assert t.result is None
