@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from batchinfer.serving.server import PARENT_PID_VAR
+from batchinfer.parent_death import child_of_this_process
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ServerStartError
 
 _LISTENING = re.compile(rb"Listening at: http://[^\s]+:(\d+)")
@@ -168,12 +168,8 @@ def start_server(
         "--workers",
         str(workers),
     ]
-    child_env = {
-        **os.environ,
-        **(env or {}),
-        "PYTHONUNBUFFERED": "1",
-        PARENT_PID_VAR: str(os.getpid()),  # the server stops once this process is gone
-    }
+    # The server stops once this process is gone (start it from the main thread).
+    child_env = child_of_this_process({**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command,
