@@ -275,9 +275,15 @@ def test_an_engine_killed_with_sigkill_leaves_nothing_running_or_listening_and_i
     more; and the next run into the same output removes the working folder the killed one left."""
     command, out = _slow_run(tmp_path, row_sum_model, engine, stall=True)
     mark = f"{os.getpid()}-{tmp_path.name}"
-    proc = _started(command, row_sum_model, engine, env={**os.environ, RUN_MARK: mark})
+    stalled = tmp_path / "stalled"
+    env = {**os.environ, RUN_MARK: mark, "ROW_SUM_STALLED": str(stalled)}
+    proc = _started(command, row_sum_model, engine, env=env)
     groups: set[int] = set()
     try:
+        deadline = time.monotonic() + 120
+        while not stalled.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert stalled.exists(), "the stalling request never started"
         started = _processes_of(mark, groups)
         groups = set(started.values()) - {os.getpgrp()}  # the instances' own groups
         ports = _listening_ports(started)
