@@ -274,12 +274,12 @@ def run_job(
             module = found.relative_to(model_dir).as_posix() if found else None
             missing_imports = unprovided_imports(found, model_dir) if found else []
         digests = job_digests(_shape(job), model_dir or job.endpoint_url)
-        kept = kept_files(earlier, digests, files, place) if earlier else {}
+        kept = kept_files(earlier, digests, files, place) if earlier and job.resume else {}
         record = _RunRecord(job, place, started_at, started, files, digests, kept)
         record.user_module, record.missing_imports = module, missing_imports
         todo = [file for file in files if file.name not in kept]
         progress.job_started(sum(file.size for file in todo))
-        publisher = _Publisher(record, progress, workdir)
+        publisher = _Publisher(record, progress, workdir, earlier.outputs() if earlier else {})
 
         def split_units() -> list[InputFile]:  # called by the engine as its servers start
             publisher.add(_split_inputs(todo, job, workdir, on_stage))
@@ -419,11 +419,20 @@ class _Publisher(Progress):
     """Puts each input's outputs in place as soon as every unit of it is done, whole (R19:
     none of an input that failed), then rewrites ``_manifest.json``; every callback also
     goes on to ``progress``. The first output put in place removes an earlier run's
-    ``_SUCCESS``: until then the output folder is as it was."""
+    ``_SUCCESS``: until then the output folder is as it was. Outputs an earlier run
+    recorded for an input (``replaced``, by input name) go once this run's are in place, so
+    no stale shard output stands beside them."""
 
-    def __init__(self, record: _RunRecord, progress: Progress, workdir: Path) -> None:
+    def __init__(
+        self,
+        record: _RunRecord,
+        progress: Progress,
+        workdir: Path,
+        replaced: dict[str, list[str]],
+    ) -> None:
         self.record = record
         self.progress = progress
+        self._replaced = replaced
         self.staging = workdir / "outputs"
         self._merging = workdir / "merged"
         self._groups: list[_InputGroup] = []
@@ -484,6 +493,8 @@ class _Publisher(Progress):
             staged = self._merging if group.merged else self.staging
             for name in result.outputs:
                 self.record.place.put_file(staged / name, name)
+            stale = set(self._replaced.get(group.source.name, [])) - set(result.outputs)
+            self.record.place.remove(sorted(stale))
         self.record.results[group.source.name] = result
 
 

@@ -39,30 +39,35 @@ class EarlierRun:
         files = self.manifest.get("files")
         return [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
 
+    def outputs(self) -> dict[str, list[str]]:
+        """The outputs it recorded, by input name."""
+        return {str(f.get("name")): list(f.get("outputs") or []) for f in self.files()}
+
 
 def check_place(place: OutputPlace, *, overwrite: bool, resume: bool) -> EarlierRun | None:
     """Refuse a place that holds files this job did not write, unless ``overwrite`` or
-    ``resume``; with ``resume``, the earlier run it continues (None when the place is empty).
-    Working folders of jobs that are gone are removed; one of a job that runs is refused."""
+    ``resume``; then the earlier run its ``_manifest.json`` records (None when the place is
+    empty, or with ``overwrite`` when there is no readable manifest). Working folders of
+    jobs that are gone are removed; one of a job that runs is refused."""
     if overwrite and resume:
         raise ValidationError("--overwrite and --resume exclude each other: choose one")
     held = [name for name in place.names() if not _in_workdir(name, place)]
     if not held:
         return None
-    if resume:
+    if resume or overwrite:
         text = place.read_text(RESULT_MANIFEST)
         try:
             manifest = json.loads(text) if text is not None else None
         except ValueError:
             manifest = None
-        if not isinstance(manifest, dict):
-            raise ValidationError(
-                f"--resume: {place.location} has no readable {RESULT_MANIFEST} of an earlier "
-                "run to continue; choose an empty --output, or --overwrite"
-            )
-        return EarlierRun(manifest)
-    if overwrite:
-        return None
+        if isinstance(manifest, dict):
+            return EarlierRun(manifest)
+        if overwrite:
+            return None
+        raise ValidationError(
+            f"--resume: {place.location} has no readable {RESULT_MANIFEST} of an earlier "
+            "run to continue; choose an empty --output, or --overwrite"
+        )
     listed = ", ".join(held[:_LISTED]) + (", ..." if len(held) > _LISTED else "")
     raise OutputNotEmpty(
         f"--output {place.location} already holds {len(held)} "

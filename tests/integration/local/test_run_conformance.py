@@ -337,13 +337,15 @@ def test_a_failed_sharded_input_leaves_no_shard_outputs_r19(tmp_path, row_sum_mo
     assert list((tmp_path / "out").glob("*.out")) == []
 
 
-def test_a_rerun_removes_the_outputs_the_previous_run_recorded(tmp_path, row_sum_model):
+def test_an_overwrite_removes_the_outputs_the_previous_run_recorded_for_its_inputs(
+    tmp_path, row_sum_model
+):
     data = write(tmp_path / "in" / "d.csv", b"1,2\n" * 1000)
     (tmp_path / "out").mkdir()
     unrelated = write(tmp_path / "out" / "notes.txt", b"kept")
     settings = dict(CSV_LINES, assemble_with="Line")
-    run([data], tmp_path / "out", row_sum_model, shards=4, **settings)
-    result = run([data], tmp_path / "out", row_sum_model, shards=2, **settings)
+    run([data], tmp_path / "out", row_sum_model, shards=4, overwrite=True, **settings)
+    result = run([data], tmp_path / "out", row_sum_model, shards=2, overwrite=True, **settings)
     assert result.succeeded
     assert sorted(p.name for p in (tmp_path / "out").glob("*.out")) == [
         "d.part-00000.csv.out",
