@@ -52,11 +52,11 @@ docs: $(STAMP)
 
 test: setup lint pytest image-smoke docs
 
-# The example: a classifier trained on a dataset shipped with scikit-learn, 500k rows of
+# The example: a classifier trained on a dataset shipped with scikit-learn, 200k rows of
 # input generated from it, then a local job: 2 instances, auto shards, CSV join, merge.
 DEMO := .demo
 demo: $(DEMO_STAMP)
-	$(BIN)/batchinfer example $(DEMO) --rows 500000
+	$(BIN)/batchinfer example $(DEMO) --rows 200000
 	$(BIN)/batchinfer run $(DEMO)/input --model $(DEMO)/model --output $(DEMO)/output \
 	  --content-type text/csv --accept text/csv --split-type Line --assemble-with Line \
 	  --join-source Input --instance-count 2 --shards auto --merge
