@@ -21,8 +21,8 @@ from batchinfer.transform.settings import TransformSettings
 
 SAMPLE_LINES = 3
 # A preview line is cut to this many characters, its size said (a JSON array's answer is
-# one line of the whole file's predictions).
-PREVIEW_CHARS = 100
+# one line of the whole file's predictions): indented, with its size, it fits 80 columns.
+PREVIEW_CHARS = 60
 
 
 @opt.transform_options
@@ -132,7 +132,9 @@ def _report(console: Console, result: JobResult) -> None:
         return
     path = Path(result.output_dir) / first.outputs[0]
     lines = preview(path)
-    console.print(f"[bold]{escape(str(path))}[/] (first {len(lines)} lines):", highlight=False)
+    console.print(
+        f"[bold]{escape(str(path))}[/] (first {plural(len(lines), 'line')}):", highlight=False
+    )
     for line in lines:
         console.print("  " + line, highlight=False, markup=False)
 

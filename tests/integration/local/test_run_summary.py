@@ -93,6 +93,7 @@ def test_a_preview_line_is_cut_at_a_fixed_width_with_its_size(tmp_path):
     first, second, third = preview(output)
     assert first == f"{long_line[:PREVIEW_CHARS]}… ({len(long_line):,} bytes)"
     assert len(long_line) > 400_000 and second == "short"
-    assert third == f"{'é' * PREVIEW_CHARS}… (300 bytes)"
-    output.write_bytes(f"{'x' * 100}\r\n{'y' * 101}\r\nno newline at the end".encode())
-    assert preview(output) == ["x" * 100, f"{'y' * 100}… (101 bytes)", "no newline at the end"]
+    assert third == f"{'é' * PREVIEW_CHARS}… (300 bytes)"  # 2 bytes each
+    whole, cut = "x" * PREVIEW_CHARS, "y" * (PREVIEW_CHARS + 1)
+    output.write_bytes(f"{whole}\r\n{cut}\r\nno newline at the end".encode())
+    assert preview(output) == [whole, f"{cut[:-1]}… ({len(cut)} bytes)", "no newline at the end"]
