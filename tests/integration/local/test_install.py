@@ -1,10 +1,11 @@
 """What ``pip install batchinfer`` brings: pyproject.toml's dependencies run a local job with
 the bundled example (``batchinfer example`` then ``batchinfer run``, as ``make demo`` does),
-with every module only an extra or the image's pins bring made unimportable; the image's
-requirements.txt pins every dependency and extra it serves with; the README names each
-extra."""
+with every module only an extra or the image's pins bring made unimportable, and a model of
+an extra not installed names the install that brings it; the image's requirements.txt pins
+every dependency and extra it serves with; the README names each extra."""
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -13,6 +14,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from batchinfer.examples import train_framework_model
 from batchinfer.serving.image_imports import distribution_modules
 from batchinfer.serving.model_requirements import read_requirements
 
@@ -100,3 +102,23 @@ def test_the_core_dependencies_run_the_example_job_without_any_extra(tmp_path):
     )
     rows = (tmp_path / "ex" / "output" / "data.csv.out").read_text().splitlines()
     assert len(rows) == 2000 and (tmp_path / "ex" / "output" / "_SUCCESS").exists()
+
+    # An XGBoost model without its extra: one line naming the install that brings it.
+    refused = subprocess.run(
+        [sys.executable, "-m", "batchinfer", "example", "xgb", "--framework", "xgboost"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "--framework xgboost: No module named 'xgboost': pip install 'batchinfer[xgboost]'" in (
+        refused.stderr
+    )
+    model = tmp_path / "xgb-model"
+    train_framework_model(model, "xgboost")  # here, where xgboost is installed
+    shutil.rmtree(model / "code")  # the model file alone: the default handler loads it
+    refused = subprocess.run(
+        [sys.executable, "-m", "batchinfer", "run", "ex/input", "--model", str(model),
+         "--output", "xgb-out", "--content-type", "text/csv", "--split-type", "Line"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert "No module named 'xgboost': pip install 'batchinfer[xgboost]'" in refused.stderr
