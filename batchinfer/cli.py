@@ -33,15 +33,16 @@ def _main(
 
 
 from batchinfer.commands import example, plan, process, run, serve, split  # noqa: E402
+from batchinfer.commands.help_examples import epilog  # noqa: E402
 
-app.command("run")(run.run)
-app.command("plan")(plan.plan)
-app.command("process")(process.process)
-app.command("example")(example.example)
-app.command("split")(split.split)
-app.command("serve")(serve.serve)
+app.command("run", epilog=epilog("run"))(run.run)
+app.command("plan", epilog=epilog("plan"))(plan.plan)
+app.command("process", epilog=epilog("process"))(process.process)
+app.command("example", epilog=epilog("example"))(example.example)
+app.command("split", epilog=epilog("split"))(split.split)
+app.command("serve", epilog=epilog("serve"))(serve.serve)
 from batchinfer.commands import cloud  # noqa: E402
 
-app.command("submit")(cloud.submit)
-app.command("status")(cloud.status)
-app.command("runs")(cloud.runs)
+app.command("submit", epilog=epilog("submit"))(cloud.submit)
+app.command("status", epilog=epilog("status"))(cloud.status)
+app.command("runs", epilog=epilog("runs"))(cloud.runs)

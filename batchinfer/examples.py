@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from batchinfer.extras import import_extra
 from batchinfer.serving.codecs import encode_csv, encode_jsonlines
 
 FEATURES = ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")
@@ -64,14 +65,12 @@ def train_framework_model(model_dir: Path, framework: str) -> Path:
     else:
         features, labels = _dataset()
         if framework == "xgboost":
-            import xgboost as xgb
-
+            xgb = import_extra("xgboost")
             params = {"objective": "binary:logistic", "max_depth": 3, "seed": 0, "nthread": 1}
             booster = xgb.train(params, xgb.DMatrix(features, labels), num_boost_round=100)
             booster.save_model(str(model_dir / "model.json"))
         else:
-            import lightgbm as lgb
-
+            lgb = import_extra("lightgbm")
             params = {"objective": "binary", "verbose": -1, "seed": 0, "num_threads": 1}
             model = lgb.train(params, lgb.Dataset(features, labels), num_boost_round=100)
             model.save_model(str(model_dir / "model.txt"))

@@ -29,6 +29,7 @@ def example(
         write_example_csv,
         write_example_jsonl,
     )
+    from batchinfer.extras import EXTRA_OF
 
     writers = {"csv": write_example_csv, "jsonl": write_example_jsonl}
     if fmt not in writers:
@@ -41,7 +42,12 @@ def example(
         if framework is None:
             train_example_model(model_dir)
         else:
-            handler = train_framework_model(model_dir, framework)
+            try:
+                handler = train_framework_model(model_dir, framework)
+            except ModuleNotFoundError as exc:
+                if exc.name not in EXTRA_OF:
+                    raise
+                raise ValidationError(f"--framework {framework}: {exc}") from None
     data = directory / "input" / f"data.{fmt}"
     data.parent.mkdir(parents=True, exist_ok=True)
     with console.status(f"writing {rows:,} rows"):

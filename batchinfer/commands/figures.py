@@ -7,6 +7,16 @@ def count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
+def abbreviated(n: float) -> str:
+    """Up to 9,999 in full, above in three significant digits: 35.2k, 352k, 1.23M, 4.57G."""
+    if round(n) < 10_000:
+        return f"{n:,.0f}"
+    units = ((1e3, "k"), (1e6, "M"), (1e9, "G"))
+    scale, unit = next(((s, u) for s, u in units if float(f"{n / s:.3g}") < 1000), units[-1])
+    value = float(f"{n / scale:.3g}")
+    return f"{value:.{max(0, 2 - math.floor(math.log10(value)))}f}{unit}"
+
+
 def size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024:

@@ -1,7 +1,6 @@
 """``batchinfer run``: a Batch Transform job on this machine, with the cloud's semantics."""
 
 import json
-from itertools import islice
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,6 +19,9 @@ from batchinfer.serving.image_imports import imports_note
 from batchinfer.transform.assemble import RESULT_MANIFEST
 
 SAMPLE_LINES = 3
+# A preview line is cut to this many characters, its size said (a JSON array's answer is
+# one line of the whole file's predictions): indented, with its size, it fits 80 columns.
+PREVIEW_CHARS = 60
 
 
 @opt.transform_options
@@ -150,13 +152,29 @@ def _report(console: Console, result: JobResult) -> None:
     if first is None:
         return
     path = Path(result.output_dir) / first.outputs[0]
-    with path.open("rb") as handle:
-        lines = [
-            line.decode("utf-8", "replace").rstrip("\n") for line in islice(handle, SAMPLE_LINES)
-        ]
-    console.print(f"[bold]{escape(str(path))}[/] (first {len(lines)} lines):", highlight=False)
+    lines = preview(path)
+    console.print(
+        f"[bold]{escape(str(path))}[/] (first {plural(len(lines), 'line')}):", highlight=False
+    )
     for line in lines:
         console.print("  " + line, highlight=False, markup=False)
+
+
+def preview(path: Path) -> list[str]:
+    """The first :data:`SAMPLE_LINES` lines of ``path``, each cut to :data:`PREVIEW_CHARS`
+    characters and then saying its size; a long line is counted, never held whole."""
+    lines: list[str] = []
+    with path.open("rb") as handle:
+        while len(lines) < SAMPLE_LINES and (head := handle.readline(4 * PREVIEW_CHARS)):
+            size, end = len(head), head
+            while not end.endswith(b"\n") and (end := handle.readline(1 << 20)):
+                size += len(end)
+            text = head.decode("utf-8", "replace").rstrip("\r\n")
+            if size > len(head) or len(text) > PREVIEW_CHARS:
+                size -= len(end) - len(end.rstrip(b"\r\n"))  # the line ending is no content
+                text = f"{text[:PREVIEW_CHARS]}… ({size:,} bytes)"
+            lines.append(text)
+    return lines
 
 
 def parse_shards(value: str | None) -> int | Literal["auto"] | None:

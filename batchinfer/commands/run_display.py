@@ -1,6 +1,8 @@
 """What ``batchinfer run`` shows a person: live progress bars and a summary table."""
 
+import gzip
 import threading
+from pathlib import Path
 
 from rich import box
 from rich.console import Console
@@ -16,15 +18,20 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 from rich.text import Text
 
+from batchinfer.commands.figures import abbreviated
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.local_job import JobResult
 from batchinfer.engine.outcomes import FileOutcome, Progress
+from batchinfer.media_types import CSV, JSONLINES, media_type
 
 LEGEND = (
     "legend: shards = pieces the input was cut into; inst = the instances that ran it "
     "(numbered from 1, as in _manifest.json); rec in/out = records (- where not counted); "
-    "MB = input megabytes; s = seconds (of its slowest shard); rows/s = rec in per second"
+    "MB = input megabytes; s = seconds (of its slowest shard); rows/s = rec in per second; "
+    "k, M, G = thousands, millions, billions (exact counts in _manifest.json)"
 )
+# How much of an input is read for a second line (SplitType None sends the whole file).
+_LINES_PROBE_BYTES = 1 << 16
 
 
 def plural(count: int, noun: str) -> str:
@@ -121,15 +128,16 @@ def summary_table(result: JobResult) -> Table:
     table = Table(
         title=f"batchinfer run: {result.status}", title_justify="left", box=box.SIMPLE_HEAD
     )
-    table.add_column("input", min_width=min(30, max(len(f.name) for f in result.files)))
+    # Only the input names fold: the figures and statuses keep whole in 80 columns.
+    table.add_column("input", overflow="fold")
     for column in ("shards", "inst", "rec in", "rec out", "MB", "s", "rows/s"):
-        table.add_column(column, justify="right")
-    table.add_column("status")
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for file in result.files:
         table.add_row(
             Text(file.name),
             str(file.shards or 1),
-            ",".join(map(str, file.instances)),
+            _numbers(file.instances),
             _count(file.records_in),
             _count(file.records_out),
             f"{file.bytes_in / 1e6:,.1f}",
@@ -176,7 +184,36 @@ def summary_notes(result: JobResult) -> list[str]:
             f"resumed: {plural(result.kept_inputs, 'input')} kept from the run that wrote "
             "the folder (its counts and times are those of that run)"
         )
+    whole = _sent_whole(result)
+    if whole:
+        lines.append(
+            f"hint: {', '.join(whole)} went whole as one record (SplitType None, the default) "
+            "though it holds more than one line: --split-type Line makes each line a record "
+            "(with --assemble-with Line, one output line each)"
+        )
     return [*lines, LEGEND]
+
+
+def _sent_whole(result: JobResult) -> list[str]:
+    """The inputs of CSV or JSON Lines that SplitType None sent as one record although they
+    hold more than one line."""
+    settings = result.settings
+    if settings["split_type"] != "None" or media_type(settings["content_type"]) not in {
+        CSV,
+        JSONLINES,
+    }:
+        return []
+    gzipped = settings["compression_type"] == "Gzip"
+    return [f.name for f in result.files if _more_than_one_line(Path(f.input), gzipped)]
+
+
+def _more_than_one_line(path: Path, gzipped: bool) -> bool:
+    try:
+        with gzip.open(path) if gzipped else path.open("rb") as handle:
+            head = handle.read(_LINES_PROBE_BYTES)
+    except (OSError, EOFError):  # gone, or not the gzip it was said to be: nothing to hint
+        return False
+    return b"\n" in head.rstrip(b"\r\n")
 
 
 def _status(status: str) -> str:
@@ -186,4 +223,18 @@ def _status(status: str) -> str:
 
 
 def _count(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
+    return "-" if value is None else abbreviated(value)
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``1-3,5``."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ",".join(
+        str(run[0]) if len(run) == 1 else f"{run[0]}{'-' if len(run) > 2 else ','}{run[-1]}"
+        for run in runs
+    )

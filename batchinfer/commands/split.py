@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -56,7 +57,9 @@ def split(
             compression_type=compression_type,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
-    table = Table("shard", "bytes", "data range", box=None, title=f"shards in {index.prefix}")
+    table = Table(
+        "shard", "bytes", "data range", box=None, title=f"shards in {escape(index.prefix)}"
+    )
     for shard in index.shards:
         table.add_row(Text(shard.name), f"{shard.size:,}", f"{shard.start:,}-{shard.end:,}")
     out = Console()

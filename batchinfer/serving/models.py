@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from batchinfer.extras import import_extra
 from batchinfer.model_artifact import MODEL_FILE_KINDS, model_file_kinds
 from batchinfer.serving.server_errors import ModelLoadError
 
@@ -53,7 +54,7 @@ def _load_joblib(path: Path) -> Any:
 
 
 def _load_xgboost(path: Path) -> Any:
-    import xgboost
+    xgboost = import_extra("xgboost")
 
     booster = xgboost.Booster()
     booster.load_model(path)
@@ -77,7 +78,7 @@ def _load_xgboost(path: Path) -> Any:
 
 
 def _load_lightgbm(path: Path) -> Any:
-    import lightgbm
+    lightgbm = import_extra("lightgbm")
 
     booster = lightgbm.Booster(model_file=str(path))
     names = booster.feature_name()

@@ -57,3 +57,13 @@ def test_each_kind_of_error_has_its_own_exit_code_and_the_docs_list_them_all():
     page = (Path(__file__).parents[2] / "docs" / "operate.md").read_text()
     documented = {int(code) for code in re.findall(r"^\| (\d+) \| ", page, re.MULTILINE)}
     assert documented == {0, *codes}
+
+
+def test_split_names_a_folder_with_brackets_as_it_is(tmp_path, capsys):
+    source = tmp_path / "in.csv"
+    source.write_text("".join(f"{i},{i * 2}\n" for i in range(1000)))
+    output = tmp_path / "shards[eu]"
+    code, printed = run_cli(capsys, "split", str(source), "--output", str(output), "--shards", "2")
+    assert code == 0, printed
+    title = printed[: printed.index(" shard ")]  # above the table's header
+    assert "shards in" in title and "shards[eu]/" in "".join(title.split()), printed
