@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines, selection
 from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
@@ -19,19 +20,27 @@ from batchinfer.errors import ValidationError
 from batchinfer.serving.image_imports import imports_note
 from batchinfer.transform.assemble import RESULT_MANIFEST
 from batchinfer.transform.settings import TransformSettings
+from batchinfer.uris import is_s3_uri
 
 SAMPLE_LINES = 3
 
 
+@aws_errors()  # S3 inputs, model: an AWS failure is its one-line message and exit code (4-9)
 @opt.transform_options
 def run(
     inputs: Annotated[
-        list[Path], typer.Argument(help="Files, directories or a ManifestFile.", show_default=False)
+        list[str],
+        typer.Argument(
+            help="Files, directories, a ManifestFile, or s3:// prefixes.", show_default=False
+        ),
     ],
-    output: Annotated[Path, typer.Option(help="Directory for the .out files.")],
+    output: Annotated[str, typer.Option(help="Directory for the .out files.")],
     model: Annotated[
-        Path | None,
-        typer.Option(help="Model directory or model.tar.gz (transform and processing engines)."),
+        str | None,
+        typer.Option(
+            help="Model directory or model.tar.gz, local or s3:// (transform and processing "
+            "engines)."
+        ),
     ] = None,
     shards: Annotated[
         str | None, typer.Option(help="Pre-split each input into N shards, or 'auto'.")
@@ -63,10 +72,12 @@ def run(
 ) -> None:
     """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
     settings = TransformSettings.from_request(opt.with_table(transform, delimiter, encoding))
+    if is_s3_uri(output):
+        raise ValidationError(f"--output {output}: a local run writes a local directory")
     job = LocalJob(
         inputs=inputs,
-        output_dir=output,
-        model=model,
+        output_dir=Path(output),
+        model=None if model is None else model if is_s3_uri(model) else Path(model),
         settings=settings,
         engine=parse_local_engine(engine),
         shards=parse_shards(shards),
@@ -82,7 +93,7 @@ def run(
             with LiveProgress(console, settings.instance_count) as progress:
                 result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
         except KeyboardInterrupt as exc:
-            _interrupted(output, exc.result if isinstance(exc, JobInterrupted) else None)
+            _interrupted(job.output_dir, exc.result if isinstance(exc, JobInterrupted) else None)
             raise typer.Exit(exit_code(received)) from None
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))

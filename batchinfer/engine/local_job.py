@@ -11,7 +11,7 @@ import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +29,8 @@ from batchinfer.engine.inputs import (
     resolve_units,
 )
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
+from batchinfer.engine.s3_inputs import fetch_model, is_s3_input, s3_inputs, stage_inputs
+from batchinfer.engine.s3_requests import s3_client
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
@@ -45,6 +47,7 @@ from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, outpu
 from batchinfer.transform.csv_dialect import check_header_type
 from batchinfer.transform.records import check_skip_blank_lines
 from batchinfer.transform.settings import TransformSettings
+from batchinfer.uris import is_s3_uri
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,9 @@ class LocalJob:
     picks the inputs (``--include``, ``--exclude``); ``skip_blank_lines`` drops empty lines
     before batching."""
 
-    inputs: list[Path]
+    inputs: Sequence[Path | str]  # local paths, or s3:// URIs and ManifestFiles of S3 objects
     output_dir: Path
-    model: Path | None
+    model: Path | str | None  # a local path or an s3:// URI
     settings: TransformSettings
     engine: LocalEngine = "transform"
     shards: int | Literal["auto"] | None = None
@@ -228,19 +231,32 @@ def run_job(
     validate_job(job)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    files = collect_inputs(job.inputs, job.selection)
-    check_not_all_empty(files, job.inputs)
-    check_compression(files, job.settings.compression_type, job.settings.content_type)
-    if job.header:
-        job = replace(job, settings=header_settings(files, job.settings))
+    inputs = [str(input) for input in job.inputs]
+    remote = [is_s3_input(input) for input in inputs]
+    if any(remote) and not all(remote):
+        raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
+    s3 = s3_client() if any(remote) or is_s3_uri(str(job.model)) else None
+    # S3 inputs are listed now, before anything is written, and staged once there is a
+    # working folder; local ones are checked now.
+    objects = s3_inputs(s3, inputs, job.selection) if any(remote) else None
+    if objects is None:
+        files = collect_inputs([Path(input) for input in inputs], job.selection)
+        job = _checked_inputs(files, job)
     progress = progress or Progress()
-    progress.job_started(sum(file.size for file in files))
     job.output_dir.mkdir(parents=True, exist_ok=True)
     _clear_previous_run(job.output_dir)
     _remove_dead_workdirs(job.output_dir)
     workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=job.output_dir))
     try:
-        model_dir = None if job.model is None else prepare_model_dir(job.model, workdir)
+        if objects is not None:
+            on_stage("stage")
+            files = stage_inputs(s3, objects, workdir / "inputs")
+            job = _checked_inputs(files, job)
+        progress.job_started(sum(file.size for file in files))
+        model = job.model
+        if model is not None and is_s3_uri(str(model)):
+            model = fetch_model(s3, str(model), workdir / "artifact")
+        model_dir = None if model is None else prepare_model_dir(Path(model), workdir)
         module, missing_imports = None, []
         if model_dir is not None:
             found = check_readable(model_dir, job.settings.environment, job.settings.content_type)
@@ -309,6 +325,14 @@ def run_job(
     if result.succeeded:
         (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
+
+
+def _checked_inputs(files: list[InputFile], job: LocalJob) -> LocalJob:
+    """``job`` once its input ``files`` pass the checks of their contents, told the names of
+    their header with ``--header``."""
+    check_not_all_empty(files, job.inputs)
+    check_compression(files, job.settings.compression_type, job.settings.content_type)
+    return replace(job, settings=header_settings(files, job.settings)) if job.header else job
 
 
 # A job's working folder in its output directory: ``.batchinfer-<pid>-<random>``.
@@ -438,7 +462,7 @@ class _InputGroup:
         records_out = None if errors else _sum_or_none([s.records_out for s in stats])
         return FileResult(
             name=self.source.name,
-            input=str(self.source.path),
+            input=self.source.where,
             outputs=outputs,
             status=INTERRUPTED if interrupted else "FAILED" if errors else "SUCCEEDED",
             records_in=records_in,

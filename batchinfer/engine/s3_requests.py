@@ -34,7 +34,7 @@ def naming(uri: str) -> Iterator[None]:
         yield
     except ClientError as exc:
         if not_found(exc):
-            raise InputError(f"{uri}: no such object") from None
+            raise InputError(f"{uri}: object not found") from None
         exc.add_note(uri)
         raise
     except BotoCoreError as exc:

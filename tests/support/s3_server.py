@@ -29,7 +29,8 @@ def s3_endpoint() -> Iterator[str]:
 @pytest.fixture
 def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: Any) -> str:
     """This test's environment pointed at the server (fake credentials, no profile or AWS
-    configuration file of the user's), with the server emptied first; returns its URL."""
+    configuration file of the user's), with the server emptied first and boto3's default
+    session made afresh, as in a new process; returns its URL."""
     urlopen(Request(f"{s3_endpoint}/moto-api/reset", method="POST"), timeout=10).close()
     nowhere = tmp_path_factory.mktemp("aws-config") / "none"
     for name, value in {
@@ -42,6 +43,7 @@ def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: 
         monkeypatch.setenv(name, value)
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     return s3_endpoint
 
 
