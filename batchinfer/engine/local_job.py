@@ -29,7 +29,7 @@ from batchinfer.engine.inputs import (
     resolve_units,
 )
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
-from batchinfer.engine.s3_inputs import fetch_model, is_s3_input, s3_inputs, stage_inputs
+from batchinfer.engine.s3_inputs import fetch_model, in_s3, s3_inputs, stage_inputs
 from batchinfer.engine.s3_requests import s3_client
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
@@ -232,13 +232,11 @@ def run_job(
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     inputs = [str(input) for input in job.inputs]
-    remote = [is_s3_input(input) for input in inputs]
-    if any(remote) and not all(remote):
-        raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
-    s3 = s3_client() if any(remote) or is_s3_uri(str(job.model)) else None
+    remote = in_s3(inputs)
+    s3 = s3_client() if remote or is_s3_uri(str(job.model)) else None
     # S3 inputs are listed now, before anything is written, and staged once there is a
     # working folder; local ones are checked now.
-    objects = s3_inputs(s3, inputs, job.selection) if any(remote) else None
+    objects = s3_inputs(s3, inputs, job.selection) if remote else None
     if objects is None:
         files = collect_inputs([Path(input) for input in inputs], job.selection)
         job = _checked_inputs(files, job)

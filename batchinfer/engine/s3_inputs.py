@@ -44,8 +44,16 @@ class S3Input:
     size: int
 
 
-def is_s3_input(input: str) -> bool:
-    """Whether ``input`` is in S3: an s3:// URI, or a local ManifestFile whose prefix is."""
+def in_s3(inputs: list[str]) -> bool:
+    """Whether ``inputs`` are in S3 (s3:// URIs, or local ManifestFiles whose prefix is);
+    a ValidationError when some are and some are not."""
+    remote = [_in_s3(input) for input in inputs]
+    if any(remote) and not all(remote):
+        raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
+    return any(remote)
+
+
+def _in_s3(input: str) -> bool:
     if is_s3_uri(input):
         return True
     path = Path(input)
@@ -55,7 +63,7 @@ def is_s3_input(input: str) -> bool:
 def s3_inputs(
     client: Any, inputs: list[str], selection: InputSelection = EVERY_INPUT
 ) -> list[S3Input]:
-    """The objects ``inputs`` (each :func:`is_s3_input`) select, sorted by name; an
+    """The objects ``inputs`` (in S3: :func:`in_s3`) select, sorted by name; an
     InputError names a prefix without any, a missing object or a name that is not a
     relative path."""
     found = []
