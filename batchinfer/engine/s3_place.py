@@ -40,6 +40,11 @@ class S3Place:
             max_concurrency=UPLOAD_THREADS,
         )
 
+    @property
+    def work_parent(self) -> None:
+        """The job's working folder goes in the system's temporary folder."""
+        return None
+
     def _object(self, name: str) -> S3Location:
         return self._prefix.child(name)
 
