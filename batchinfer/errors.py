@@ -28,6 +28,10 @@ class ValidationError(BatchInferError):
     exit_code = 2
 
 
+class OutputNotEmpty(ValidationError):
+    """The output folder holds files the job did not write (``--overwrite``, ``--resume``)."""
+
+
 class InputError(BatchInferError):
     """Input data cannot be processed as asked: empty, missing, changed while being read."""
 

@@ -20,12 +20,12 @@ from batchinfer.errors import ValidationError
 from batchinfer.serving.image_imports import imports_note
 from batchinfer.transform.assemble import RESULT_MANIFEST
 from batchinfer.transform.settings import TransformSettings
-from batchinfer.uris import is_s3_uri
+from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 SAMPLE_LINES = 3
 
 
-@aws_errors()  # S3 inputs, model: an AWS failure is its one-line message and exit code (4-9)
+@aws_errors()  # S3 inputs, model and output: an AWS failure is one line with its exit code
 @opt.transform_options
 def run(
     inputs: Annotated[
@@ -34,7 +34,7 @@ def run(
             help="Files, directories, a ManifestFile, or s3:// prefixes.", show_default=False
         ),
     ],
-    output: Annotated[str, typer.Option(help="Directory for the .out files.")],
+    output: Annotated[str, typer.Option(help="Directory or s3:// prefix for the .out files.")],
     model: Annotated[
         str | None,
         typer.Option(
@@ -60,6 +60,20 @@ def run(
     include: Include = None,
     exclude: Exclude = None,
     skip_blank_lines: SkipBlankLines = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            help="Write into an --output that holds files: each output this run writes "
+            "replaces the one there, once the first input is done."
+        ),
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            help="Continue the run that wrote --output (stopped, killed or failed): inputs "
+            "whose outputs are whole are kept if the settings and model are unchanged."
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option(help="Print nothing but errors.")] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the run manifest as JSON.")
@@ -72,11 +86,9 @@ def run(
 ) -> None:
     """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
     settings = TransformSettings.from_request(opt.with_table(transform, delimiter, encoding))
-    if is_s3_uri(output):
-        raise ValidationError(f"--output {output}: a local run writes a local directory")
     job = LocalJob(
         inputs=inputs,
-        output_dir=Path(output),
+        output_dir=output if is_s3_uri(output) else Path(output),
         model=None if model is None else model if is_s3_uri(model) else Path(model),
         settings=settings,
         engine=parse_local_engine(engine),
@@ -86,6 +98,8 @@ def run(
         header=header,
         selection=selection(include, exclude),
         skip_blank_lines=skip_blank_lines,
+        overwrite=overwrite,
+        resume=resume,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
     with stop_like_ctrl_c() as received:
@@ -93,7 +107,7 @@ def run(
             with LiveProgress(console, settings.instance_count) as progress:
                 result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
         except KeyboardInterrupt as exc:
-            _interrupted(job.output_dir, exc.result if isinstance(exc, JobInterrupted) else None)
+            _interrupted(output, exc.result if isinstance(exc, JobInterrupted) else None)
             raise typer.Exit(exit_code(received)) from None
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
@@ -116,14 +130,20 @@ HANDLER_PROTOCOL = (
 )
 
 
-def _interrupted(output: Path, result: JobResult | None) -> None:
+def _at(output: str, name: str) -> str:
+    """The file ``name`` in the output directory or S3 prefix ``output``."""
+    return parse_s3_uri(output).child(name).uri if is_s3_uri(output) else str(Path(output) / name)
+
+
+def _interrupted(output: str, result: JobResult | None) -> None:
     """Say what Ctrl-C left: the instances (model servers) are stopped, there is no _SUCCESS."""
     said = "interrupted: every instance is stopped; no _SUCCESS"
     if result is not None:
         done = sum(f.status == "SUCCEEDED" for f in result.files)
         said += (
             f"; {done} of {plural(len(result.files), 'input')} done, as "
-            f"{output / RESULT_MANIFEST} records (the others left no output)"
+            f"{_at(output, RESULT_MANIFEST)} records (the others left no output); the same "
+            "command with --resume goes on from there"
         )
     Console(stderr=True, soft_wrap=True).print(f"[red]{escape(said)}[/]", highlight=False)
 
@@ -138,6 +158,10 @@ def _report(console: Console, result: JobResult) -> None:
         console.print(f"model: {escape(said)}", highlight=False)
     first = next((f for f in result.files if f.outputs), None)
     if first is None:
+        return
+    if is_s3_uri(result.output_dir):
+        said = f"outputs: {plural(len(result.files), 'input')} in {result.output_dir}"
+        console.print(escape(said), highlight=False)
         return
     path = Path(result.output_dir) / first.outputs[0]
     with path.open("rb") as handle:

@@ -171,6 +171,11 @@ def summary_notes(result: JobResult) -> list[str]:
     ]
     reasons = sorted({f.records_not_counted for f in result.files if f.records_not_counted})
     lines += [f"rec out not counted: {reason}" for reason in reasons]
+    if result.kept_inputs:
+        lines.append(
+            f"resumed: {plural(result.kept_inputs, 'input')} kept from the run that wrote "
+            "the folder (its counts and times are those of that run)"
+        )
     return [*lines, LEGEND]
 
 

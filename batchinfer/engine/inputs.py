@@ -39,8 +39,10 @@ class InputFile:
     # ``end`` None: to the end of the file.
     start: int = 0
     end: int | None = None
-    # The s3:// URI that ``path`` is a staged copy of, None for a local input.
+    # The s3:// URI that ``path`` is a staged copy of, and that object's ETag; None for a
+    # local input.
     origin: str | None = None
+    etag: str | None = None
 
     @property
     def where(self) -> str:
@@ -102,18 +104,26 @@ def read_manifest(path: Path) -> list[InputFile]:
 
 
 def collect_inputs(
-    paths: list[Path], selection: InputSelection = EVERY_INPUT, *, every_file: bool = False
+    paths: list[Path],
+    selection: InputSelection = EVERY_INPUT,
+    *,
+    every_file: bool = False,
+    leave_out: Path | None = None,
 ) -> list[InputFile]:
     """Expand files, directories and manifests into input files, sorted by name, as
     ``selection`` selects them: below a directory, hidden and ``_``-prefixed files and
     folders are not inputs, unless ``every_file`` (a processing job's input directory holds
-    only what its job put there); a file named as such, or by a manifest, always is."""
+    only what its job put there); a file named as such, or by a manifest, always is. Below
+    a directory, nothing in the folder ``leave_out`` (the job's output) is an input."""
     selector = Selector(selection, "file")
     files: list[InputFile] = []
     for path in paths:
         if path.is_dir():
+            inside = _inside(leave_out, path)
             for found in sorted(p for p in path.rglob("*") if p.is_file()):
                 rel = found.relative_to(path).as_posix()
+                if inside is not None and (rel + "/").startswith(inside):
+                    continue
                 if selector.takes(rel, len(rel) if every_file else 0):
                     files.append(InputFile(found, rel))
         elif path.is_file():
@@ -138,6 +148,18 @@ def check_distinct_names(named: Iterable[tuple[str, str]]) -> None:
                 "give them distinct names"
             )
         seen[name] = where
+
+
+def _inside(folder: Path | None, directory: Path) -> str | None:
+    """``folder`` as a path relative to ``directory`` ending in ``/`` ("" for the directory
+    itself), or None when it is not below it."""
+    if folder is None:
+        return None
+    try:
+        rel = folder.resolve().relative_to(directory.resolve()).as_posix()
+    except ValueError:
+        return None
+    return "" if rel == "." else rel + "/"
 
 
 def check_not_all_empty(files: list[InputFile], paths: Sequence[Path | str]) -> None:

@@ -3,6 +3,8 @@
 The output directory ends up exactly as the cloud job leaves its S3 output prefix (one
 ``<name>.out`` per input, R12: each input object gives one output named after it), plus
 ``_manifest.json`` (settings and per-file counts) and, only when every file succeeded, ``_SUCCESS``.
+Outputs are written in the job's working folder and put in place as each input is done,
+whole; ``_manifest.json`` follows them, so a run stopped any way can be resumed.
 """
 
 import json
@@ -10,9 +12,10 @@ import os
 import resource
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -29,7 +32,16 @@ from batchinfer.engine.inputs import (
     resolve_units,
 )
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
+from batchinfer.engine.output_place import LocalPlace, OutputPlace
+from batchinfer.engine.previous_run import (
+    WORKDIR_PREFIX,
+    check_place,
+    input_version,
+    job_digests,
+    kept_files,
+)
 from batchinfer.engine.s3_inputs import fetch_model, in_s3, s3_inputs, stage_inputs
+from batchinfer.engine.s3_place import S3Place
 from batchinfer.engine.s3_requests import s3_client
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
@@ -55,10 +67,12 @@ class LocalJob:
     """A local job. ``model`` is the model the transform and processing engines serve; the
     endpoint engine takes none: the server at ``endpoint_url`` serves its own. ``selection``
     picks the inputs (``--include``, ``--exclude``); ``skip_blank_lines`` drops empty lines
-    before batching."""
+    before batching. An output folder that holds anything is refused unless ``overwrite``
+    (each output this run writes replaces the one there) or ``resume`` (an earlier run of
+    the same job continues: :mod:`batchinfer.engine.previous_run`)."""
 
     inputs: Sequence[Path | str]  # local paths, or s3:// URIs and ManifestFiles of S3 objects
-    output_dir: Path
+    output_dir: Path | str  # a local directory or an s3:// prefix
     model: Path | str | None  # a local path or an s3:// URI
     settings: TransformSettings
     engine: LocalEngine = "transform"
@@ -70,6 +84,8 @@ class LocalJob:
     header: bool = False
     selection: InputSelection = EVERY_INPUT
     skip_blank_lines: bool = False
+    overwrite: bool = False
+    resume: bool = False
 
 
 @dataclass
@@ -93,11 +109,15 @@ class FileResult:
     # The instances that ran it, numbered from 1 as the summary and the progress show them.
     instances: list[int] = field(default_factory=list)
     error: str | None = None
+    # The input's size and modification time when it was read (``--resume`` reruns an
+    # input that changed since).
+    input_version: str | None = None
 
 
 @dataclass
 class JobResult:
-    status: str  # SUCCEEDED, FAILED or INTERRUPTED (Ctrl-C)
+    # SUCCEEDED, FAILED, INTERRUPTED (Ctrl-C, SIGTERM) or, while it runs, RUNNING
+    status: str
     output_dir: str
     engine: str
     started_at: str
@@ -118,6 +138,10 @@ class JobResult:
     transform_seconds: float = 0.0
     # The server the endpoint engine scored with.
     endpoint_url: str | None = None
+    # SHA-256 of the settings and of the model, which ``--resume`` must find unchanged.
+    digests: dict[str, str] = field(default_factory=dict)
+    # Inputs an earlier run had done whose outputs ``--resume`` kept.
+    kept_inputs: int = 0
 
     @property
     def succeeded(self) -> bool:
@@ -225,32 +249,38 @@ def run_job(
 ) -> JobResult:
     """Run ``job`` and write its outputs, ``_manifest.json`` and (on success) ``_SUCCESS``.
 
-    Ctrl-C while the engine runs stops it, removes every output of an input that is not
-    done, records the rest as INTERRUPTED and raises JobInterrupted; earlier, it leaves no
-    manifest at all. Either way there is no ``_SUCCESS``."""
+    Each input's outputs are put in place once the input is done, whole (R19: none for an
+    input that failed), and ``_manifest.json`` follows; until the first input is done the
+    output folder is as it was (a model that fails to load changes nothing). Ctrl-C (and
+    SIGTERM, SIGHUP) while the engine runs stops it, records the inputs done, marks the
+    others INTERRUPTED and raises JobInterrupted. Either way there is no ``_SUCCESS``."""
     validate_job(job)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
     inputs = [str(input) for input in job.inputs]
     remote = in_s3(inputs)
-    s3 = s3_client() if remote or is_s3_uri(str(job.model)) else None
+    output = str(job.output_dir)
+    s3 = None
+    if remote or is_s3_uri(output) or is_s3_uri(str(job.model)):
+        s3 = s3_client()
+    place: OutputPlace = S3Place(s3, output) if is_s3_uri(output) else LocalPlace(Path(output))
     # S3 inputs are listed now, before anything is written, and staged once there is a
     # working folder; local ones are checked now.
-    objects = s3_inputs(s3, inputs, job.selection) if remote else None
+    objects = s3_inputs(s3, inputs, job.selection, leave_out=output) if remote else None
     if objects is None:
-        files = collect_inputs([Path(input) for input in inputs], job.selection)
+        paths = [Path(input) for input in inputs]
+        files = collect_inputs(paths, job.selection, leave_out=Path(output))
         job = _checked_inputs(files, job)
+    earlier = check_place(place, overwrite=job.overwrite, resume=job.resume)
     progress = progress or Progress()
-    job.output_dir.mkdir(parents=True, exist_ok=True)
-    _clear_previous_run(job.output_dir)
-    _remove_dead_workdirs(job.output_dir)
-    workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=job.output_dir))
+    workdir = Path(
+        tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=place.work_parent)
+    )
     try:
         if objects is not None:
             on_stage("stage")
             files = stage_inputs(s3, objects, workdir / "inputs")
             job = _checked_inputs(files, job)
-        progress.job_started(sum(file.size for file in files))
         model = job.model
         if model is not None and is_s3_uri(str(model)):
             model = fetch_model(s3, str(model), workdir / "artifact")
@@ -262,66 +292,56 @@ def run_job(
             ensure_requirements(model_dir, {**os.environ, **job.settings.environment})
             module = found.relative_to(model_dir).as_posix() if found else None
             missing_imports = unprovided_imports(found, model_dir) if found else []
-        groups: list[_InputGroup] = []
+        digests = job_digests(_shape(job), model_dir or job.endpoint_url)
+        kept = kept_files(earlier, digests, files, place) if earlier else {}
+        record = _RunRecord(job, place, started_at, started, files, digests, kept)
+        record.user_module, record.missing_imports = module, missing_imports
+        todo = [file for file in files if file.name not in kept]
+        progress.job_started(sum(file.size for file in todo))
+        publisher = _Publisher(record, progress, workdir)
 
         def split_units() -> list[InputFile]:  # called by the engine as its servers start
-            groups.extend(_split_inputs(files, job, workdir, on_stage))
+            publisher.add(_split_inputs(todo, job, workdir, on_stage))
             on_stage("infer")
-            return [unit for group in groups for unit in group.units]
+            return publisher.units()
 
-        unit_dir = workdir / "outputs" if job.merge else job.output_dir
         # Only model servers have a start-up for the split to overlap; elsewhere it runs
         # first, so its time is not the engine's.
         units: Units = split_units if job.engine == "transform" else split_units()
         engine_started = time.perf_counter()
-        report: EngineReport | None
+        status = "SUCCEEDED"
         try:
-            report = run_engine(
-                job.engine,
-                units,
-                unit_dir,
-                model_dir=model_dir,
-                settings=job.settings,
-                workers_per_instance=job.workers_per_instance,
-                progress=progress,
-                endpoint_url=job.endpoint_url,
-                skip_blank_lines=job.skip_blank_lines,
-            )
-            outcomes = report.outcomes
-        except EngineInterrupted as exc:
-            report, outcomes = None, exc.finished
-        transform_seconds = time.perf_counter() - engine_started
-        by_name = {outcome.file.name: outcome for outcome in outcomes}
+            if todo:
+                report = run_engine(
+                    job.engine,
+                    units,
+                    publisher.staging,
+                    model_dir=model_dir,
+                    settings=job.settings,
+                    workers_per_instance=job.workers_per_instance,
+                    progress=publisher,
+                    endpoint_url=job.endpoint_url,
+                    skip_blank_lines=job.skip_blank_lines,
+                )
+                record.effective = asdict(report.effective)
+                record.startup_seconds = report.startup_seconds
+            else:  # every input was done by the run resumed
+                record.effective = earlier.manifest.get("effective") if earlier else None
+        except EngineInterrupted:
+            status = INTERRUPTED
+        except BaseException as exc:
+            publisher.stopped(f"the run stopped: {exc}")
+            raise
+        finally:
+            record.transform_seconds = time.perf_counter() - engine_started
         on_stage("finalize")
-        results = [group.result(by_name, job, unit_dir) for group in groups]
+        publisher.finish()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if report is None:
-        status = INTERRUPTED
-    else:
-        status = "SUCCEEDED" if all(r.status == "SUCCEEDED" for r in results) else "FAILED"
-    startup = report.startup_seconds if report else None
-    result = JobResult(
-        status=status,
-        output_dir=str(job.output_dir),
-        engine=job.engine,
-        started_at=started_at,
-        seconds=round(time.perf_counter() - started, 3),
-        settings=asdict(job.settings),
-        effective=asdict(report.effective) if report else None,
-        files=results,
-        engine_max_rss_mib=peak_memory_mib(),
-        user_module=module,
-        user_module_missing_imports=missing_imports,
-        startup_seconds=startup,
-        transform_seconds=round(transform_seconds - (startup or 0.0), 3),
-        endpoint_url=job.endpoint_url,
-    )
-    (job.output_dir / RESULT_MANIFEST).write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    result = record.result(status)
+    record.write(result, final=True)
     if result.interrupted:
         raise JobInterrupted(result)
-    if result.succeeded:
-        (job.output_dir / SUCCESS_MARKER).write_text("")
     return result
 
 
@@ -333,42 +353,165 @@ def _checked_inputs(files: list[InputFile], job: LocalJob) -> LocalJob:
     return replace(job, settings=header_settings(files, job.settings)) if job.header else job
 
 
-# A job's working folder in its output directory: ``.batchinfer-<pid>-<random>``.
-WORKDIR_PREFIX = ".batchinfer-"
+def _shape(job: LocalJob) -> dict[str, Any]:
+    """What decides a job's output bytes and names: what ``--resume`` must find unchanged."""
+    return {
+        **asdict(job.settings),
+        "shards": job.shards,
+        "merge": job.merge,
+        "header": job.header,
+        "skip_blank_lines": job.skip_blank_lines,
+    }
 
 
-def _remove_dead_workdirs(output_dir: Path) -> None:
-    """Remove the working folders of jobs whose process is gone (one killed with SIGKILL
-    could not remove its own); a folder whose process may still run is left alone."""
-    for folder in output_dir.glob(f"{WORKDIR_PREFIX}*-*"):
-        pid = folder.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
-        if folder.is_dir() and pid.isdigit() and not _running(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
+RUNNING = "RUNNING"
+# While inputs are done, ``_manifest.json`` is rewritten at most this often.
+MANIFEST_INTERVAL_SECONDS = 2.0
 
 
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: running
-        pass
-    return True
+@dataclass
+class _RunRecord:
+    """What ``_manifest.json`` says of a job, at any point of its run."""
+
+    job: LocalJob
+    place: OutputPlace
+    started_at: str
+    started: float
+    inputs: list[InputFile]
+    digests: dict[str, str]
+    kept: dict[str, dict[str, Any]]
+    results: dict[str, FileResult] = field(default_factory=dict)
+    user_module: str | None = None
+    missing_imports: list[str] = field(default_factory=list)
+    effective: dict[str, Any] | None = None
+    startup_seconds: float | None = None
+    transform_seconds: float = 0.0
+
+    def result(self, status: str) -> JobResult:
+        """The job's result; FAILED in place of SUCCEEDED where an input did not succeed.
+        While it runs, only the inputs done are listed; at the end, every input."""
+        files = [self._file(i, status) for i in self.inputs if status != RUNNING or self._done(i)]
+        if status == "SUCCEEDED" and any(f.status != "SUCCEEDED" for f in files):
+            status = "FAILED"
+        startup = self.startup_seconds
+        return JobResult(
+            status=status,
+            output_dir=self.place.location,
+            engine=self.job.engine,
+            started_at=self.started_at,
+            seconds=round(time.perf_counter() - self.started, 3),
+            settings=asdict(self.job.settings),
+            effective=self.effective,
+            files=files,
+            engine_max_rss_mib=peak_memory_mib(),
+            user_module=self.user_module,
+            user_module_missing_imports=self.missing_imports,
+            startup_seconds=startup,
+            transform_seconds=round(self.transform_seconds - (startup or 0.0), 3),
+            endpoint_url=self.job.endpoint_url,
+            digests=self.digests,
+            kept_inputs=len(self.kept),
+        )
+
+    def _done(self, file: InputFile) -> bool:
+        return file.name in self.kept or file.name in self.results
+
+    def _file(self, file: InputFile, status: str) -> FileResult:
+        if file.name in self.kept:
+            known = {f.name for f in fields(FileResult)}
+            return FileResult(**{k: v for k, v in self.kept[file.name].items() if k in known})
+        if file.name in self.results:
+            return self.results[file.name]
+        # Never split nor started: the run stopped first.
+        return FileResult(
+            name=file.name,
+            input=file.where,
+            outputs=[],
+            status=INTERRUPTED if status == INTERRUPTED else "FAILED",
+            error="interrupted (Ctrl-C) before it was done",
+            input_version=input_version(file),
+        )
+
+    def write(self, result: JobResult, *, final: bool = False) -> None:
+        """``_manifest.json`` for ``result``; at the end, ``_SUCCESS`` when it succeeded and
+        none otherwise (one an earlier run left is removed)."""
+        self.place.put_text(RESULT_MANIFEST, json.dumps(result.to_json(), indent=2) + "\n")
+        if final and result.succeeded:
+            self.place.put_text(SUCCESS_MARKER, "")
+        elif final:
+            self.place.remove([SUCCESS_MARKER])
 
 
-def _clear_previous_run(output_dir: Path) -> None:
-    """Remove what an earlier run recorded in ``_manifest.json`` (its outputs, the manifest and
-    ``_SUCCESS``), so no stale output stands beside this run's (other files are left alone)."""
-    manifest = output_dir / RESULT_MANIFEST
-    (output_dir / SUCCESS_MARKER).unlink(missing_ok=True)
-    try:
-        previous = json.loads(manifest.read_text())
-        stale = [name for entry in previous["files"] for name in entry["outputs"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        stale = []
-    for name in stale:
-        (output_dir / name).unlink(missing_ok=True)
-    manifest.unlink(missing_ok=True)
+class _Publisher(Progress):
+    """Puts each input's outputs in place as soon as every unit of it is done, whole (R19:
+    none of an input that failed), then rewrites ``_manifest.json``; every callback also
+    goes on to ``progress``. The first output put in place removes an earlier run's
+    ``_SUCCESS``: until then the output folder is as it was."""
+
+    def __init__(self, record: _RunRecord, progress: Progress, workdir: Path) -> None:
+        self.record = record
+        self.progress = progress
+        self.staging = workdir / "outputs"
+        self._merging = workdir / "merged"
+        self._groups: list[_InputGroup] = []
+        self._group_of: dict[str, _InputGroup] = {}
+        self._outcomes: dict[str, FileOutcome] = {}
+        self._lock = threading.Lock()
+        self._retracted = False
+        self._written = 0.0
+
+    def add(self, groups: list["_InputGroup"]) -> None:
+        self._groups += groups
+        self._group_of.update({unit.name: group for group in groups for unit in group.units})
+
+    def units(self) -> list[InputFile]:
+        return [unit for group in self._groups for unit in group.units]
+
+    def instances_ready(self, count: int) -> None:
+        self.progress.instances_ready(count)
+
+    def file_started(self, instance: int, file: InputFile) -> None:
+        self.progress.file_started(instance, file)
+
+    def file_progress(self, instance: int, file: InputFile, done: int) -> None:
+        self.progress.file_progress(instance, file, done)
+
+    def file_finished(self, outcome: FileOutcome) -> None:
+        with self._lock:
+            self._outcomes[outcome.file.name] = outcome
+            group = self._group_of[outcome.file.name]
+            if all(unit.name in self._outcomes for unit in group.units):
+                self._finish(group)
+                if time.monotonic() - self._written >= MANIFEST_INTERVAL_SECONDS:
+                    self._written = time.monotonic()
+                    self.record.write(self.record.result(RUNNING))
+        self.progress.file_finished(outcome)
+
+    def finish(self, stopped: str | None = None) -> None:
+        """Record every input not yet done: interrupted, or failed (``stopped`` says why)."""
+        with self._lock:
+            for group in self._groups:
+                if group.source.name not in self.record.results:
+                    self._finish(group, stopped)
+
+    def stopped(self, why: str) -> None:
+        """The engine failed: record what is done so that ``--resume`` can go on from it."""
+        if self._retracted:
+            self.finish(why)
+            self.record.write(self.record.result("FAILED"), final=True)
+
+    def _finish(self, group: "_InputGroup", stopped: str | None = None) -> None:
+        result = group.result(self._outcomes, self.record.job, self.staging, self._merging)
+        if stopped and result.status != "SUCCEEDED":
+            result.status, result.error = "FAILED", stopped
+        if result.status == "SUCCEEDED":
+            if not self._retracted:
+                self.record.place.remove([SUCCESS_MARKER])
+                self._retracted = True
+            staged = self._merging if group.merged else self.staging
+            for name in result.outputs:
+                self.record.place.put_file(staged / name, name)
+        self.record.results[group.source.name] = result
 
 
 def run_engine(
@@ -435,8 +578,11 @@ class _InputGroup:
     shards: int | None = None  # how many shards it was split into, None when not split
     error: str | None = None  # why it could not be split
 
-    def result(self, outcomes: dict[str, FileOutcome], job: LocalJob, unit_dir: Path) -> FileResult:
-        """What became of the input; a unit without an outcome was interrupted."""
+    def result(
+        self, outcomes: dict[str, FileOutcome], job: LocalJob, unit_dir: Path, merge_dir: Path
+    ) -> FileResult:
+        """What became of the input, its outputs named relative to ``unit_dir`` (or, merged,
+        to ``merge_dir``); a unit without an outcome was interrupted."""
         parts = [outcomes[unit.name] for unit in self.units if unit.name in outcomes]
         interrupted = not self.error and len(parts) < len(self.units)
         errors = [self.error] if self.error else [p.error for p in parts if p.error]
@@ -446,8 +592,7 @@ class _InputGroup:
             for unit in self.units:  # R19: nothing of a failed input stays, not even good shards
                 (unit_dir / output_name(unit.name)).unlink(missing_ok=True)
         elif self.merged:
-            merged = job.output_dir / output_name(self.source.name)
-            _concatenate([p.output for p in parts], merged)
+            _concatenate([p.output for p in parts], merge_dir / output_name(self.source.name))
         stats = [p.stats for p in parts if p.stats is not None]
         seconds = max((s.seconds for s in stats), default=0.0)
         records_in = None if errors else _sum_or_none([s.records_in for s in stats])
@@ -456,7 +601,7 @@ class _InputGroup:
         elif self.merged:
             outputs = [output_name(self.source.name)]
         else:
-            outputs = [p.output.relative_to(job.output_dir).as_posix() for p in parts]
+            outputs = [p.output.relative_to(unit_dir).as_posix() for p in parts]
         records_out = None if errors else _sum_or_none([s.records_out for s in stats])
         return FileResult(
             name=self.source.name,
@@ -475,6 +620,7 @@ class _InputGroup:
             shards=self.shards,
             instances=sorted({p.instance + 1 for p in parts}),
             error="; ".join(str(e) for e in errors) or None,
+            input_version=input_version(self.source),
         )
 
 

@@ -126,6 +126,10 @@ def _read_report(
     try:
         report = {r["name"]: r for r in json.loads((host / "report.json").read_text())}
     except (OSError, ValueError) as exc:
+        message = host / "message"
+        if message.is_file() and message.stat().st_size:  # P8: the reason it gave
+            said = message.read_text(errors="replace").strip()
+            raise BatchInferError(f"processing instance algo-{instance + 1}: {said}") from exc
         log = (host / "log").read_text(errors="replace")[-2000:]
         raise BatchInferError(
             f"processing instance algo-{instance + 1} exited {returncode} without a report "

@@ -23,7 +23,7 @@ from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.serving.handlers import InferenceHandler, load_handler
-from batchinfer.serving.server_errors import error_answer
+from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError, error_answer
 from batchinfer.transform.record_errors import checked_response
 from batchinfer.transform.server_limits import execution_parameters
 from batchinfer.transform.settings import TransformSettings
@@ -32,11 +32,21 @@ RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")
 MESSAGE_LIMIT = 1024
 
 _handler: InferenceHandler | None = None
+# Why this worker could not load the model (a pool whose initializer raised would only say
+# that a worker died).
+_load_error: str | None = None
 
 
 def _load(model_dir: str) -> None:
-    global _handler
-    _handler = load_handler(Path(model_dir))
+    global _handler, _load_error
+    try:
+        _handler = load_handler(Path(model_dir))
+    except ModelLoadError as exc:
+        _load_error = str(exc)
+
+
+def _why_not_loaded() -> str | None:
+    return _load_error
 
 
 def _invoke(body: bytes, content_type: str | None, accept: str | None) -> tuple[int, bytes]:
@@ -78,6 +88,9 @@ def run_processing_job(
     with ProcessPoolExecutor(
         workers, context, initializer=_load, initargs=(str(model_dir),)
     ) as pool:
+        not_loaded = pool.submit(_why_not_loaded).result()
+        if not_loaded:
+            raise ModelLoadError(f"{MODEL_LOAD_FAILED}: {not_loaded}")
 
         def invoke(body: bytes) -> bytes:
             request = pool.submit(_invoke, body, settings.content_type, settings.accept)

@@ -61,11 +61,16 @@ def _in_s3(input: str) -> bool:
 
 
 def s3_inputs(
-    client: Any, inputs: list[str], selection: InputSelection = EVERY_INPUT
+    client: Any,
+    inputs: list[str],
+    selection: InputSelection = EVERY_INPUT,
+    *,
+    leave_out: str | None = None,
 ) -> list[S3Input]:
-    """The objects ``inputs`` (in S3: :func:`in_s3`) select, sorted by name; an
-    InputError names a prefix without any, a missing object or a name that is not a
-    relative path."""
+    """The objects ``inputs`` (in S3: :func:`in_s3`) select, sorted by name, but for those
+    below the prefix ``leave_out`` (the job's output); an InputError names a prefix without
+    any, a missing object or a name that is not a relative path."""
+    below = None if leave_out is None else leave_out.rstrip("/") + "/"
     found = []
     for input in inputs:
         if is_s3_uri(input):
@@ -80,8 +85,12 @@ def s3_inputs(
         with naming(location.uri):
             for obj in input_objects(client, location, names, selection):
                 uri = f"s3://{location.bucket}/{obj['Key']}"
+                if below is not None and uri.startswith(below):
+                    continue
                 name = _relative_name(obj["Key"][len(base) :], uri)
                 found.append(S3Input(uri, name, obj["Size"]))
+    if not found:
+        raise InputError(f"input: every object under {', '.join(inputs)} is below --output {below}")
     check_distinct_names((obj.name, obj.uri) for obj in found)
     return sorted(found, key=lambda obj: obj.name)
 
@@ -91,8 +100,8 @@ def stage_inputs(client: Any, objects: list[S3Input], folder: Path) -> list[Inpu
     files = []
     for obj in objects:
         path = folder / obj.name
-        stage_object(client, parse_s3_uri(obj.uri), path)
-        files.append(InputFile(path, obj.name, origin=obj.uri))
+        etag = stage_object(client, parse_s3_uri(obj.uri), path)
+        files.append(InputFile(path, obj.name, origin=obj.uri, etag=etag))
     return files
 
 
@@ -108,9 +117,9 @@ def fetch_model(client: Any, uri: str, folder: Path) -> Path:
     return path
 
 
-def stage_object(client: Any, location: S3Location, path: Path) -> None:
+def stage_object(client: Any, location: S3Location, path: Path) -> str:
     """Copy the object at ``location`` to ``path`` by parallel ranged GETs written in
-    place; an InputError when it is missing or changes meanwhile."""
+    place; its ETag. An InputError when it is missing or changes meanwhile."""
     with naming(location.uri):
         source = S3Source(client, location)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,6 +132,8 @@ def stage_object(client: Any, location: S3Location, path: Path) -> None:
             ranges = copy_part_ranges(0, source.size, STAGE_RANGE)
             with ThreadPoolExecutor(STAGE_THREADS) as pool:
                 list(pool.map(copy, ranges))
+    etag: str = source.etag
+    return etag
 
 
 def _relative_name(name: str, uri: str) -> str:

@@ -5,10 +5,12 @@ from pathlib import Path
 
 # Model M of the spec (section 5): for text/csv one sum per row, rows joined by "\n" and no
 # trailing newline; for JSON Lines {"score": sum} per line. A row holding "bad" is refused
-# with 400 (E9); "slow" makes the request sleep (for interrupting a run).
+# with 400 (E9); "slow" makes the request sleep (for interrupting a run), while the file the
+# container's SLOW_WHILE names exists where it is set.
 ROW_SUM = textwrap.dedent(
     """
     import json
+    import os
     import time
 
 
@@ -27,7 +29,9 @@ ROW_SUM = textwrap.dedent(
         if "bad" in text:
             raise ValueError("row holds 'bad'")
         if "slow" in text:
-            time.sleep(0.5)
+            flag = os.environ.get("SLOW_WHILE")
+            if flag is None or os.path.exists(flag):
+                time.sleep(0.5)
             text = text.replace("slow", "0")
         lines = text.split("\\n")
         if content_type == "text/csv":

@@ -223,7 +223,7 @@ def test_an_engine_killed_with_sigkill_leaves_no_server_and_its_folder_goes_next
     left = [p.name for p in out.glob(".batchinfer-*")]
     assert left, "the killed run's working folder is still there"
     rerun = subprocess.run(
-        [*command[:4], str(tmp_path / "in" / "fast.csv"), *command[5:]],
+        [*command[:4], str(tmp_path / "in" / "fast.csv"), *command[5:], "--overwrite"],
         capture_output=True,
         text=True,
         timeout=180,

@@ -28,9 +28,19 @@ def run(inputs: list[Path], out: Path, model: Path, **kwargs):
     engine = kwargs.pop("engine", "transform")
     shards = kwargs.pop("shards", None)
     merge = kwargs.pop("merge", False)
+    overwrite = kwargs.pop("overwrite", False)
     settings = TransformSettings(**kwargs)
     return run_job(
-        LocalJob(inputs, out, model, settings, engine=engine, shards=shards, merge=merge)
+        LocalJob(
+            inputs,
+            out,
+            model,
+            settings,
+            engine=engine,
+            shards=shards,
+            merge=merge,
+            overwrite=overwrite,
+        )
     )
 
 
@@ -221,7 +231,7 @@ def test_manifest_records_counts_and_success_marker(tmp_path, row_sum_model):
 def test_a_stale_success_marker_is_removed_when_a_rerun_fails(tmp_path, row_sum_model):
     write(tmp_path / "out" / "_SUCCESS", b"")
     bad = write(tmp_path / "in" / "bad.csv", b"bad\n")
-    assert not run([bad], tmp_path / "out", row_sum_model, **CSV_LINES).succeeded
+    assert not run([bad], tmp_path / "out", row_sum_model, overwrite=True, **CSV_LINES).succeeded
     assert not (tmp_path / "out" / "_SUCCESS").exists()
 
 

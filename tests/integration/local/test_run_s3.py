@@ -6,7 +6,11 @@ with its exit code."""
 
 import gzip
 import json
+import signal
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import boto3
@@ -66,34 +70,65 @@ def _outputs(folder: Path) -> dict[str, bytes]:
     }
 
 
+def _objects(s3, bucket: str, prefix: str, *, manifest: bool = False) -> dict[str, bytes]:
+    """Every object below ``prefix`` (but the manifest unless ``manifest``), by name
+    relative to it."""
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
+    return {
+        obj["Key"][len(prefix) :]: s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+        for obj in listed
+        if manifest or obj["Key"] != prefix + "_manifest.json"
+    }
+
+
+def _s3_counts(s3, bucket: str, prefix: str) -> dict[str, dict[str, object]]:
+    body = s3.get_object(Bucket=bucket, Key=prefix + "_manifest.json")["Body"].read()
+    return {f["name"]: {key: f[key] for key in COUNTS} for f in json.loads(body)["files"]}
+
+
 def _counts(folder: Path) -> dict[str, dict[str, object]]:
     manifest = json.loads((folder / "_manifest.json").read_text())
     return {f["name"]: {key: f[key] for key in COUNTS} for f in manifest["files"]}
 
 
-def test_an_s3_prefix_and_model_run_as_the_local_folder_and_model_do_r4_r12_c2(
-    capsys, data, s3_model, row_sum_model, tmp_path
+def test_an_s3_prefix_and_model_into_an_s3_prefix_as_local_folders_r4_r12_c2(
+    capsys, s3, data, s3_model, row_sum_model, tmp_path
 ):
-    here, there = tmp_path / "local-out", tmp_path / "s3-out"
+    here = tmp_path / "local-out"
     code, said = run_cli(
         capsys, "run", str(data), "--model", str(row_sum_model), "--output", str(here),
         *CSV, *SHARDED,
     )  # fmt: skip
     assert code == 0, said
+    s3.create_bucket(Bucket="outputs")
     code, said = run_cli(
-        capsys, "run", "s3://inputs/data/", "--model", s3_model, "--output", str(there),
-        *CSV, *SHARDED,
+        capsys, "run", "s3://inputs/data/", "--model", s3_model,
+        "--output", "s3://outputs/run1/", *CSV, *SHARDED,
     )  # fmt: skip
     assert code == 0, said
-    assert set(_outputs(there)) == {"_SUCCESS", "big.csv.out", "day2/small.csv.out"}
-    assert _outputs(there) == _outputs(here)
-    assert _counts(there) == _counts(here)
-    assert _counts(there)["big.csv"]["shards"] == 2
-    manifest = json.loads((there / "_manifest.json").read_text())
+    there = _objects(s3, "outputs", "run1/")
+    assert set(there) == {"_SUCCESS", "big.csv.out", "day2/small.csv.out"}
+    assert there == _outputs(here)
+    counts = _s3_counts(s3, "outputs", "run1/")
+    assert counts == _counts(here) and counts["big.csv"]["shards"] == 2
+    manifest = json.loads(s3.get_object(Bucket="outputs", Key="run1/_manifest.json")["Body"].read())
+    assert manifest["output_dir"] == "s3://outputs/run1/"
     assert [f["input"] for f in manifest["files"]] == [
         "s3://inputs/data/big.csv",
         "s3://inputs/data/day2/small.csv",
     ]
+    assert s3.list_multipart_uploads(Bucket="outputs").get("Uploads", []) == []
+
+
+def test_s3_inputs_into_a_local_folder_r12(capsys, data, row_sum_model, tmp_path):
+    here, there = tmp_path / "local-out", tmp_path / "s3-in"
+    for source, out in ((str(data), here), ("s3://inputs/data/", there)):
+        code, said = run_cli(
+            capsys, "run", source, "--model", str(row_sum_model), "--output", str(out), *CSV,
+            "--header",
+        )  # fmt: skip
+        assert code == 0, said
+    assert _outputs(there) == _outputs(here) and _counts(there) == _counts(here)
     assert [p.name for p in there.iterdir() if p.name.startswith(".")] == []  # staged copies gone
 
 
@@ -102,15 +137,17 @@ def test_a_gzip_object_runs_as_the_local_gzip_file_r11(capsys, s3, row_sum_model
     folder.mkdir()
     (folder / "rows.csv.gz").write_bytes(gzip.compress(b"a,b,c,d\n" + _rows(30_000)))
     _upload(s3, folder, "inputs", "gz/")
+    s3.create_bucket(Bucket="outputs")
     options = [*CSV, "--compression-type", "Gzip", "--shards", "3", "--merge", "--header"]
-    here, there = tmp_path / "local-out", tmp_path / "s3-out"
-    for source, out in ((str(folder), here), ("s3://inputs/gz/rows", there)):
+    here = tmp_path / "local-out"
+    for source, out in ((str(folder), str(here)), ("s3://inputs/gz/rows", "s3://outputs/gz")):
         code, said = run_cli(
-            capsys, "run", source, "--model", str(row_sum_model), "--output", str(out), *options
+            capsys, "run", source, "--model", str(row_sum_model), "--output", out, *options
         )
         assert code == 0, said
-    assert _outputs(there) == _outputs(here)
-    assert _counts(there) == _counts(here) and _counts(there)["rows.csv.gz"]["shards"] == 3
+    assert _objects(s3, "outputs", "gz/") == _outputs(here)
+    counts = _s3_counts(s3, "outputs", "gz/")
+    assert counts == _counts(here) and counts["rows.csv.gz"]["shards"] == 3
 
 
 def test_s3_inputs_are_selected_as_local_ones_and_by_an_s3_manifest_r4(
@@ -142,6 +179,56 @@ def test_s3_inputs_are_selected_as_local_ones_and_by_an_s3_manifest_r4(
         "manifest": ["_tmp/c.csv", "a.csv"],
     }
     assert (tmp_path / "manifest" / "_tmp" / "c.csv.out").read_bytes() == b"3\n"
+
+
+def test_a_failed_input_leaves_no_object_and_no_success_marker_r19(
+    capsys, s3, row_sum_model, tmp_path
+):
+    s3.create_bucket(Bucket="inputs")
+    s3.create_bucket(Bucket="outputs")
+    s3.put_object(Bucket="inputs", Key="p/good.csv", Body=b"1,2\n3,4\n")
+    s3.put_object(Bucket="inputs", Key="p/bad.csv", Body=b"1,2\nbad\n")
+    code, said = run_cli(
+        capsys, "run", "s3://inputs/p/", "--model", str(row_sum_model),
+        "--output", "s3://outputs/r19/", "--quiet", *CSV,
+    )  # fmt: skip
+    assert code == 1 and "FAILED bad.csv" in said
+    assert _objects(s3, "outputs", "r19/") == {"good.csv.out": b"3\n7\n"}
+    assert _s3_counts(s3, "outputs", "r19/")["bad.csv"]["status"] == "FAILED"
+
+
+def test_an_interrupted_run_leaves_only_whole_objects_it_lists_r19(s3, row_sum_model):
+    """Until Ctrl-C, and after it: every object under the output prefix is whole and listed
+    by _manifest.json; the interrupted input has none, and there is no _SUCCESS."""
+    s3.create_bucket(Bucket="inputs")
+    s3.create_bucket(Bucket="outputs")
+    s3.put_object(Bucket="inputs", Key="p/slow.csv", Body=b"slow,1\n" * 200)
+    s3.put_object(Bucket="inputs", Key="p/fast.csv", Body=b"1,2\n" * 10)
+    command = [
+        sys.executable, "-m", "batchinfer", "run", "s3://inputs/p/", "--model",
+        str(row_sum_model), "--output", "s3://outputs/stopped/", "--instance-count", "2",
+        "--batch-strategy", "SingleRecord", *CSV,
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while "_manifest.json" not in _objects(s3, "outputs", "stopped/", manifest=True):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    assert set(_objects(s3, "outputs", "stopped/")) == {"fast.csv.out"}
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "s3://outputs/stopped/_manifest.json records" in " ".join(stderr.split())
+    manifest = json.loads(
+        s3.get_object(Bucket="outputs", Key="stopped/_manifest.json")["Body"].read()
+    )
+    assert manifest["status"] == "INTERRUPTED"
+    listed = {name for entry in manifest["files"] for name in entry["outputs"]}
+    assert _objects(s3, "outputs", "stopped/") == {
+        "fast.csv.out": b"3\n3\n3\n3\n3\n3\n3\n3\n3\n3\n"
+    }
+    assert listed == {"fast.csv.out"}
+    assert s3.list_multipart_uploads(Bucket="outputs").get("Uploads", []) == []
 
 
 def _one_error_line(said: str) -> str:

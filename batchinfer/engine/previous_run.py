@@ -1,0 +1,174 @@
+"""What an output place already holds when a local job starts, and what of it a job may
+keep: a job never writes over what it did not write itself unless told to (``--overwrite``),
+and ``--resume`` keeps the outputs of an earlier run of the same job that are whole.
+
+An earlier run is known by its ``_manifest.json``: the job writes it as inputs are done,
+not only at the end, so even a run killed outright leaves one naming what it finished.
+"""
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.output_place import OutputPlace
+from batchinfer.errors import OutputNotEmpty, ValidationError
+from batchinfer.transform.assemble import RESULT_MANIFEST
+
+# A job's working folder in a local output directory: ``.batchinfer-<pid>-<random>``.
+WORKDIR_PREFIX = ".batchinfer-"
+_LISTED = 3  # names shown when refusing a place that is not empty
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """The ``_manifest.json`` an earlier run left, as read back."""
+
+    manifest: dict[str, Any]
+
+    @property
+    def digests(self) -> dict[str, str]:
+        digests = self.manifest.get("digests")
+        return digests if isinstance(digests, dict) else {}
+
+    def files(self) -> list[dict[str, Any]]:
+        files = self.manifest.get("files")
+        return [f for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+
+
+def check_place(place: OutputPlace, *, overwrite: bool, resume: bool) -> EarlierRun | None:
+    """Refuse a place that holds files this job did not write, unless ``overwrite`` or
+    ``resume``; with ``resume``, the earlier run it continues (None when the place is empty).
+    Working folders of jobs that are gone are removed; one of a job that runs is refused."""
+    if overwrite and resume:
+        raise ValidationError("--overwrite and --resume exclude each other: choose one")
+    held = [name for name in place.names() if not _in_workdir(name, place)]
+    if not held:
+        return None
+    if resume:
+        text = place.read_text(RESULT_MANIFEST)
+        try:
+            manifest = json.loads(text) if text is not None else None
+        except ValueError:
+            manifest = None
+        if not isinstance(manifest, dict):
+            raise ValidationError(
+                f"--resume: {place.location} has no readable {RESULT_MANIFEST} of an earlier "
+                "run to continue; choose an empty --output, or --overwrite"
+            )
+        return EarlierRun(manifest)
+    if overwrite:
+        return None
+    listed = ", ".join(held[:_LISTED]) + (", ..." if len(held) > _LISTED else "")
+    raise OutputNotEmpty(
+        f"--output {place.location} already holds {len(held)} "
+        f"file{'s' if len(held) != 1 else ''} ({listed}); pass --resume to continue the run "
+        "that wrote them, --overwrite to replace what this run writes, or choose an empty "
+        "--output"
+    )
+
+
+def _in_workdir(name: str, place: OutputPlace) -> bool:
+    """Whether ``name`` is in a job's working folder: one of a job that is gone is removed
+    (one killed with SIGKILL could not remove its own); one of a job that runs is refused."""
+    top = name.split("/", 1)[0]
+    if not top.startswith(WORKDIR_PREFIX) or top == name:
+        return False
+    pid = top.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
+    if not pid.isdigit():
+        return False
+    if _running(int(pid)):
+        raise OutputNotEmpty(
+            f"--output {place.location} is being written by another run (process {pid}); "
+            "wait for it, or choose another --output"
+        )
+    parent = place.work_parent
+    if parent is not None:
+        _remove_tree(parent / top)
+    return True
+
+
+def _remove_tree(folder: Path) -> None:
+    for path in sorted(folder.rglob("*"), reverse=True):
+        (path.rmdir if path.is_dir() and not path.is_symlink() else path.unlink)()
+    folder.rmdir()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: running
+        pass
+    return True
+
+
+def job_digests(settings: Mapping[str, Any], model: Path | str | None) -> dict[str, str]:
+    """What a resumed run must share with the run it continues: the settings (those of the
+    job's shape included) and the model's bytes (or the endpoint that scores)."""
+    text = json.dumps(settings, sort_keys=True, default=str)
+    return {
+        "settings": hashlib.sha256(text.encode()).hexdigest(),
+        "model": model_digest(model),
+    }
+
+
+def model_digest(model: Path | str | None) -> str:
+    """SHA-256 over a model directory's file names and bytes (a file's bytes alone; an
+    endpoint's URL)."""
+    digest = hashlib.sha256()
+    if isinstance(model, str) or model is None:
+        digest.update(str(model).encode())
+        return digest.hexdigest()
+    files = [model] if model.is_file() else sorted(p for p in model.rglob("*") if p.is_file())
+    for path in files:
+        digest.update(path.relative_to(model).as_posix().encode() + b"\0")
+        with path.open("rb") as stream:
+            digest.update(hashlib.file_digest(stream, "sha256").digest())
+    return digest.hexdigest()
+
+
+def input_version(file: InputFile) -> str:
+    """What tells a changed input from the one an earlier run read: its size and mtime, or
+    for a staged copy of an S3 object, the object's ETag."""
+    if file.etag is not None:
+        return f"etag-{file.etag}"
+    stat = file.path.stat()
+    return f"{stat.st_size}-{stat.st_mtime_ns}"
+
+
+def kept_files(
+    earlier: EarlierRun, digests: Mapping[str, str], files: Iterable[InputFile], place: OutputPlace
+) -> dict[str, dict[str, Any]]:
+    """The earlier run's manifest entries to keep, by input name: inputs it finished whose
+    outputs are whole in ``place`` and that have not changed since. ValidationError when
+    the settings or the model differ from the earlier run's."""
+    changed = [part for part, value in digests.items() if earlier.digests.get(part) != value]
+    if changed:
+        raise ValidationError(
+            f"--resume: the {' and the '.join(changed)} differ from those of the run that "
+            f"wrote {place.location}; run with the same ones, or --overwrite"
+        )
+    by_name = {file.name: file for file in files}
+    kept = {}
+    for entry in earlier.files():
+        file = by_name.get(entry.get("name", ""))
+        if (
+            file is not None
+            and entry.get("status") == "SUCCEEDED"
+            and entry.get("input_version") == input_version(file)
+            and _whole(entry, place)
+        ):
+            kept[file.name] = entry
+    return kept
+
+
+def _whole(entry: Mapping[str, Any], place: OutputPlace) -> bool:
+    """Whether every output of ``entry`` is in ``place`` with the bytes it recorded."""
+    sizes = [place.size(name) for name in entry.get("outputs", [])]
+    return None not in sizes and sum(s or 0 for s in sizes) == entry.get("bytes_out")
