@@ -231,6 +231,28 @@ def test_an_interrupted_run_leaves_only_whole_objects_it_lists_r19(s3, row_sum_m
     assert s3.list_multipart_uploads(Bucket="outputs").get("Uploads", []) == []
 
 
+def test_an_s3_prefix_that_holds_objects_is_refused_or_resumed_by_etag(capsys, s3, row_sum_model):
+    s3.create_bucket(Bucket="inputs")
+    s3.create_bucket(Bucket="outputs")
+    s3.put_object(Bucket="inputs", Key="p/a.csv", Body=b"1,2\n")
+    s3.put_object(Bucket="inputs", Key="p/b.csv", Body=b"3,4\n")
+    run = ["run", "s3://inputs/p/", "--model", str(row_sum_model), "--output", "s3://outputs/o/"]
+    code, said = run_cli(capsys, *run, "--quiet", *CSV)
+    assert code == 0, said
+    code, said = run_cli(capsys, *run, "--quiet", *CSV)
+    assert code == 2 and "--output s3://outputs/o/ already holds 4 files" in said, said
+    s3.put_object(Bucket="inputs", Key="p/b.csv", Body=b"5,6\n")  # a new ETag
+    code, said = run_cli(capsys, *run, "--resume", "--quiet", *CSV)
+    assert code == 0, said
+    manifest = json.loads(s3.get_object(Bucket="outputs", Key="o/_manifest.json")["Body"].read())
+    assert manifest["kept_inputs"] == 1  # a.csv, unchanged; b.csv ran again
+    assert _objects(s3, "outputs", "o/") == {
+        "a.csv.out": b"3\n",
+        "b.csv.out": b"11\n",
+        "_SUCCESS": b"",
+    }
+
+
 def _one_error_line(said: str) -> str:
     assert "Traceback" not in said
     lines = said.strip().splitlines()
@@ -246,6 +268,7 @@ def test_missing_buckets_keys_and_models_are_one_line_naming_the_uri(
     manifest = tmp_path / "inputs.manifest"
     manifest.write_text(json.dumps([{"prefix": "s3://inputs/p/"}, "a.csv", "gone.csv"]))
     model, gone = str(row_sum_model), "s3://inputs/models/gone.tar.gz"
+    out = str(tmp_path / "out")
     cases = [
         (["s3://no-such-bucket/p/", "--model", model], 9, "s3://no-such-bucket/p/: AWS "),
         (["s3://inputs/nothing/", "--model", model], 3, "no objects under s3://inputs/nothing/"),
@@ -253,11 +276,15 @@ def test_missing_buckets_keys_and_models_are_one_line_naming_the_uri(
         (["s3://inputs/p/", "--model", gone], 3, f"{gone}: object not found"),
         (["s3://inputs/p/", str(tmp_path), "--model", model], 2, "not both"),
     ]
+    cases = [([*args, "--output", out], code, named) for args, code, named in cases]
+    missing_output = "s3://no-such-bucket/out/"
+    cases.append(
+        (["s3://inputs/p/", "--model", model, "--output", missing_output], 9, missing_output)
+    )
     for args, exit_code, named in cases:
-        out = tmp_path / "out"
-        code, said = run_cli(capsys, "run", *args, "--output", str(out), "--quiet", *CSV)
+        code, said = run_cli(capsys, "run", *args, "--quiet", *CSV)
         assert (code, named) == (exit_code, named) and named in _one_error_line(said), said
-        assert not (out / "_manifest.json").exists()
+        assert not (tmp_path / "out" / "_manifest.json").exists()
 
 
 def test_without_credentials_an_s3_run_says_how_to_configure_them_exit_5(
