@@ -9,6 +9,8 @@ Plan and the stack's configuration) and ``batchinfer run`` accept: those two and
 
 from typing import Literal, get_args
 
+from batchinfer.errors import ValidationError
+
 Engine = Literal["transform", "processing"]
 ENGINES: tuple[Engine, ...] = get_args(Engine)
 
@@ -17,3 +19,21 @@ PIPELINE_ENGINES: tuple[PipelineEngine, ...] = get_args(PipelineEngine)
 
 LocalEngine = PipelineEngine
 LOCAL_ENGINES: tuple[LocalEngine, ...] = PIPELINE_ENGINES
+
+
+def parse_engine(value: str) -> Engine:
+    """``--engine`` of a command that plans or runs in the cloud: transform or processing."""
+    return _one_of(value, ENGINES)  # type: ignore[return-value]
+
+
+def parse_local_engine(value: str) -> LocalEngine:
+    """``--engine`` of a local run or plan: transform, processing or endpoint."""
+    return _one_of(value, LOCAL_ENGINES)  # type: ignore[return-value]
+
+
+def _one_of(value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValidationError(
+            f"--engine must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {value!r}"
+        )
+    return value

@@ -32,10 +32,12 @@ from batchinfer.cloud.stack import DeployedStack
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.input_options import Exclude, Include
+from batchinfer.engines import parse_engine
 from batchinfer.errors import ValidationError
 from batchinfer.pipeline.jobs.run_estimate import ESTIMATE_KEY, EstimateRequest
 from batchinfer.pipeline.jobs.run_request import RunRequest
 from batchinfer.pipeline.storage.status_table import RUN_STATUSES
+from batchinfer.transform.csv_dialect import with_table
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
@@ -125,7 +127,7 @@ def submit(
         "header": header,
         "merge": merge,
     }
-    transform = opt.with_table(transform, delimiter, encoding)
+    transform = with_table(transform, delimiter, encoding)
     request = {key: value for key, value in values.items() if value is not None} | transform
     if (estimate_model is None) != (estimate_sample is None):
         raise ValidationError("--estimate-model, --estimate-sample: give both or neither")
@@ -155,7 +157,6 @@ def measured_throughput(
 ) -> dict[str, Any]:
     """The request's ``estimate``: the model's throughput on ``sample``, calibrated as
     ``batchinfer plan --model`` calibrates it."""
-    from batchinfer.commands.run import parse_engine
     from batchinfer.planning.job_plan import PlanRequest, make_plan
 
     request = PlanRequest(

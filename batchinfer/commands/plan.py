@@ -10,11 +10,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from batchinfer import api
 from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.commands import figures
 from batchinfer.commands import transform_options as opt
-from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines, selection
-from batchinfer.commands.run import parse_local_engine, parse_shards
+from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines
+from batchinfer.commands.run import parse_shards
 from batchinfer.commands.transform_options import option_name
 from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
 from batchinfer.errors import ValidationError
@@ -23,16 +24,11 @@ from batchinfer.planning.endpoint_estimate import EndpointEstimate
 from batchinfer.planning.job_plan import (
     DEFAULT_SAMPLE_RECORDS,
     Plan,
-    PlanRequest,
-    default_region,
     largest_record,
-    make_plan,
 )
-from batchinfer.planning.survey import Sharding
 from batchinfer.planning.tune import TunePoint, recommend
 from batchinfer.planning.tune_plot import check_plotting, write_plot
-from batchinfer.transform.settings import TransformSettings
-from batchinfer.units import MIB, parse_size
+from batchinfer.units import MIB
 
 FILES_SHOWN = 20
 
@@ -107,30 +103,6 @@ def plan(
     """What a job over INPUT would do and cost: objects, shards, the largest record against
     MaxPayloadInMB, common mistakes, and with --model a measured throughput, the duration
     per instance and the cost. Nothing is written."""
-    if shards is not None and shard_size is not None:
-        raise ValidationError("--shards, --shard-size: give one of them, not both")
-    count = parse_shards(shards)
-    if isinstance(count, int) and count < 1:
-        raise ValidationError(f"--shards must be at least 1 or 'auto', not {count}")
-    request = PlanRequest(
-        inputs=inputs,
-        settings=TransformSettings.from_request(opt.with_table(transform, delimiter, encoding)),
-        engine=parse_local_engine(engine),
-        endpoint_concurrency=endpoint_concurrency,
-        sharding=Sharding(
-            shards=count,
-            shard_size=None if shard_size is None else parse_size(shard_size, field="--shard-size"),
-        ),
-        merge=merge,
-        selection=selection(include, exclude),
-        skip_blank_lines=skip_blank_lines,
-        model=model,
-        region=region or default_region(),
-        prices=parse_price_overrides(price),
-        sample_records=sample_records,
-        tune=tune,
-        header=header,
-    )
     if plot is not None:
         if not tune:
             raise ValidationError("--plot: needs --tune (it draws the tuning curve)")
@@ -138,10 +110,27 @@ def plan(
             raise ValidationError(f"--plot {plot}: no such directory {plot.parent}")
         check_plotting()
     status = Console(stderr=True, quiet=as_json)
-    result = make_plan(
-        request,
+    result = api.plan(
+        inputs,
+        model=model,
+        engine=engine,
+        shards=parse_shards(shards),
+        shard_size=shard_size,
+        merge=merge,
+        header=header,
+        delimiter=delimiter,
+        encoding=encoding,
+        include=include or (),
+        exclude=exclude or (),
+        skip_blank_lines=skip_blank_lines,
+        region=region,
+        prices=parse_price_overrides(price),
+        sample_records=sample_records,
+        tune=tune,
+        endpoint_concurrency=endpoint_concurrency,
         on_stage=lambda s: status.print(f"[dim]{s}…[/]"),
         on_point=lambda p: status.print(f"[dim]  {_point_label(p)}: {_point_value(p)}[/]"),
+        **transform,
     )
     if plot is not None:
         if result.tuning is None:

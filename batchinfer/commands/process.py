@@ -2,6 +2,7 @@
 Processing job)."""
 
 import json
+import os
 import signal
 import tempfile
 from pathlib import Path
@@ -11,6 +12,8 @@ import typer
 
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.parent_death import die_with_starter
+from batchinfer.serving.server import GRACEFUL_TIMEOUT
 from batchinfer.transform.settings import TransformSettings
 
 
@@ -52,6 +55,7 @@ def process(
     )
 
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    die_with_starter(os.environ)  # SIGTERM once the local engine that started it is gone
     try:
         try:
             request = json.loads(settings_json)
@@ -83,5 +87,9 @@ def process(
 
 def _exit_on_sigterm(signum: int, _frame: object) -> None:
     """SageMaker stops a job with SIGTERM (as Ctrl-C stops a local run): exit through the
-    cleanup that removes the temporary output of a file in work, so none is left behind."""
+    cleanup that removes the temporary output of a file in work, so none is left behind.
+    Requests in flight get ``GRACEFUL_TIMEOUT`` seconds, as the model server's do (C10: the
+    container gets SIGTERM, then SIGKILL 30 s later); then SIGALRM ends the job, and its
+    workers with it."""
+    signal.alarm(GRACEFUL_TIMEOUT)
     raise SystemExit(128 + signum)

@@ -9,17 +9,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from batchinfer.api import JobFailed, local_job, run_local_job
 from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.commands import transform_options as opt
-from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines, selection
+from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines
 from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
-from batchinfer.engine.local_job import JobInterrupted, JobResult, LocalJob, run_job
+from batchinfer.engine.local_job import JobInterrupted, JobResult
 from batchinfer.engine.stop_signals import exit_code, stop_like_ctrl_c
-from batchinfer.engines import ENGINES, LOCAL_ENGINES, Engine, LocalEngine
 from batchinfer.errors import ValidationError
 from batchinfer.serving.image_imports import imports_note
 from batchinfer.transform.assemble import RESULT_MANIFEST
-from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 SAMPLE_LINES = 3
@@ -85,27 +84,34 @@ def run(
     transform: dict[str, Any],
 ) -> None:
     """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
-    settings = TransformSettings.from_request(opt.with_table(transform, delimiter, encoding))
-    job = LocalJob(
-        inputs=inputs,
-        output_dir=output if is_s3_uri(output) else Path(output),
-        model=None if model is None else model if is_s3_uri(model) else Path(model),
-        settings=settings,
-        engine=parse_local_engine(engine),
+    job = local_job(
+        inputs,
+        output=output,
+        model=model,
+        engine=engine,
         shards=parse_shards(shards),
         merge=merge,
-        endpoint_url=endpoint_url,
         header=header,
-        selection=selection(include, exclude),
+        delimiter=delimiter,
+        encoding=encoding,
+        include=include or (),
+        exclude=exclude or (),
         skip_blank_lines=skip_blank_lines,
         overwrite=overwrite,
         resume=resume,
+        endpoint_url=endpoint_url,
+        **transform,
     )
     console = Console(stderr=True, quiet=quiet or as_json)
+    failed: JobFailed | None = None
     with stop_like_ctrl_c() as received:
         try:
-            with LiveProgress(console, settings.instance_count) as progress:
-                result = run_job(job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]"))
+            with LiveProgress(console, job.settings.instance_count) as progress:
+                result = run_local_job(
+                    job, progress, on_stage=lambda s: console.print(f"[dim]{s}…[/]")
+                )
+        except JobFailed as exc:
+            result, failed = exc.result, exc
         except KeyboardInterrupt as exc:
             _interrupted(output, exc.result if isinstance(exc, JobInterrupted) else None)
             raise typer.Exit(exit_code(received)) from None
@@ -113,14 +119,12 @@ def run(
         typer.echo(json.dumps(result.to_json(), indent=2))
     elif not quiet:
         _report(Console(), result)
-    if not result.succeeded:
-        for failure in result.failures:
-            error = failure.error or ""
-            where = "" if error.startswith(failure.name) else f"{failure.name}: "
+    if failed is not None:
+        for line in failed.lines:
             Console(stderr=True, soft_wrap=True).print(
-                f"[red]FAILED[/] {escape(where + error)}", highlight=False
+                f"[red]FAILED[/] {escape(line)}", highlight=False
             )
-        raise typer.Exit(1)
+        raise typer.Exit(failed.exit_code)
 
 
 HANDLER_PROTOCOL = (
@@ -171,24 +175,6 @@ def _report(console: Console, result: JobResult) -> None:
     console.print(f"[bold]{escape(str(path))}[/] (first {len(lines)} lines):", highlight=False)
     for line in lines:
         console.print("  " + line, highlight=False, markup=False)
-
-
-def parse_engine(value: str) -> Engine:
-    """``--engine`` of a command that plans or runs in the cloud: transform or processing."""
-    return _one_of(value, ENGINES)  # type: ignore[return-value]
-
-
-def parse_local_engine(value: str) -> LocalEngine:
-    """``--engine`` of ``batchinfer run``: transform, processing or endpoint."""
-    return _one_of(value, LOCAL_ENGINES)  # type: ignore[return-value]
-
-
-def _one_of(value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValidationError(
-            f"--engine must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {value!r}"
-        )
-    return value
 
 
 def parse_shards(value: str | None) -> int | Literal["auto"] | None:

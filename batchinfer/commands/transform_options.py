@@ -10,7 +10,6 @@ from typing import Annotated, Any
 import typer
 
 from batchinfer.errors import ValidationError
-from batchinfer.transform.csv_dialect import check_delimiter, dialect_environment, with_charset
 from batchinfer.transform.settings import PASCAL, RANGES
 
 PANEL = "Transform job settings (CreateTransformJob)"
@@ -115,17 +114,3 @@ Encoding = Annotated[
         show_default=False,
     ),
 ]
-
-
-def with_table(
-    transform: dict[str, Any], delimiter: str | None, encoding: str | None
-) -> dict[str, Any]:
-    """The transform options with ``--delimiter`` in the model's environment and
-    ``--encoding`` as the content type's charset."""
-    table = dict(transform)
-    if encoding is not None:
-        table["content_type"] = with_charset(table.get("content_type"), encoding)
-    if delimiter is not None:
-        dialect = dialect_environment(None, check_delimiter(delimiter))
-        table["environment"] = {**table.get("environment", {}), **dialect}
-    return table

@@ -21,6 +21,7 @@ from batchinfer.engine.key_split import shard_by_key
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
 from batchinfer.engine.transform_engine import default_workers_per_instance
 from batchinfer.errors import BatchInferError
+from batchinfer.parent_death import child_of_this_process
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.server_limits import execution_parameters
@@ -42,7 +43,8 @@ def run_processing(
     ``skip_blank_lines`` drops empty lines (``batchinfer process --skip-blank-lines``)."""
     progress = progress or Progress()
     workers = default_workers_per_instance(settings.instance_count)
-    env = {**os.environ, **settings.container_environment({})}
+    # Each instance, in a process group of its own, stops once this process is gone.
+    env = child_of_this_process({**os.environ, **settings.container_environment({})})
     with tempfile.TemporaryDirectory(prefix="batchinfer-processing-") as scratch:
         running = []
         for instance, assigned in enumerate(shard_by_key(files, settings.instance_count)):
@@ -66,7 +68,9 @@ def run_processing(
                 *(["--skip-blank-lines"] if skip_blank_lines else []),
             ]
             log = (host / "log").open("wb")
-            proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log)
+            proc = subprocess.Popen(
+                command, env=env, stdout=subprocess.PIPE, stderr=log, start_new_session=True
+            )
             assert proc.stdout is not None
             reader = threading.Thread(
                 target=_relay_progress,

@@ -22,6 +22,7 @@ from pathlib import Path
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
+from batchinfer.parent_death import die_with
 from batchinfer.serving.handlers import InferenceHandler, load_handler
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError, error_answer
 from batchinfer.transform.record_errors import checked_response
@@ -37,8 +38,11 @@ _handler: InferenceHandler | None = None
 _load_error: str | None = None
 
 
-def _load(model_dir: str) -> None:
+def _load(model_dir: str, job: int) -> None:
+    """A worker's start: it stops once the job's process ``job`` is gone (its parent is the
+    forkserver, which waits for every worker to end), then loads the model."""
     global _handler, _load_error
+    die_with(job)
     try:
         _handler = load_handler(Path(model_dir))
     except ModelLoadError as exc:
@@ -86,7 +90,7 @@ def run_processing_job(
     effective = settings.resolve(execution_parameters(workers))
     context = get_context("forkserver")
     with ProcessPoolExecutor(
-        workers, context, initializer=_load, initargs=(str(model_dir),)
+        workers, context, initializer=_load, initargs=(str(model_dir), os.getpid())
     ) as pool:
         not_loaded = pool.submit(_why_not_loaded).result()
         if not_loaded:

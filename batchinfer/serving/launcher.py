@@ -1,8 +1,9 @@
 """Starting ``batchinfer serve`` in a subprocess on a localhost port: the local engine's
 instances and the tests' servers.
 
-The server binds port 0 (the kernel picks a free port, no race) unless a port is given; the
-port is read from gunicorn's "Listening at" log line. The log goes to a file whose tail any
+The server binds port 0 (the kernel picks a free port as it binds: no race) unless a port
+is given; the port is read from gunicorn's "Listening at" log line. A port given that another
+process holds is one line naming it. The log goes to a file whose tail any
 start-up error quotes; a temporary log is removed when its server stops cleanly.
 """
 
@@ -19,10 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from batchinfer.serving.server import PARENT_PID_VAR
+from batchinfer.parent_death import child_of_this_process
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ServerStartError
 
 _LISTENING = re.compile(rb"Listening at: http://[^\s]+:(\d+)")
+_IN_USE = re.compile(rb"Connection in use: \('([^']*)', (\d+)\)")  # gunicorn's, on EADDRINUSE
 _POLL_SECONDS = 0.05
 _PING_TIMEOUT = 2.0  # spec C4: a ping must answer 200 within 2 s
 _LOG_TAIL_LINES = 30
@@ -77,11 +79,21 @@ class ServerProcess:
         return ServerStartError(f"model server {what}; its log ends with:\n{self._log_tail()}")
 
     def _wait_for_port(self, timeout: float) -> int:
+        """The port from the server's own "Listening at" line: a port given and already
+        taken fails at gunicorn's first try, naming it, not after its retries."""
         deadline = time.monotonic() + timeout
         while True:
-            match = _LISTENING.search(self.log_path.read_bytes())
+            log = self.log_path.read_bytes()
+            match = _LISTENING.search(log)
             if match:
                 return int(match.group(1))
+            in_use = _IN_USE.search(log)
+            if in_use:
+                host, port = in_use.group(1).decode(), in_use.group(2).decode()
+                raise ServerStartError(
+                    f"model server cannot listen on {host}:{port}: another process uses that "
+                    f"port (model server log: {self.log_path})"
+                )
             if self.process.poll() is not None:
                 raise self._failure(f"exited with code {self.process.returncode} before listening")
             if time.monotonic() > deadline:
@@ -92,8 +104,9 @@ class ServerProcess:
         """Return once ``GET /ping`` answers 200; raise :class:`ServerStartError` (with the
         log's tail) if the server exits first or ``timeout`` seconds pass."""
         deadline = time.monotonic() + timeout
-        if self._port is None:
-            self._port = self._wait_for_port(timeout)
+        # Even a port given is pinged only once this server listens on it: whatever else
+        # answers there is never taken for this server.
+        self._port = self._wait_for_port(timeout)
         while True:
             if self.process.poll() is not None:
                 raise self._failure(f"exited with code {self.process.returncode}")
@@ -168,12 +181,8 @@ def start_server(
         "--workers",
         str(workers),
     ]
-    child_env = {
-        **os.environ,
-        **(env or {}),
-        "PYTHONUNBUFFERED": "1",
-        PARENT_PID_VAR: str(os.getpid()),  # the server stops once this process is gone
-    }
+    # The server stops once this process is gone (start it from the main thread).
+    child_env = child_of_this_process({**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command,

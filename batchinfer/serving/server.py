@@ -9,6 +9,8 @@ holding a loaded model. The model's code/requirements.txt is installed (or check
 master before it forks. A model that fails to load stops the server with exit code 4 after
 logging why (it never reports healthy). SIGTERM stops the server gracefully: requests in
 flight finish within ``GRACEFUL_TIMEOUT`` seconds, under the platform's 30 s before SIGKILL.
+A server the local engine started gets SIGTERM once that engine is gone, and each worker
+once its master is, even after ``kill -9`` (:mod:`batchinfer.parent_death`).
 
 Environment read here: SAGEMAKER_MAX_PAYLOAD_IN_MB (default 6; 0 = no limit) and
 SAGEMAKER_MODEL_SERVER_TIMEOUT (seconds one request may take, default 3600, spec C8).
@@ -20,16 +22,14 @@ is set.
 import atexit
 import logging
 import os
-import signal
 import sys
-import threading
-import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from batchinfer.errors import ValidationError
+from batchinfer.parent_death import die_with_parent, die_with_starter
 from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError
 from batchinfer.transform.server_limits import DEFAULT_TIMEOUT, max_payload_mb, request_timeout
@@ -107,6 +107,12 @@ def _exit_without_teardown(_arbiter: Any, _worker: Any) -> None:
         os._exit(0)
 
 
+def _die_with_master(_arbiter: Any, worker: Any) -> None:
+    """gunicorn's post_fork hook: a worker stops (SIGTERM, a clean stop) once its master is
+    gone, even one killed with SIGKILL, which leaves the master no chance to stop it."""
+    die_with_parent(worker.ppid)
+
+
 def _gunicorn_application(settings: ServeSettings) -> Any:
     from gunicorn.app.base import BaseApplication
     from gunicorn.errors import AppImportError
@@ -124,6 +130,7 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 "proc_name": "batchinfer-serve",
                 # One shared per-user control socket would collide between servers.
                 "control_socket_disable": True,
+                "post_fork": _die_with_master,
                 "worker_exit": _exit_without_teardown,
             }
             if os.access("/dev/shm", os.W_OK):
@@ -146,34 +153,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
     return ModelServer()
 
 
-# Set by the local engine that starts a server: the engine's process id. The server stops
-# itself once that process is gone, so no server outlives its engine, even one killed with
-# SIGKILL (which leaves the engine no chance to stop it).
-PARENT_PID_VAR = "BATCHINFER_PARENT_PID"
-PARENT_POLL_SECONDS = 0.5
-
-
-def watch_parent(env: Mapping[str, str]) -> None:
-    """When an engine started this server (``env`` names it), a daemon thread sends the
-    server SIGTERM (a clean stop of its workers, C10) once the process that started it is
-    gone: the server then has another parent (a dead process's children are adopted at once,
-    even while it waits, a zombie, to be reaped)."""
-    engine = env.get(PARENT_PID_VAR)
-    if not engine:
-        return
-    started_by = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == started_by:
-            time.sleep(PARENT_POLL_SECONDS)
-        LOG.warning("the engine (process %s) is gone: stopping", engine)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="watch-engine", daemon=True).start()
-
-
 def run_server(settings: ServeSettings) -> NoReturn:
     """Serve until SIGTERM/SIGINT; exit 0 after a clean stop, 4 when the model cannot load."""
+    die_with_starter(os.environ)  # no server outlives the engine that started it
     share_cores(settings.workers, os.environ)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S %z"))
@@ -195,6 +177,5 @@ def run_server(settings: ServeSettings) -> NoReturn:
     except ModelLoadError as exc:
         LOG.error("%s: %s", MODEL_LOAD_FAILED, exc)
         sys.exit(Arbiter.APP_LOAD_ERROR)
-    watch_parent(os.environ)
     _gunicorn_application(settings).run()
     sys.exit(0)

@@ -14,6 +14,7 @@ import csv
 import json
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.media_types import CSV, media_type
@@ -208,3 +209,17 @@ def dialect_from_attributes(value: str | None) -> tuple[list[str] | None, str] |
     ):
         raise ValidationError(f"{CUSTOM_ATTRIBUTES_HEADER}: columns must be a list of names")
     return columns, delimiter
+
+
+def with_table(
+    transform: Mapping[str, Any], delimiter: str | None, encoding: str | None
+) -> dict[str, Any]:
+    """The settings keys ``transform`` with ``delimiter`` (``--delimiter``) in the model's
+    environment and ``encoding`` (``--encoding``) as the content type's charset."""
+    table = dict(transform)
+    if encoding is not None:
+        table["content_type"] = with_charset(table.get("content_type"), encoding)
+    if delimiter is not None:
+        dialect = dialect_environment(None, check_delimiter(delimiter))
+        table["environment"] = {**table.get("environment", {}), **dialect}
+    return table

@@ -6,7 +6,9 @@ from pathlib import Path
 # Model M of the spec (section 5): for text/csv one sum per row, rows joined by "\n" and no
 # trailing newline; for JSON Lines {"score": sum} per line. A row holding "bad" is refused
 # with 400 (E9); "slow" makes the request sleep (for interrupting a run), while the file the
-# container's SLOW_WHILE names exists where it is set.
+# container's SLOW_WHILE names exists where it is set; "stall" makes it sleep ten minutes (a
+# request still in flight when its engine is killed), once it created the file that
+# ROW_SUM_STALLED names, if set.
 ROW_SUM = textwrap.dedent(
     """
     import json
@@ -28,6 +30,10 @@ ROW_SUM = textwrap.dedent(
         text = body.decode() if isinstance(body, bytes) else body
         if "bad" in text:
             raise ValueError("row holds 'bad'")
+        if "stall" in text:
+            if os.environ.get("ROW_SUM_STALLED"):
+                open(os.environ["ROW_SUM_STALLED"], "w").close()
+            time.sleep(600)
         if "slow" in text:
             flag = os.environ.get("SLOW_WHILE")
             if flag is None or os.path.exists(flag):

@@ -4,9 +4,11 @@ import gzip
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -129,11 +131,14 @@ def _instances_of(model_dir: Path, engine: str) -> list[int]:
     return pids
 
 
-def _slow_run(tmp_path: Path, model: Path, engine: str) -> tuple[list[str], Path]:
-    """A run that takes long enough to be stopped: its command and its output folder."""
+def _slow_run(
+    tmp_path: Path, model: Path, engine: str, *, stall: bool = False
+) -> tuple[list[str], Path]:
+    """A run that takes long enough to be stopped (``stall``: its first request never ends in
+    time): its command and its output folder."""
     slow = tmp_path / "in" / "slow.csv"
     slow.parent.mkdir()
-    slow.write_bytes(b"slow,1\n" * 200)
+    slow.write_bytes(b"stall,1\n" * stall + b"slow,1\n" * 200)
     (tmp_path / "in" / "fast.csv").write_bytes(b"1,2\n" * 10)
     out = tmp_path / "out"
     command = [
@@ -157,9 +162,13 @@ def _slow_run(tmp_path: Path, model: Path, engine: str) -> tuple[list[str], Path
     return command, out
 
 
-def _started(command: list[str], model: Path, engine: str) -> subprocess.Popen[str]:
-    """``command`` once its two instances run, and a little longer."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _started(
+    command: list[str], model: Path, engine: str, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """``command`` (in ``env``) once its two instances run, and a little longer."""
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     deadline = time.monotonic() + 60
     while len(_instances_of(model, engine)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -209,17 +218,89 @@ def test_ctrl_c_sigterm_and_sighup_stop_every_instance_and_leave_nothing_complet
     assert on_disk == listed | {"_manifest.json"}  # nothing temporary, nothing unlisted
 
 
-def test_an_engine_killed_with_sigkill_leaves_no_server_and_its_folder_goes_next_run(
-    tmp_path, row_sum_model
+# Every process a run starts inherits its environment, and this variable in it.
+RUN_MARK = "BATCHINFER_TEST_RUN"
+
+
+def _processes_of(mark: str, groups: set[int]) -> dict[int, int]:
+    """The running processes (pid: process group) with ``mark`` in their environment or in one
+    of ``groups``; a zombie (dead, not reaped by its new parent) does not run."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            state, _parent, group = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+            environ = (proc / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        marked = f"{RUN_MARK}={mark}".encode() in environ
+        if proc.name.isdigit() and state != "Z" and (marked or int(group) in groups):
+            found[int(proc.name)] = int(group)
+    return found
+
+
+def _listening_ports(pids: Iterable[int]) -> set[int]:
+    """The TCP ports that the processes ``pids`` listen on."""
+    sockets = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:
+            continue
+        sockets |= {link[len("socket:[") : -1] for link in links if link.startswith("socket:[")}
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in sockets:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_an_engine_killed_with_sigkill_leaves_nothing_running_or_listening_and_its_folder_goes(
+    tmp_path, row_sum_model, engine
 ):
-    """SIGKILL gives the engine no chance: its model servers see it gone and stop (C10: a clean
-    stop on SIGTERM), nothing listens any more, and the next run into the same output removes
-    the working folder the killed one left."""
-    command, out = _slow_run(tmp_path, row_sum_model, "transform")
-    proc = _started(command, row_sum_model, "transform")
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
-    _no_instances_left(row_sum_model, "transform", within=40.0)
+    """SIGKILL gives the engine no chance, yet every process it started and every process those
+    started (gunicorn's masters and workers; a processing instance, its forkserver and pool
+    workers) stops once it is gone, one in the middle of a request too (C10: a clean stop on
+    SIGTERM, 25 s for a request in flight); no model server's port accepts a connection any
+    more; and the next run into the same output removes the working folder the killed one left."""
+    command, out = _slow_run(tmp_path, row_sum_model, engine, stall=True)
+    mark = f"{os.getpid()}-{tmp_path.name}"
+    stalled = tmp_path / "stalled"
+    env = {**os.environ, RUN_MARK: mark, "ROW_SUM_STALLED": str(stalled)}
+    proc = _started(command, row_sum_model, engine, env=env)
+    groups: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while not stalled.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert stalled.exists(), "the stalling request never started"
+        started = _processes_of(mark, groups)
+        groups = set(started.values()) - {os.getpgrp()}  # the instances' own groups
+        ports = _listening_ports(started)
+        assert len(started) > 2 and len(groups) >= 1, started
+        assert len(ports) == (2 if engine == "transform" else 0), ports
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+        deadline = time.monotonic() + 120  # the stalled request gets 25 s to finish
+        while time.monotonic() < deadline:
+            if not _processes_of(mark, groups) and not any(map(_accepts, ports)):
+                break
+            time.sleep(0.5)
+        assert _processes_of(mark, groups) == {}
+        assert [port for port in ports if _accepts(port)] == []
+    finally:
+        for pid in _processes_of(mark, groups):  # a failed test leaves nothing running either
+            os.kill(pid, signal.SIGKILL)
     left = [p.name for p in out.glob(".batchinfer-*")]
     assert left, "the killed run's working folder is still there"
     rerun = subprocess.run(

@@ -16,6 +16,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+import batchinfer
 from tests.support.cli import run_cli
 
 CSV = ["--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line"]
@@ -251,6 +252,22 @@ def test_an_s3_prefix_that_holds_objects_is_refused_or_resumed_by_etag(capsys, s
         "b.csv.out": b"11\n",
         "_SUCCESS": b"",
     }
+
+
+def test_the_python_api_runs_s3_to_s3_as_the_command_does(s3, row_sum_model):
+    s3.create_bucket(Bucket="inputs")
+    s3.create_bucket(Bucket="outputs")
+    s3.put_object(Bucket="inputs", Key="p/a.csv", Body=b"1,2\n3,4\n")
+    result = batchinfer.run(
+        "s3://inputs/p/",
+        output="s3://outputs/api/",
+        model=row_sum_model,
+        content_type="text/csv",
+        split_type="Line",
+        assemble_with="Line",
+    )
+    assert result.succeeded and result.output_dir == "s3://outputs/api/"
+    assert _objects(s3, "outputs", "api/") == {"a.csv.out": b"3\n7\n", "_SUCCESS": b""}
 
 
 def _one_error_line(said: str) -> str:

@@ -1,13 +1,18 @@
-"""The launcher and the serve command: free ports, clean SIGTERM shutdown (C10), env (C6, R21),
-SAGEMAKER_BIND_TO_PORT (C3), and argument errors."""
+"""The launcher and the serve command: free ports, a port already taken, clean SIGTERM shutdown
+(C10), env (C6, R21), SAGEMAKER_BIND_TO_PORT (C3), and argument errors."""
 
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
 
 from batchinfer.serving.launcher import start_server
+from batchinfer.serving.server_errors import ServerStartError
 
 
 def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir, tmp_path):
@@ -45,6 +50,37 @@ def test_explicit_port_and_payload_env(example_model_dir):
         server.wait_healthy(60)
         assert server.port == port
         assert "MaxPayloadInMB=0" in server.log_text()
+
+
+class _AlwaysHealthy(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def test_a_port_another_server_holds_is_one_line_naming_it_c3(example_model_dir):
+    """The other server answers /ping with 200, yet is never taken for the model server."""
+    other = HTTPServer(("127.0.0.1", 0), _AlwaysHealthy)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    port = other.server_address[1]
+    try:
+        with (
+            start_server(example_model_dir, port=port) as server,
+            pytest.raises(ServerStartError) as failure,
+        ):
+            server.wait_healthy(60)
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert str(failure.value) == (
+        f"model server cannot listen on 127.0.0.1:{port}: another process uses that port "
+        f"(model server log: {server.log_path})"
+    )
+    assert "Connection in use" in server.log_text()
+    server.log_path.unlink()
 
 
 def test_sagemaker_bind_to_port_and_bad_settings_exit_2(example_model_dir, tmp_path):
