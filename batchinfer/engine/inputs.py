@@ -5,7 +5,8 @@ and the header row they share.
 An input is a file, a directory (every file below it, recursively, with its sub-path kept as
 the output name, but for hidden and ``_``-prefixed ones: :mod:`batchinfer.sharding.selection`)
 or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose prefix is a local
-directory.
+directory. S3 inputs are listed and staged as local files by
+:mod:`batchinfer.engine.s3_inputs`.
 """
 
 import json
