@@ -18,6 +18,7 @@ from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.sharding.selection import InputSelection
 from batchinfer.transform.csv_dialect import with_table
 from batchinfer.transform.settings import TransformSettings
+from batchinfer.uris import is_s3_uri
 
 if TYPE_CHECKING:
     from batchinfer.engine.local_job import FileResult, JobResult, LocalJob
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from batchinfer.planning.job_plan import Plan
     from batchinfer.planning.tune import TunePoint
 
-# A local path, as a string or a path object.
+# A local path, as a string or a path object, or an ``s3://`` URI.
 Location = str | PathLike[str]
 
 
@@ -94,12 +95,13 @@ def run(
     """Run a Batch Transform job on this machine, as ``batchinfer run`` does, and return its
     result: status, per-file counts, durations and output names (``_manifest.json``).
 
-    ``inputs``: files, directories or a ManifestFile; ``output``: the directory for the
-    ``.out`` files; ``model``: a model directory or ``model.tar.gz`` (the transform and
-    processing engines); ``engine``: ``transform``, ``processing`` or ``endpoint`` (with
-    ``endpoint_url``). The other arguments are the command's options in snake_case, and the
-    transform settings (:class:`TransformKeywords`). ``progress`` receives the engine's
-    callbacks, ``on_stage`` each stage's name (``split``, ``infer``, ``finalize``).
+    ``inputs``: files, directories, a ManifestFile or ``s3://`` prefixes; ``output``: the
+    directory or ``s3://`` prefix for the ``.out`` files; ``model``: a model directory or
+    ``model.tar.gz``, local or ``s3://`` (the transform and processing engines); ``engine``:
+    ``transform``, ``processing`` or ``endpoint`` (with ``endpoint_url``). The other
+    arguments are the command's options in snake_case, and the transform settings
+    (:class:`TransformKeywords`). ``progress`` receives the engine's callbacks, ``on_stage``
+    each stage's name (``stage``, ``split``, ``infer``, ``finalize``).
 
     Raises :class:`~batchinfer.errors.ValidationError` or
     :class:`~batchinfer.errors.InputError` before any work, :class:`JobFailed` when an input
@@ -149,9 +151,9 @@ def local_job(
     from batchinfer.engine.local_job import LocalJob
 
     return LocalJob(
-        inputs=[Path(i) for i in _listed(inputs)],
-        output_dir=Path(output),
-        model=None if model is None else Path(model),
+        inputs=[_local_or_s3(i) for i in _listed(inputs)],
+        output_dir=_local_or_s3(output),
+        model=None if model is None else _local_or_s3(model),
         settings=_settings(settings, delimiter, encoding),
         engine=parse_local_engine(engine),
         shards=shards,
@@ -257,6 +259,11 @@ def _settings(
     """The settings ``given`` (a None value is not set), with the table options; validated."""
     request = {key: value for key, value in given.items() if value is not None}
     return TransformSettings.from_request(with_table(request, delimiter, encoding))
+
+
+def _local_or_s3(location: Location) -> Path | str:
+    """An ``s3://`` URI as it is (a path would fold its ``//``), else a local path."""
+    return location if isinstance(location, str) and is_s3_uri(location) else Path(location)
 
 
 def _listed(inputs: Location | Sequence[Location]) -> list[Location]:

@@ -60,7 +60,8 @@ def user_error(
     run_id: str | None = None,
 ) -> AwsError:
     """The error to report for ``exc``; ``stack``, ``region`` and ``run_id`` name what the
-    call was about, when known."""
+    call was about, when known, as does a note on ``exc`` (the S3 URI of a local job's
+    request)."""
     if isinstance(exc, NoRegionError):
         return RegionMissing(
             "no AWS region: set --region or AWS_REGION (or a region in ~/.aws/config)"
@@ -71,8 +72,9 @@ def user_error(
         return AwsUnreachable(
             f"cannot reach AWS: {_line(exc)}; check the network, any proxy and --region"
         )
+    about = "".join(f"{note}: " for note in getattr(exc, "__notes__", ())[-1:])
     if not isinstance(exc, ClientError):
-        return AwsError(f"AWS: {_line(exc)}")
+        return AwsError(f"{about}AWS: {_line(exc)}")
     error = exc.response.get("Error", {})
     code, message = error.get("Code", "Unknown"), _line(error.get("Message", ""))
     if code in _REFUSED_CREDENTIALS:
@@ -92,7 +94,7 @@ def user_error(
             f"run id {run_id} already used by execution {execution}; choose another "
             "--run-id or leave it out"
         )
-    return AwsError(f"AWS {exc.operation_name}: {code}: {message}")
+    return AwsError(f"{about}AWS {exc.operation_name}: {code}: {message}")
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from batchinfer.api import JobFailed, local_job, run_local_job
+from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines
 from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
@@ -17,6 +18,7 @@ from batchinfer.engine.stop_signals import exit_code, stop_like_ctrl_c
 from batchinfer.errors import ValidationError
 from batchinfer.serving.image_imports import imports_note
 from batchinfer.transform.assemble import RESULT_MANIFEST
+from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 SAMPLE_LINES = 3
 # A preview line is cut to this many characters, its size said (a JSON array's answer is
@@ -24,15 +26,22 @@ SAMPLE_LINES = 3
 PREVIEW_CHARS = 60
 
 
+@aws_errors()  # S3 inputs, model and output: an AWS failure is one line with its exit code
 @opt.transform_options
 def run(
     inputs: Annotated[
-        list[Path], typer.Argument(help="Files, directories or a ManifestFile.", show_default=False)
+        list[str],
+        typer.Argument(
+            help="Files, directories, a ManifestFile, or s3:// prefixes.", show_default=False
+        ),
     ],
-    output: Annotated[Path, typer.Option(help="Directory for the .out files.")],
+    output: Annotated[str, typer.Option(help="Directory or s3:// prefix for the .out files.")],
     model: Annotated[
-        Path | None,
-        typer.Option(help="Model directory or model.tar.gz (transform and processing engines)."),
+        str | None,
+        typer.Option(
+            help="Model directory or model.tar.gz, local or s3:// (transform and processing "
+            "engines)."
+        ),
     ] = None,
     shards: Annotated[
         str | None, typer.Option(help="Pre-split each input into N shards, or 'auto'.")
@@ -127,14 +136,19 @@ HANDLER_PROTOCOL = (
 )
 
 
-def _interrupted(output: Path, result: JobResult | None) -> None:
+def _at(output: str, name: str) -> str:
+    """The file ``name`` in the output directory or S3 prefix ``output``."""
+    return parse_s3_uri(output).child(name).uri if is_s3_uri(output) else str(Path(output) / name)
+
+
+def _interrupted(output: str, result: JobResult | None) -> None:
     """Say what Ctrl-C left: the instances (model servers) are stopped, there is no _SUCCESS."""
     said = "interrupted: every instance is stopped; no _SUCCESS"
     if result is not None:
         done = sum(f.status == "SUCCEEDED" for f in result.files)
         said += (
             f"; {done} of {plural(len(result.files), 'input')} done, as "
-            f"{output / RESULT_MANIFEST} records (the others left no output); the same "
+            f"{_at(output, RESULT_MANIFEST)} records (the others left no output); the same "
             "command with --resume goes on from there"
         )
     Console(stderr=True, soft_wrap=True).print(f"[red]{escape(said)}[/]", highlight=False)
@@ -150,6 +164,10 @@ def _report(console: Console, result: JobResult) -> None:
         console.print(f"model: {escape(said)}", highlight=False)
     first = next((f for f in result.files if f.outputs), None)
     if first is None:
+        return
+    if is_s3_uri(result.output_dir):
+        said = f"outputs: {plural(len(result.files), 'input')} in {result.output_dir}"
+        console.print(escape(said), highlight=False)
         return
     path = Path(result.output_dir) / first.outputs[0]
     lines = preview(path)

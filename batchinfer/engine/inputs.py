@@ -5,11 +5,12 @@ and the header row they share.
 An input is a file, a directory (every file below it, recursively, with its sub-path kept as
 the output name, but for hidden and ``_``-prefixed ones: :mod:`batchinfer.sharding.selection`)
 or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose prefix is a local
-directory.
+directory. S3 inputs are listed and staged as local files by
+:mod:`batchinfer.engine.s3_inputs`.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,15 @@ class InputFile:
     # ``end`` None: to the end of the file.
     start: int = 0
     end: int | None = None
+    # The s3:// URI that ``path`` is a staged copy of, and that object's ETag; None for a
+    # local input.
+    origin: str | None = None
+    etag: str | None = None
+
+    @property
+    def where(self) -> str:
+        """Where the input was read from, as messages and the manifest name it."""
+        return self.origin or str(self.path)
 
     @property
     def size(self) -> int:
@@ -60,8 +70,8 @@ def is_manifest(path: Path) -> bool:
     return path.suffix == ".manifest" or path.name.endswith(".manifest.json")
 
 
-def read_manifest(path: Path) -> list[InputFile]:
-    """The files a ManifestFile lists: ``prefix`` + each relative path (R4)."""
+def manifest_entries(path: Path) -> tuple[str, list[str]]:
+    """A ManifestFile's ``prefix`` and the relative paths it lists after it (R4)."""
     try:
         entries = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -71,12 +81,22 @@ def read_manifest(path: Path) -> list[InputFile]:
     prefix = entries[0].get("prefix")
     if not isinstance(prefix, str):
         raise InputError(f"{path}: entry 0 has no string 'prefix'")
-    if prefix.startswith("s3://"):
-        raise InputError(f"{path}: prefix {prefix} is in S3; a local job reads local files only")
-    files = []
     for number, rel in enumerate(entries[1:], start=1):
         if not isinstance(rel, str) or not rel:
             raise InputError(f"{path}: entry {number} is not a relative path: {rel!r}")
+    return prefix, entries[1:]
+
+
+def read_manifest(path: Path) -> list[InputFile]:
+    """The files a ManifestFile whose prefix is a local directory lists: ``prefix`` + each
+    relative path (R4)."""
+    prefix, rels = manifest_entries(path)
+    if prefix.startswith("s3://"):
+        raise InputError(
+            f"{path}: prefix {prefix} is in S3; give S3 inputs alone, without local ones"
+        )
+    files = []
+    for number, rel in enumerate(rels, start=1):
         file = Path(prefix + rel) if prefix.endswith("/") else Path(prefix) / rel
         if not file.is_file():
             raise InputError(f"{path}: entry {number} names {file}, which is not a file")
@@ -114,15 +134,21 @@ def collect_inputs(
             raise InputError(f"{path}: no such file or directory")
     if not files:
         raise InputError(f"no input files under {', '.join(map(str, paths))}{selector.left_out()}")
-    by_name: dict[str, InputFile] = {}
-    for file in files:
-        if file.name in by_name:
-            raise ValidationError(
-                f"inputs {by_name[file.name].path} and {file.path} would both write "
-                f"{file.name}.out; give them distinct names"
-            )
-        by_name[file.name] = file
+    check_distinct_names((file.name, str(file.path)) for file in files)
     return sorted(files, key=lambda f: f.name)
+
+
+def check_distinct_names(named: Iterable[tuple[str, str]]) -> None:
+    """Refuse two inputs, given as (name, where it is), that would write the same output
+    (R12: each input object gives one output named after it)."""
+    seen: dict[str, str] = {}
+    for name, where in named:
+        if name in seen:
+            raise ValidationError(
+                f"inputs {seen[name]} and {where} would both write {name}.out; "
+                "give them distinct names"
+            )
+        seen[name] = where
 
 
 def _inside(folder: Path | None, directory: Path) -> str | None:
@@ -137,7 +163,7 @@ def _inside(folder: Path | None, directory: Path) -> str | None:
     return "" if rel == "." else rel + "/"
 
 
-def check_not_all_empty(files: list[InputFile], paths: list[Path]) -> None:
+def check_not_all_empty(files: list[InputFile], paths: Sequence[Path | str]) -> None:
     """Refuse inputs whose files are all empty, as the pipeline's Plan refuses a prefix whose
     objects all are (R4): such a job could only write empty outputs. An empty file among
     others is transformed into an empty output (R6: what a record is under each SplitType)."""
@@ -163,7 +189,7 @@ def check_compression(
             continue
         if head == GZIP_MAGIC:
             raise ValidationError(
-                f"{file.path}: is gzip-compressed (starts with 1f 8b) but compression_type "
+                f"{file.where}: is gzip-compressed (starts with 1f 8b) but compression_type "
                 "is None; set --compression-type Gzip to decompress it before the model"
             )
 
@@ -180,9 +206,9 @@ def header_settings(files: list[InputFile], settings: TransformSettings) -> Tran
             line = read_header_line(source, compressed=compressed)
         finally:
             source.close()
-        names = header_names(line, settings, source=str(file.path))
+        names = header_names(line, settings, source=file.where)
         if first is None:
-            first = (str(file.path), names)
+            first = (file.where, names)
         else:
-            same_header(first[1], names, first=first[0], source=str(file.path))
+            same_header(first[1], names, first=first[0], source=file.where)
     return settings if first is None else with_header(settings, first[1])

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +40,9 @@ from batchinfer.engine.previous_run import (
     job_digests,
     kept_files,
 )
+from batchinfer.engine.s3_inputs import fetch_model, in_s3, s3_inputs, stage_inputs
+from batchinfer.engine.s3_place import S3Place
+from batchinfer.engine.s3_requests import s3_client
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
@@ -56,6 +59,7 @@ from batchinfer.transform.assemble import RESULT_MANIFEST, SUCCESS_MARKER, outpu
 from batchinfer.transform.csv_dialect import check_header_type
 from batchinfer.transform.records import check_skip_blank_lines
 from batchinfer.transform.settings import TransformSettings
+from batchinfer.uris import is_s3_uri
 
 
 @dataclass(frozen=True)
@@ -67,9 +71,9 @@ class LocalJob:
     (each output this run writes replaces the one there) or ``resume`` (an earlier run of
     the same job continues: :mod:`batchinfer.engine.previous_run`)."""
 
-    inputs: list[Path]
-    output_dir: Path
-    model: Path | None
+    inputs: Sequence[Path | str]  # local paths, or s3:// URIs and ManifestFiles of S3 objects
+    output_dir: Path | str  # a local directory or an s3:// prefix
+    model: Path | str | None  # a local path or an s3:// URI
     settings: TransformSettings
     engine: LocalEngine = "transform"
     shards: int | Literal["auto"] | None = None
@@ -253,19 +257,34 @@ def run_job(
     validate_job(job)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     started = time.perf_counter()
-    place = LocalPlace(job.output_dir)
-    files = collect_inputs(job.inputs, job.selection, leave_out=job.output_dir)
-    check_not_all_empty(files, job.inputs)
-    check_compression(files, job.settings.compression_type, job.settings.content_type)
-    if job.header:
-        job = replace(job, settings=header_settings(files, job.settings))
+    inputs = [str(input) for input in job.inputs]
+    remote = in_s3(inputs)
+    output = str(job.output_dir)
+    s3 = None
+    if remote or is_s3_uri(output) or is_s3_uri(str(job.model)):
+        s3 = s3_client()
+    place: OutputPlace = S3Place(s3, output) if is_s3_uri(output) else LocalPlace(Path(output))
+    # S3 inputs are listed now, before anything is written, and staged once there is a
+    # working folder; local ones are checked now.
+    objects = s3_inputs(s3, inputs, job.selection, leave_out=output) if remote else None
+    if objects is None:
+        paths = [Path(input) for input in inputs]
+        files = collect_inputs(paths, job.selection, leave_out=Path(output))
+        job = _checked_inputs(files, job)
     earlier = check_place(place, overwrite=job.overwrite, resume=job.resume)
     progress = progress or Progress()
     workdir = Path(
         tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=place.work_parent)
     )
     try:
-        model_dir = None if job.model is None else prepare_model_dir(job.model, workdir)
+        if objects is not None:
+            on_stage("stage")
+            files = stage_inputs(s3, objects, workdir / "inputs")
+            job = _checked_inputs(files, job)
+        model = job.model
+        if model is not None and is_s3_uri(str(model)):
+            model = fetch_model(s3, str(model), workdir / "artifact")
+        model_dir = None if model is None else prepare_model_dir(Path(model), workdir)
         module, missing_imports = None, []
         if model_dir is not None:
             found = check_readable(model_dir, job.settings.environment, job.settings.content_type)
@@ -324,6 +343,14 @@ def run_job(
     if result.interrupted:
         raise JobInterrupted(result)
     return result
+
+
+def _checked_inputs(files: list[InputFile], job: LocalJob) -> LocalJob:
+    """``job`` once its input ``files`` pass the checks of their contents, told the names of
+    their header with ``--header``."""
+    check_not_all_empty(files, job.inputs)
+    check_compression(files, job.settings.compression_type, job.settings.content_type)
+    return replace(job, settings=header_settings(files, job.settings)) if job.header else job
 
 
 def _shape(job: LocalJob) -> dict[str, Any]:
@@ -398,7 +425,7 @@ class _RunRecord:
         # Never split nor started: the run stopped first.
         return FileResult(
             name=file.name,
-            input=str(file.path),
+            input=file.where,
             outputs=[],
             status=INTERRUPTED if status == INTERRUPTED else "FAILED",
             error="interrupted (Ctrl-C) before it was done",
@@ -589,7 +616,7 @@ class _InputGroup:
         records_out = None if errors else _sum_or_none([s.records_out for s in stats])
         return FileResult(
             name=self.source.name,
-            input=str(self.source.path),
+            input=self.source.where,
             outputs=outputs,
             status=INTERRUPTED if interrupted else "FAILED" if errors else "SUCCEEDED",
             records_in=records_in,

@@ -139,7 +139,10 @@ def model_digest(model: Path | str | None) -> str:
 
 
 def input_version(file: InputFile) -> str:
-    """What tells a changed input from the one an earlier run read: its size and mtime."""
+    """What tells a changed input from the one an earlier run read: its size and mtime, or
+    for a staged copy of an S3 object, the object's ETag."""
+    if file.etag is not None:
+        return f"etag-{file.etag}"
     stat = file.path.stat()
     return f"{stat.st_size}-{stat.st_mtime_ns}"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
 from batchinfer.engine.inputs import InputFile, collect_inputs, header_settings
+from batchinfer.engine.s3_inputs import in_s3, s3_inputs
 from batchinfer.engines import Engine, PipelineEngine
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.instances.prices import Price, hourly_price
@@ -32,7 +33,6 @@ from batchinfer.transform.csv_dialect import check_header_type
 from batchinfer.transform.records import check_skip_blank_lines
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import MIB
-from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_SAMPLE_RECORDS = 4000
@@ -162,22 +162,20 @@ def make_plan(
         raise ValidationError(f"--sample-records: {request.sample_records} must be at least 1")
     if request.skip_blank_lines:
         check_skip_blank_lines(settings.split_type)
-    remote = [is_s3_uri(i) for i in request.inputs]
-    if any(remote) and not all(remote):
-        raise ValidationError("INPUT: give local paths or s3:// URIs, not both")
+    remote = in_s3(request.inputs)
     if request.header:
         check_header_type(settings)
     if request.model is not None and not request.model.exists():
         raise InputError(f"--model {request.model}: no such file or directory")
     if request.tune:
-        _check_tune(request, any(remote))
+        _check_tune(request, remote)
     warnings = advice.sharding(request.settings, request.sharding, request.merge)
-    calibrating = request.model is not None and not any(remote)
+    calibrating = request.model is not None and not remote
     reservoir = Reservoir(request.sample_records if calibrating else 0)
     on_stage("scan")
     files: list[InputFile] = []
     measured = settings  # what the model server is told: with the header's names
-    if any(remote):
+    if remote:
         surveys = _survey_s3(request)
         if request.model is not None:
             warnings.append(advice.s3_not_calibrated())
@@ -274,28 +272,22 @@ def _tune(
 
 
 def _survey_s3(request: PlanRequest) -> list[InputSurvey]:
+    """The S3 objects a run of the request would take, as ``batchinfer run`` lists them."""
     import boto3
 
-    from batchinfer.sharding.listing import input_objects
-
     s3 = boto3.client("s3", region_name=request.region)
-    surveys = []
-    for uri in request.inputs:
-        location = parse_s3_uri(uri, field="INPUT")
-        base = location.key[: location.key.rfind("/") + 1]
-        for obj in input_objects(s3, location, selection=request.selection):
-            surveys.append(
-                survey_s3_object(
-                    obj["Key"][len(base) :],
-                    f"s3://{location.bucket}/{obj['Key']}",
-                    obj["Size"],
-                    request.settings,
-                    request.sharding,
-                    s3,
-                    header=request.header,
-                )
-            )
-    return surveys
+    return [
+        survey_s3_object(
+            obj.name,
+            obj.uri,
+            obj.size,
+            request.settings,
+            request.sharding,
+            s3,
+            header=request.header,
+        )
+        for obj in s3_inputs(s3, request.inputs, request.selection)
+    ]
 
 
 def _calibrate(

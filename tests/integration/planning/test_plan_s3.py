@@ -89,6 +89,19 @@ def test_an_s3_prefix_leaves_out_stray_keys_and_takes_include_and_exclude_r4(cap
     )
 
 
+def test_a_manifest_file_of_s3_objects_is_planned_as_run_takes_it_r4(capsys, bucket, tmp_path):
+    for key in ("a.csv", "_tmp/b.csv", "c.csv"):
+        bucket.put_object(Bucket="data", Key=f"input/{key}", Body=b"1,2\n")
+    manifest = tmp_path / "inputs.manifest"
+    manifest.write_text(json.dumps([{"prefix": "s3://data/input"}, "_tmp/b.csv", "a.csv"]))
+    code, printed = run_cli(capsys, "plan", str(manifest), *CSV, "--json")
+    assert code == 0, printed
+    assert [f["name"] for f in json.loads(printed)["files"]] == ["_tmp/b.csv", "a.csv"]
+    manifest.write_text(json.dumps([{"prefix": "s3://data/input/"}, "gone.csv"]))
+    code, printed = run_cli(capsys, "plan", str(manifest), *CSV)
+    assert code == 3 and "no object s3://data/input/gone.csv" in printed, printed
+
+
 def test_an_s3_plan_without_credentials_is_one_line_and_exit_5(capsys, monkeypatch):
     """No credentials anywhere: the documented one-line message and its exit code, as
     submit gives it, not botocore's traceback."""
