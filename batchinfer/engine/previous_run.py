@@ -9,6 +9,7 @@ not only at the end, so even a run killed outright leaves one naming what it fin
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +52,8 @@ def check_place(place: OutputPlace, *, overwrite: bool, resume: bool) -> Earlier
     jobs that are gone are removed; one of a job that runs is refused."""
     if overwrite and resume:
         raise ValidationError("--overwrite and --resume exclude each other: choose one")
-    held = [name for name in place.names() if not _in_workdir(name, place)]
+    _remove_dead_workdirs(place)
+    held = place.names()
     if not held:
         return None
     if resume or overwrite:
@@ -77,30 +79,22 @@ def check_place(place: OutputPlace, *, overwrite: bool, resume: bool) -> Earlier
     )
 
 
-def _in_workdir(name: str, place: OutputPlace) -> bool:
-    """Whether ``name`` is in a job's working folder: one of a job that is gone is removed
-    (one killed with SIGKILL could not remove its own); one of a job that runs is refused."""
-    top = name.split("/", 1)[0]
-    if not top.startswith(WORKDIR_PREFIX) or top == name:
-        return False
-    pid = top.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
-    if not pid.isdigit():
-        return False
-    if _running(int(pid)):
-        raise OutputNotEmpty(
-            f"--output {place.location} is being written by another run (process {pid}); "
-            "wait for it, or choose another --output"
-        )
+def _remove_dead_workdirs(place: OutputPlace) -> None:
+    """Remove the working folders that jobs now gone left in the place (one killed with
+    SIGKILL could not remove its own); refuse a place a job that runs is writing into."""
     parent = place.work_parent
-    if parent is not None:
-        _remove_tree(parent / top)
-    return True
-
-
-def _remove_tree(folder: Path) -> None:
-    for path in sorted(folder.rglob("*"), reverse=True):
-        (path.rmdir if path.is_dir() and not path.is_symlink() else path.unlink)()
-    folder.rmdir()
+    if parent is None or not parent.is_dir():
+        return
+    for folder in parent.glob(f"{WORKDIR_PREFIX}*"):
+        pid = folder.name.removeprefix(WORKDIR_PREFIX).split("-", 1)[0]
+        if not (folder.is_dir() and pid.isdigit()):
+            continue
+        if _running(int(pid)):
+            raise OutputNotEmpty(
+                f"--output {place.location} is being written by another run (process {pid}); "
+                "wait for it, or choose another --output"
+            )
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _running(pid: int) -> bool:
