@@ -1,0 +1,107 @@
+"""What the stack's key encrypts and who may use it, on the template of each environment of
+cdk.json: every log group under the key, run logs with execution data only where an
+environment asks for it."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app import cdk_json_context
+from stacks.config import PipelineConfig, load_config
+from stacks.nag import flatten
+from tests.support.offline.synthesized import synthesize
+
+from .conftest import REPO_ROOT, of_type
+
+ENVIRONMENTS = sorted(cdk_json_context()["batchinfer:environments"])
+
+
+@dataclass(frozen=True)
+class Environment:
+    config: PipelineConfig
+    resources: dict[str, dict[str, Any]]
+
+    @property
+    def key_id(self) -> str:
+        (key_id,) = of_type(self.resources, "AWS::KMS::Key")
+        return key_id
+
+    @property
+    def key_statements(self) -> list[dict[str, Any]]:
+        return self.resources[self.key_id]["Properties"]["KeyPolicy"]["Statement"]
+
+    def arn(self, service: str, resource: str) -> str:
+        """An ARN of this environment as the template writes it (pseudo parameters where
+        the environment names no account and region)."""
+        config = self.config
+        region = config.region or "<AWS::Region>"
+        account = config.account or "<AWS::AccountId>"
+        partition = "aws" if config.region else "<AWS::Partition>"
+        return f"arn:{partition}:{service}:{region}:{account}:{resource}"
+
+
+@pytest.fixture(scope="module", params=ENVIRONMENTS)
+def environment(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    name = request.param
+    template = synthesize(name, tmp_path_factory.mktemp(f"cdk.out-{name}"), {})
+    return Environment(load_config(cdk_json_context(), name, REPO_ROOT), template["Resources"])
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else action
+
+
+def _service(statement: dict[str, Any]) -> str | None:
+    principal = statement.get("Principal")
+    return (
+        flatten(principal["Service"])
+        if isinstance(principal, dict) and "Service" in principal
+        else None
+    )
+
+
+def test_every_log_group_is_encrypted_with_the_stack_key_and_kept_as_configured(environment):
+    groups = of_type(environment.resources, "AWS::Logs::LogGroup")
+    assert groups
+    for logical_id, group in groups.items():
+        properties = group["Properties"]
+        assert properties.get("KmsKeyId") == {"Fn::GetAtt": [environment.key_id, "Arn"]}, (
+            f"{logical_id} is not encrypted with the stack's key"
+        )
+        assert properties["RetentionInDays"] == environment.config.log_retention_days
+
+
+def test_every_lambda_writes_to_a_log_group_of_the_stack(environment):
+    groups = of_type(environment.resources, "AWS::Logs::LogGroup")
+    for logical_id, function in of_type(environment.resources, "AWS::Lambda::Function").items():
+        logging = function["Properties"].get("LoggingConfig", {})
+        assert logging.get("LogGroup", {}).get("Ref") in groups, (
+            f"{logical_id} logs to a log group the stack does not create"
+        )
+
+
+def test_cloudwatch_logs_may_use_the_key_for_this_accounts_log_groups_only(environment):
+    service = f"logs.{environment.config.region or '<AWS::Region>'}.amazonaws.com"
+    (statement,) = [s for s in environment.key_statements if _service(s) == service]
+    assert {"kms:Encrypt*", "kms:Decrypt*", "kms:GenerateDataKey*"} <= set(_actions(statement))
+    (condition,) = statement["Condition"]["ArnLike"].values()
+    assert flatten(condition) == environment.arn("logs", "log-group:*")
+
+
+def test_run_logs_hold_execution_data_only_where_the_environment_asks(environment):
+    (machine,) = of_type(environment.resources, "AWS::StepFunctions::StateMachine").values()
+    logging = machine["Properties"]["LoggingConfiguration"]
+    assert logging["IncludeExecutionData"] is environment.config.log_execution_data
+    if environment.config.name == "prod":
+        assert logging["IncludeExecutionData"] is False, "prod's run logs hold no requests"
+
+
+def test_execution_data_is_left_out_of_run_logs_unless_configured():
+    context = cdk_json_context()
+    raw = dict(context["batchinfer:environments"]["dev"])
+    raw.pop("log_execution_data", None)
+    environments = {"batchinfer:environments": {"dev": raw}, "env": "dev"}
+    assert load_config(environments, "dev", Path(REPO_ROOT)).log_execution_data is False
