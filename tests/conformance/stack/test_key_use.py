@@ -1,6 +1,6 @@
 """What the stack's key encrypts and who may use it, on the template of each environment of
 cdk.json: every log group under the key, run logs with execution data only where an
-environment asks for it."""
+environment asks for it, no key grant that can never apply."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +16,8 @@ from tests.support.offline.synthesized import synthesize
 from .conftest import REPO_ROOT, of_type
 
 ENVIRONMENTS = sorted(cdk_json_context()["batchinfer:environments"])
+# The only KMS actions whose requests carry kms:GrantIsForAWSResource.
+GRANT_ACTIONS = {"kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"}
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,25 @@ def test_run_logs_hold_execution_data_only_where_the_environment_asks(environmen
     assert logging["IncludeExecutionData"] is environment.config.log_execution_data
     if environment.config.name == "prod":
         assert logging["IncludeExecutionData"] is False, "prod's run logs hold no requests"
+
+
+def test_no_key_grant_is_conditioned_on_what_its_requests_never_carry(environment):
+    policies = of_type(environment.resources, "AWS::IAM::Policy")
+    for logical_id, policy in policies.items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "kms:GrantIsForAWSResource" in str(statement.get("Condition")):
+                assert set(_actions(statement)) <= GRANT_ACTIONS, (
+                    f"{logical_id}[{statement.get('Sid')}]: {_actions(statement)} can never "
+                    "match kms:GrantIsForAWSResource"
+                )
+    (machine_policy,) = [
+        p for k, p in policies.items() if k.startswith("WorkflowStateMachineRoleDefaultPolicy")
+    ]
+    key_arn = {"Fn::GetAtt": [environment.key_id, "Arn"]}
+    assert any(
+        "kms:DescribeKey" in _actions(s) and s["Resource"] == key_arn and "Condition" not in s
+        for s in machine_policy["Properties"]["PolicyDocument"]["Statement"]
+    ), "SageMaker describes a job's volume and output key with the caller's credentials"
 
 
 def test_execution_data_is_left_out_of_run_logs_unless_configured():
