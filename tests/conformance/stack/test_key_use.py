@@ -1,6 +1,7 @@
 """What the stack's key encrypts and who may use it, on the template of each environment of
 cdk.json: every log group under the key, run logs with execution data only where an
-environment asks for it, no key grant that can never apply."""
+environment asks for it, no key grant that can never apply, no service principal that may
+use the key for another account's resources."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from tests.support.offline.synthesized import synthesize
 from .conftest import REPO_ROOT, of_type
 
 ENVIRONMENTS = sorted(cdk_json_context()["batchinfer:environments"])
+# The condition keys a service's request carries about the resource it acts for.
+SOURCE_KEYS = {"aws:SourceAccount", "aws:SourceArn", "kms:EncryptionContext:aws:logs:arn"}
 # The only KMS actions whose requests carry kms:GrantIsForAWSResource.
 GRANT_ACTIONS = {"kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"}
 
@@ -118,6 +121,32 @@ def test_no_key_grant_is_conditioned_on_what_its_requests_never_carry(environmen
         "kms:DescribeKey" in _actions(s) and s["Resource"] == key_arn and "Condition" not in s
         for s in machine_policy["Properties"]["PolicyDocument"]["Statement"]
     ), "SageMaker describes a job's volume and output key with the caller's credentials"
+
+
+def test_every_service_may_use_the_key_only_for_this_accounts_resources(environment):
+    services = [s for s in environment.key_statements if _service(s)]
+    assert services
+    for statement in services:
+        conditions = {
+            key: flatten(value)
+            for operator in statement.get("Condition", {}).values()
+            for key, value in operator.items()
+        }
+        assert set(conditions) & SOURCE_KEYS, f"{_service(statement)} may act for any account"
+        account = environment.config.account or "<AWS::AccountId>"
+        assert all(account in conditions[k] for k in set(conditions) & SOURCE_KEYS)
+
+
+def test_alarms_of_this_account_only_may_use_the_key(environment):
+    (statement,) = [
+        s for s in environment.key_statements if _service(s) == "cloudwatch.amazonaws.com"
+    ]
+    assert flatten(statement["Condition"]["StringEquals"]["aws:SourceAccount"]) == (
+        environment.config.account or "<AWS::AccountId>"
+    )
+    assert flatten(statement["Condition"]["ArnLike"]["aws:SourceArn"]) == environment.arn(
+        "cloudwatch", "alarm:*"
+    )
 
 
 def test_execution_data_is_left_out_of_run_logs_unless_configured():
