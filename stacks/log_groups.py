@@ -14,9 +14,11 @@ def allow_log_encryption(key: kms.Key) -> None:
     """Let CloudWatch Logs encrypt and decrypt with ``key`` the log groups of the key's account
     and region, and nothing else: the statement of the CloudWatch Logs User Guide, "Encrypt
     log data in CloudWatch Logs using AWS Key Management Service" (step 2, the key policy),
-    https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html.
-    Its condition names every log group of the account: naming each group would make the key
-    depend on the groups that depend on it, and the Lambdas' groups have generated names."""
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html,
+    less its ``kms:Describe*``: a Describe request carries no encryption context, so under the
+    statement's condition it could never be allowed. The condition names every log group of
+    the account: naming each group would make the key depend on the groups that depend on
+    it, and the Lambdas' groups have generated names."""
     stack = Stack.of(key)
     log_groups = stack.format_arn(
         service="logs",
@@ -28,13 +30,7 @@ def allow_log_encryption(key: kms.Key) -> None:
         iam.PolicyStatement(
             sid="CloudWatchLogsOfThisAccount",
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-            actions=[
-                "kms:Encrypt*",
-                "kms:Decrypt*",
-                "kms:ReEncrypt*",
-                "kms:GenerateDataKey*",
-                "kms:Describe*",
-            ],
+            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*"],
             resources=["*"],
             conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
         )
