@@ -12,11 +12,9 @@ import pytest
 from app import cdk_json_context
 from stacks.config import PipelineConfig, load_config
 from stacks.nag import flatten
-from tests.support.offline.synthesized import synthesize
 
-from .conftest import REPO_ROOT, of_type
+from .conftest import ENVIRONMENTS, REPO_ROOT, of_type
 
-ENVIRONMENTS = sorted(cdk_json_context()["batchinfer:environments"])
 # The condition keys a service's request carries about the resource it acts for.
 SOURCE_KEYS = {"aws:SourceAccount", "aws:SourceArn", "kms:EncryptionContext:aws:logs:arn"}
 # The only KMS actions whose requests carry kms:GrantIsForAWSResource.
@@ -47,11 +45,11 @@ class Environment:
         return f"arn:{partition}:{service}:{region}:{account}:{resource}"
 
 
-@pytest.fixture(scope="module", params=ENVIRONMENTS)
-def environment(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(params=ENVIRONMENTS)
+def environment(request: pytest.FixtureRequest, cdk_json_templates: dict[str, dict[str, Any]]):
     name = request.param
-    template = synthesize(name, tmp_path_factory.mktemp(f"cdk.out-{name}"), {})
-    return Environment(load_config(cdk_json_context(), name, REPO_ROOT), template["Resources"])
+    config = load_config(cdk_json_context(), name, REPO_ROOT)
+    return Environment(config, cdk_json_templates[name]["Resources"])
 
 
 def _actions(statement: dict[str, Any]) -> list[str]:
