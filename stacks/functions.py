@@ -15,6 +15,7 @@ from aws_cdk import (
     Stack,
 )
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -23,8 +24,8 @@ from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.pipeline.contract.registry import STEPS, Step
 from stacks.config import PipelineConfig
-from stacks.config.retention import LOG_RETENTION_DAYS
 from stacks.data_access import grant_list, grant_read, grant_write
+from stacks.log_groups import encrypted_log_group
 from stacks.model_access import grant_create_run_models, grant_delete_run_models
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import place_function
@@ -100,6 +101,7 @@ class Functions(Construct):
                 description=step.description,
                 environment=variables,
                 config=config,
+                key=storage.key,
             )
             self.functions[name] = function
             self.roles[name] = role
@@ -121,11 +123,13 @@ def lambda_function(
     description: str,
     environment: dict[str, str],
     config: PipelineConfig,
+    key: kms.IKey,
 ) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
     """One of the stack's Lambdas as they all are: its own role that writes only its own
-    log group, JSON logs, X-Ray, arm64, in the VPC when there is one."""
-    log_group = logs.LogGroup(
-        scope, f"{construct_id}Logs", retention=retention(config.log_retention_days)
+    log group (encrypted with ``key``), JSON logs, X-Ray, arm64, in the VPC when there is
+    one."""
+    log_group = encrypted_log_group(
+        scope, f"{construct_id}Logs", key=key, retention_days=config.log_retention_days
     )
     role = iam.Role(
         scope,
@@ -329,9 +333,3 @@ def _grant_endpoints(step: Step, role: iam.Role, config: PipelineConfig) -> None
             ],
         )
     )
-
-
-def retention(days: int) -> logs.RetentionDays:
-    """The ``RetentionDays`` member for ``days`` (one of :data:`LOG_RETENTION_DAYS`)."""
-    members = [m for m in logs.RetentionDays if m is not logs.RetentionDays.INFINITE]
-    return dict(zip(LOG_RETENTION_DAYS, members, strict=True))[days]

@@ -1,6 +1,6 @@
 """Operations: the notification topic, the run-finished event bus, alarms and a dashboard."""
 
-from aws_cdk import Duration, Stack
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
@@ -33,9 +33,27 @@ class Notifications(Construct):
         )
         for email in config.notification_emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
-        # CloudWatch alarms publish to the encrypted topic.
-        storage.key.grant(
-            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        # CloudWatch alarms publish to the encrypted topic: this account's alarms only (the
+        # service acts for any account that names the topic, hence aws:SourceAccount/SourceArn).
+        stack = Stack.of(self)
+        storage.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsOfThisAccount",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name="*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    },
+                },
+            )
         )
         self.bus = events.EventBus(
             self, "Bus", description=f"batchinfer {config.name}: run-finished events"

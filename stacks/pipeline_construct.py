@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import Stack
+from aws_cdk import CfnResource, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -21,6 +21,7 @@ from batchinfer.units import parse_size
 from stacks.cli_access import CliAccess
 from stacks.config import PipelineConfig, validate_config
 from stacks.functions import Functions
+from stacks.log_groups import encrypted_log_group
 from stacks.model import Model
 from stacks.nag import acknowledge
 from stacks.operations import Alarms, Notifications
@@ -154,7 +155,7 @@ class BatchInferencePipeline(Construct):
             storage=self.storage,
             status=self.status,
         )
-        self._acknowledge_bucket_notifications()
+        self._bucket_notifications_handler()
         self.outputs = Outputs(
             self,
             "Outputs",
@@ -238,11 +239,22 @@ class BatchInferencePipeline(Construct):
         """What a user of the ``batchinfer`` CLI needs on this pipeline."""
         return self.cli.policy
 
-    def _acknowledge_bucket_notifications(self) -> None:
+    def _bucket_notifications_handler(self) -> None:
         """The S3-to-EventBridge switch is a CDK custom resource with a managed policy; CDK
-        adds its handler to the stack itself, once per stack."""
+        adds its handler to the stack itself, once per stack. Left alone, the handler would
+        log to a group Lambda creates unencrypted and keeps forever; it logs to one of the
+        stack's log groups instead."""
         for child in Stack.of(self).node.children:
             if child.node.id.startswith("BucketNotificationsHandler"):
+                log_group = encrypted_log_group(
+                    self,
+                    "BucketNotificationsLogs",
+                    key=self.storage.key,
+                    retention_days=self.config.log_retention_days,
+                )
+                handler = child.node.default_child
+                assert isinstance(handler, CfnResource), "CDK's handler is a plain CfnResource"
+                handler.add_property_override("LoggingConfig.LogGroup", log_group.log_group_name)
                 acknowledge(
                     child,
                     "AwsSolutions-IAM4",

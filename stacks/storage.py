@@ -8,13 +8,14 @@ from constructs import Construct
 from batchinfer.pipeline.contract.data_places import DATA
 from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX, RUNS_PREFIX, SHARDS_PREFIX
 from stacks.config import PipelineConfig
+from stacks.log_groups import allow_log_encryption
 from stacks.nag import acknowledge
 
 
 class Storage(Construct):
-    """A KMS key (rotation on) and a TLS-only, versioned, access-logged data bucket holding
-    ``input/``, ``shards/``, ``output/`` and ``runs/`` (see
-    :mod:`batchinfer.pipeline.contract.layout`).
+    """A KMS key (rotation on; CloudWatch Logs may use it for the stack's log groups) and a
+    TLS-only, versioned, access-logged data bucket holding ``input/``, ``shards/``,
+    ``output/`` and ``runs/`` (see :mod:`batchinfer.pipeline.contract.layout`).
     """
 
     def __init__(self, scope: Construct, id: str, *, config: PipelineConfig) -> None:
@@ -27,6 +28,7 @@ class Storage(Construct):
             enable_key_rotation=True,
             removal_policy=removal,
         )
+        allow_log_encryption(self.key)
         self.log_bucket = s3.Bucket(
             self,
             "AccessLogs",

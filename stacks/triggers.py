@@ -73,7 +73,7 @@ class Triggers(Construct):
         self.dead_letters: sqs.Queue | None = None
         self.arrivals_function: lambda_.Function | None = None
         if config.s3_trigger is not None:
-            self._arrivals(config, config.s3_trigger, data_bucket, state_machine, functions)
+            self._arrivals(config, config.s3_trigger, storage, state_machine, functions)
         self.ended_rule = events.Rule(
             self,
             "RunEndedWithoutCatch",
@@ -93,13 +93,14 @@ class Triggers(Construct):
         self,
         config: PipelineConfig,
         trigger: S3TriggerConfig,
-        data_bucket: str,
+        storage: Storage,
         state_machine: sfn.StateMachine,
         functions: Functions,
     ) -> None:
         """The S3 trigger: the rule puts each arrival on a queue (SQS-managed encryption,
         TLS only, a dead-letter queue); the queue's event source mapping gives the arrivals
         Lambda each batching window's messages at once."""
+        data_bucket = storage.data_bucket.bucket_name
         (source,) = (p for p in config.input_places(data_bucket) if p.name == trigger.source)
         bucket = source.bucket
         self.dead_letters = sqs.Queue(
@@ -153,6 +154,7 @@ class Triggers(Construct):
             description="Start one run per folder of a batch of S3 arrivals",
             environment=variables,
             config=config,
+            key=storage.key,
         )
         state_machine.grant_start_execution(role)
         # Whether an event's key names an object as sent or URL-decoded (arrivals.resolve_key).

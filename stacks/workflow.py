@@ -24,7 +24,6 @@ output; any other error of the job task goes to the failure path.
 from typing import Any
 
 from aws_cdk import Duration, Stack
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -42,7 +41,8 @@ from batchinfer.pipeline.jobs.split_job import (
 )
 from batchinfer.pipeline.steps.prepare_job import JOB_TASKS, JobTask
 from stacks.config import PipelineConfig
-from stacks.functions import Functions, retention
+from stacks.functions import Functions
+from stacks.log_groups import encrypted_log_group
 from stacks.map_io import RunItemReader, RunResultWriter
 from stacks.model import Model
 from stacks.split_jobs import SplitJobs
@@ -488,13 +488,15 @@ class Workflow(Construct):
         self, definition: sfn.IChainable, model: Model, split_jobs: SplitJobs | None
     ) -> None:
         """``state_machine`` (Standard, X-Ray, its timeout from the config), ``log_group``
-        (every event with its data), and the state machine's grants and acknowledgments."""
+        (every event, under the stack's key; with its data where ``log_execution_data``), and
+        the state machine's grants and acknowledgments."""
         config = self._config
-        self.log_group = logs.LogGroup(
+        self.log_group = encrypted_log_group(
             self,
             "Logs",
-            log_group_name=f"/aws/vendedlogs/states/{config.stack_name}-runs",
-            retention=retention(config.log_retention_days),
+            key=self._storage.key,
+            retention_days=config.log_retention_days,
+            name=f"/aws/vendedlogs/states/{config.stack_name}-runs",
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -505,7 +507,9 @@ class Workflow(Construct):
             timeout=Duration.hours(config.timeout_hours),
             tracing_enabled=True,
             logs=sfn.LogOptions(
-                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True
+                destination=self.log_group,
+                level=sfn.LogLevel.ALL,
+                include_execution_data=config.log_execution_data,
             ),
         )
         grant_workflow_access(

@@ -82,9 +82,17 @@ def grant_workflow_access(
     role.add_to_principal_policy(
         iam.PolicyStatement(
             sid="EncryptJobVolumesAndOutputs",
-            actions=["kms:CreateGrant", "kms:DescribeKey"],
+            actions=["kms:CreateGrant"],
             resources=[storage.key.key_arn],
             conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        )
+    )
+    # SageMaker checks a job's VolumeKmsKeyId and output KmsKeyId with the caller's
+    # credentials; a DescribeKey request carries no kms:GrantIsForAWSResource, so it has a
+    # statement of its own.
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            sid="DescribeJobKey", actions=["kms:DescribeKey"], resources=[storage.key.key_arn]
         )
     )
     # The split Map reads its SSE-KMS item list and writes its results by multipart upload.

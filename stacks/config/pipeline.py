@@ -58,6 +58,9 @@ class PipelineConfig:
     shard_expiry_days: int = 7
     artefact_expiry_days: int = 90
     log_retention_days: int = 90
+    # Whether the run logs hold each state's input and output (requests, job requests, the
+    # model's environment) besides its events; off unless an environment asks for it.
+    log_execution_data: bool = False
     run_record_days: int = PipelineEnvironment.run_record_days
     schedules: tuple[ScheduleConfig, ...] = ()
     s3_trigger: S3TriggerConfig | None = None

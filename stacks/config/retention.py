@@ -1,4 +1,5 @@
-"""How long the stack keeps what runs leave: shards, artefacts, run records and logs."""
+"""How long the stack keeps what runs leave (shards, artefacts, run records and logs) and
+what its run logs hold."""
 
 from typing import TYPE_CHECKING
 
@@ -23,4 +24,10 @@ def check_retention(config: "PipelineConfig", where: str) -> None:
         f"{where}.log_retention_days",
         config.log_retention_days,
         ", ".join(map(str, LOG_RETENTION_DAYS)),
+    )
+    require(
+        isinstance(config.log_execution_data, bool),
+        f"{where}.log_execution_data",
+        config.log_execution_data,
+        "true or false",
     )

@@ -17,8 +17,11 @@ from aws_cdk.assertions import Template  # noqa: E402
 from app import build_app, cdk_json_context  # noqa: E402
 from batchinfer.pipeline.contract.environment import PipelineEnvironment  # noqa: E402
 from stacks.pipeline_stack import PipelineStack  # noqa: E402
+from tests.support.offline.synthesized import synthesize  # noqa: E402
 
 ACCOUNT, REGION = "123456789012", "eu-west-1"
+# The environments of cdk.json, each synthesized as it is by ``cdk_json_templates``.
+ENVIRONMENTS = sorted(cdk_json_context()["batchinfer:environments"])
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,16 @@ def synthesize_prod(outdir: Path, **changes: Any) -> Synthesized:
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return synthesize_prod(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def cdk_json_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """The template of each environment of cdk.json, unchanged (dev names no account or
+    region: its ARNs hold pseudo parameters)."""
+    return {
+        name: synthesize(name, tmp_path_factory.mktemp(f"cdk.out-{name}"), {})
+        for name in ENVIRONMENTS
+    }
 
 
 @pytest.fixture(scope="session")

@@ -77,6 +77,7 @@ def test_schedule_syntax_is_checked(expression, message):
         ({"model_data": "models/missing.tar.gz"}, r"model_data: 'models/missing.tar.gz'"),
         ({"max_rounds": 0}, r"max_rounds: 0 is not allowed; allowed: an integer 1\.\.9"),
         ({"log_retention_days": 10}, r"log_retention_days: 10 is not allowed"),
+        ({"log_execution_data": "yes"}, r"log_execution_data: 'yes' is not allowed; allowed: true"),
         ({"s3_trigger": {"prefix": "elsewhere/"}}, r"s3_trigger\.prefix: 'elsewhere/'"),
         (
             {"s3_trigger": {"prefix": "input/day(1)/"}},

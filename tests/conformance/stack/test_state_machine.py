@@ -71,7 +71,7 @@ def test_timeout_logging_and_tracing(synthesized, definition):
     ]
     props = machine["Properties"]
     assert props["LoggingConfiguration"]["Level"] == "ALL"
-    assert props["LoggingConfiguration"]["IncludeExecutionData"] is True
+    assert props["LoggingConfiguration"]["IncludeExecutionData"] is config.log_execution_data
     assert props["TracingConfiguration"] == {"Enabled": True}
     assert props["StateMachineType"] == "STANDARD"
 

@@ -140,7 +140,7 @@ class OfflineStack:
         # Physical names for everything, ARNs as AWS forms them where policies name them.
         for logical_id, resource in self.resources.items():
             physical = self.refs.setdefault(logical_id, f"{self.name}-{logical_id.lower()}")
-            self.attributes[(logical_id, "Arn")] = _arn(resource, logical_id, physical)
+            self.attributes[(logical_id, "Arn")] = resource_arn(resource, logical_id, physical)
         key_id, _ = self._only("AWS::KMS::Key")
         key = session.client("kms").create_key(Description=f"{self.name} data key")
         self.attributes[(key_id, "Arn")] = key["KeyMetadata"]["Arn"]
@@ -539,12 +539,13 @@ def ended(sfn: Any, arn: str, timeout: float) -> dict[str, Any]:
     return described
 
 
-def _arn(resource: dict[str, Any], logical_id: str, physical: str) -> str:
+def resource_arn(resource: dict[str, Any], logical_id: str, physical: str) -> str:
     """The ARN AWS gives a resource of this kind (a made-up one where no policy names it)."""
     kind = resource["Type"]
     formats = {
         "AWS::IAM::Role": f"arn:aws:iam::{ACCOUNT}:role/{physical}",
         "AWS::IAM::ManagedPolicy": f"arn:aws:iam::{ACCOUNT}:policy/{physical}",
+        "AWS::KMS::Key": f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{physical}",
         "AWS::S3::Bucket": f"arn:aws:s3:::{physical}",
         "AWS::DynamoDB::Table": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{physical}",
         "AWS::Events::EventBus": f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/"

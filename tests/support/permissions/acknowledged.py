@@ -18,10 +18,10 @@ _SAGEMAKER_ITSELF = (
 )
 _STEP_FUNCTIONS_ITSELF = (
     "Step Functions calls this with the state machine's role: log delivery and X-Ray "
-    "tracing, the .sync integration's EventBridge rule and job tags, SageMaker's grants on "
-    "the stack key for a job's volume and outputs, the Map's child executions and its "
-    "result upload's parts, a stopped execution's Stop*Job. moto's interpreter does these "
-    "inside itself."
+    "tracing, the .sync integration's EventBridge rule and job tags, SageMaker's check of "
+    "the stack key for a job's volume and outputs and its grants on it, the Map's child "
+    "executions and its result upload's parts, a stopped execution's Stop*Job. moto's "
+    "interpreter does these inside itself."
 )
 
 _SQS_POLLER = (
@@ -64,6 +64,7 @@ ACKNOWLEDGED: dict[str, str] = {
     "WorkflowStateMachineRole* logs:*": _STEP_FUNCTIONS_ITSELF,
     "WorkflowStateMachineRole* xray:*": _STEP_FUNCTIONS_ITSELF,
     "WorkflowStateMachineRole*EncryptJobVolumesAndOutputs* kms:*": _STEP_FUNCTIONS_ITSELF,
+    "WorkflowStateMachineRole*DescribeJobKey* kms:DescribeKey on *": _STEP_FUNCTIONS_ITSELF,
     "WorkflowStateMachineRole*ListJobTags* sagemaker:ListTags on *": _STEP_FUNCTIONS_ITSELF,
     "WorkflowStateMachineRole*SyncJobEvents* events:*": _STEP_FUNCTIONS_ITSELF,
     "WorkflowStateMachineRole*Run*Jobs* sagemaker:Stop*Job on *": _STEP_FUNCTIONS_ITSELF,
