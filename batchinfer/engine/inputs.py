@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.media_types import media_type
@@ -64,6 +65,16 @@ Units = list[InputFile] | Callable[[], list[InputFile]]
 def resolve_units(units: Units) -> list[InputFile]:
     """The files ``units`` stands for."""
     return units() if callable(units) else units
+
+
+# What the checks of the inputs' first bytes read an input through: a LocalSource of its
+# path, or the S3Source of its object (:mod:`batchinfer.sharding`'s sources).
+OpenSource = Callable[[InputFile], Any]
+
+
+def local_source(file: InputFile) -> LocalSource:
+    """``file``'s path, opened for ranged reads."""
+    return LocalSource(str(file.path))
 
 
 def is_manifest(path: Path) -> bool:
@@ -173,19 +184,28 @@ def check_not_all_empty(files: list[InputFile], paths: Sequence[Path | str]) -> 
 
 
 def check_compression(
-    files: list[InputFile], compression_type: str, content_type: str | None
+    files: list[InputFile],
+    compression_type: str,
+    content_type: str | None,
+    open_source: OpenSource = local_source,
 ) -> None:
     """Refuse a gzip file (it starts with 1f 8b) read with CompressionType None: its
     compressed bytes would go to the model, which is never meant unless the content type
-    is gzip itself. Files that cannot be read are left to fail on their own (R19: a file with any
-    failed record gets no output)."""
+    is gzip itself. Only each file's first bytes are read, through ``open_source``. Files
+    that cannot be read are left to fail on their own (R19: a file with any failed record
+    gets no output)."""
     if compression_type != "None" or media_type(content_type) in GZIP_CONTENT_TYPES:
         return
     for file in files:
         try:
-            with file.path.open("rb") as stream:
-                head = stream.read(len(GZIP_MAGIC))
-        except OSError:
+            source = open_source(file)
+            try:
+                head = (
+                    source.read_range(0, min(len(GZIP_MAGIC), source.size)) if source.size else b""
+                )
+            finally:
+                source.close()
+        except (OSError, InputError):
             continue
         if head == GZIP_MAGIC:
             raise ValidationError(
@@ -194,13 +214,16 @@ def check_compression(
             )
 
 
-def header_settings(files: list[InputFile], settings: TransformSettings) -> TransformSettings:
+def header_settings(
+    files: list[InputFile], settings: TransformSettings, open_source: OpenSource = local_source
+) -> TransformSettings:
     """``settings`` telling the model server the names of the inputs' shared header (the
-    first input's; InputError naming an input whose header differs). Unchanged when every
-    input is empty: an empty input gives an empty output, and has no header."""
+    first input's; InputError naming an input whose header differs), each read through
+    ``open_source``. Unchanged when every input is empty: an empty input gives an empty
+    output, and has no header."""
     first: tuple[str, list[str]] | None = None
     for file in (f for f in files if f.size):
-        source = LocalSource(str(file.path))
+        source = open_source(file)
         try:
             compressed = splits_as_gzip(str(file.path), settings.compression_type)
             line = read_header_line(source, compressed=compressed)
