@@ -356,11 +356,15 @@ class _ByteRange(io.RawIOBase):
 
     def __init__(self, file: BinaryIO, start: int, end: int | None, name: str):
         super().__init__()
-        self._file, self._position, self._name = file, start, name
+        self._file, self._start, self._position, self._name = file, start, start, name
         self._end = os.fstat(file.fileno()).st_size if end is None else end
 
     def readable(self) -> bool:
         return True
+
+    def tell(self) -> int:
+        """How many bytes of the range are read (a gzip range's progress is measured so)."""
+        return self._position - self._start
 
     def readinto(self, target: Any) -> int:
         size = min(len(target), self._end - self._position)
