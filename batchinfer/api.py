@@ -101,7 +101,7 @@ def run(
     ``transform``, ``processing`` or ``endpoint`` (with ``endpoint_url``). The other
     arguments are the command's options in snake_case, and the transform settings
     (:class:`TransformKeywords`). ``progress`` receives the engine's callbacks, ``on_stage``
-    each stage's name (``stage``, ``split``, ``infer``, ``finalize``).
+    each stage's name (``split``, ``infer``, ``finalize``).
 
     Raises :class:`~batchinfer.errors.ValidationError` or
     :class:`~batchinfer.errors.InputError` before any work, :class:`JobFailed` when an input

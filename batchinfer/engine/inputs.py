@@ -5,13 +5,13 @@ and the header row they share.
 An input is a file, a directory (every file below it, recursively, with its sub-path kept as
 the output name, but for hidden and ``_``-prefixed ones: :mod:`batchinfer.sharding.selection`)
 or a SageMaker ManifestFile (``[{"prefix": ...}, "rel1", ...]``) whose prefix is a local
-directory. S3 inputs are listed and staged as local files by
-:mod:`batchinfer.engine.s3_inputs`.
+directory. S3 inputs are listed by :mod:`batchinfer.engine.s3_inputs` and read per shard by
+:mod:`batchinfer.engine.s3_staging`.
 """
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +41,12 @@ class InputFile:
     # ``end`` None: to the end of the file.
     start: int = 0
     end: int | None = None
-    # The s3:// URI that ``path`` is a staged copy of, and that object's ETag; None for a
-    # local input.
+    # The s3:// URI of the object that ``path`` stands for (the object, or the unit's bytes
+    # of it), and that object's ETag; None for a local input.
     origin: str | None = None
     etag: str | None = None
+    # Writes ``path`` (bytes of an S3 object) before it is read; None when it is there.
+    fetch: Callable[[], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def where(self) -> str:

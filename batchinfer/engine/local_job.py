@@ -24,11 +24,13 @@ from batchinfer.endpoints.scoring import endpoint_settings
 from batchinfer.engine.endpoint_engine import endpoint_client, run_endpoint
 from batchinfer.engine.inputs import (
     InputFile,
+    OpenSource,
     Units,
     check_compression,
     check_not_all_empty,
     collect_inputs,
     header_settings,
+    local_source,
     resolve_units,
 )
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
@@ -36,13 +38,15 @@ from batchinfer.engine.output_place import LocalPlace, OutputPlace
 from batchinfer.engine.previous_run import (
     WORKDIR_PREFIX,
     check_place,
+    check_same_job,
     input_version,
     job_digests,
     kept_files,
 )
-from batchinfer.engine.s3_inputs import fetch_model, in_s3, s3_inputs, stage_inputs
+from batchinfer.engine.s3_inputs import fetch_model, in_s3, s3_inputs
 from batchinfer.engine.s3_place import S3Place
 from batchinfer.engine.s3_requests import s3_client
+from batchinfer.engine.s3_staging import S3Staging
 from batchinfer.engines import LocalEngine
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
@@ -264,7 +268,7 @@ def run_job(
     if remote or is_s3_uri(output) or is_s3_uri(str(job.model)):
         s3 = s3_client()
     place: OutputPlace = S3Place(s3, output) if is_s3_uri(output) else LocalPlace(Path(output))
-    # S3 inputs are listed now, before anything is written, and staged once there is a
+    # S3 inputs are listed now, before anything is written, and read once there is a
     # working folder; local ones are checked now.
     objects = s3_inputs(s3, inputs, job.selection, leave_out=output) if remote else None
     if objects is None:
@@ -276,11 +280,15 @@ def run_job(
     workdir = Path(
         tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-", dir=place.work_parent)
     )
+    staging = None
+    if objects is not None:  # fetched as instances take them, as many ahead as there are
+        staging = S3Staging(s3, objects, workdir / "inputs", ahead=job.settings.instance_count)
+        files = staging.files
     try:
-        if objects is not None:
-            on_stage("stage")
-            files = stage_inputs(s3, objects, workdir / "inputs")
-            job = _checked_inputs(files, job)
+        kept = kept_files(earlier, files, place) if earlier and job.resume else {}
+        todo = [file for file in files if file.name not in kept]
+        if staging is not None:  # only the inputs to transform are read (one for its header)
+            job = _checked_inputs(files, job, todo or files[:1], staging.source)
         model = job.model
         if model is not None and is_s3_uri(str(model)):
             model = fetch_model(s3, str(model), workdir / "artifact")
@@ -293,17 +301,20 @@ def run_job(
             module = found.relative_to(model_dir).as_posix() if found else None
             missing_imports = unprovided_imports(found, model_dir) if found else []
         digests = job_digests(_shape(job), model_dir or job.endpoint_url)
-        kept = kept_files(earlier, digests, files, place) if earlier and job.resume else {}
+        if earlier and job.resume:
+            check_same_job(earlier, digests, place)
         record = _RunRecord(job, place, started_at, started, files, digests, kept)
         record.user_module, record.missing_imports = module, missing_imports
-        todo = [file for file in files if file.name not in kept]
         progress.job_started(sum(file.size for file in todo))
         publisher = _Publisher(record, progress, workdir, earlier.outputs() if earlier else {})
 
         def split_units() -> list[InputFile]:  # called by the engine as its servers start
-            publisher.add(_split_inputs(todo, job, workdir, on_stage))
+            publisher.add(_split_inputs(todo, job, workdir, on_stage, staging))
             on_stage("infer")
-            return publisher.units()
+            units = publisher.units()
+            if staging is not None:
+                staging.queue(units)
+            return units
 
         # Only model servers have a start-up for the split to overlap; elsewhere it runs
         # first, so its time is not the engine's.
@@ -337,6 +348,8 @@ def run_job(
         on_stage("finalize")
         publisher.finish()
     finally:
+        if staging is not None:
+            staging.close()  # before the working folder goes: no fetch writes into it after
         shutil.rmtree(workdir, ignore_errors=True)
     result = record.result(status)
     record.write(result, final=True)
@@ -345,12 +358,22 @@ def run_job(
     return result
 
 
-def _checked_inputs(files: list[InputFile], job: LocalJob) -> LocalJob:
+def _checked_inputs(
+    files: list[InputFile],
+    job: LocalJob,
+    read: list[InputFile] | None = None,
+    open_source: OpenSource = local_source,
+) -> LocalJob:
     """``job`` once its input ``files`` pass the checks of their contents, told the names of
-    their header with ``--header``."""
+    their header with ``--header``; the first bytes of ``read`` (default: every file) are
+    read, through ``open_source``."""
+    read = files if read is None else read
     check_not_all_empty(files, job.inputs)
-    check_compression(files, job.settings.compression_type, job.settings.content_type)
-    return replace(job, settings=header_settings(files, job.settings)) if job.header else job
+    settings = job.settings
+    check_compression(read, settings.compression_type, settings.content_type, open_source)
+    if job.header:
+        job = replace(job, settings=header_settings(read, settings, open_source))
+    return job
 
 
 def _shape(job: LocalJob) -> dict[str, Any]:
@@ -486,6 +509,8 @@ class _Publisher(Progress):
         self.progress.file_progress(instance, file, done)
 
     def file_finished(self, outcome: FileOutcome) -> None:
+        if outcome.file.fetch is not None:  # bytes of an S3 object fetched for it: read no more
+            outcome.file.path.unlink(missing_ok=True)
         with self._lock:
             self._outcomes[outcome.file.name] = outcome
             group = self._group_of[outcome.file.name]
@@ -640,10 +665,15 @@ def _sum_or_none(values: list[int | None]) -> int | None:
 
 
 def _split_inputs(
-    files: list[InputFile], job: LocalJob, workdir: Path, on_stage: Callable[[str], None]
+    files: list[InputFile],
+    job: LocalJob,
+    workdir: Path,
+    on_stage: Callable[[str], None],
+    staging: S3Staging | None = None,
 ) -> list[_InputGroup]:
-    """Pre-split every input that is worth splitting (``--shards``) with the sharding library.
-    An input that cannot be split fails alone; the others still run (R19)."""
+    """Pre-split every input that is worth splitting (``--shards``) with the sharding library
+    (S3 objects of ``staging``). An input that cannot be split fails alone; the others still
+    run (R19)."""
     if job.shards is None and not job.header:
         return [_InputGroup(f, [f], merged=False) for f in files]
     on_stage("split")
@@ -654,7 +684,7 @@ def _split_inputs(
             groups.append(_InputGroup(file, [file], merged=job.merge))
             continue
         try:
-            units = _shard_units(file, count, job, workdir)
+            units = _shard_units(file, count, job, workdir, staging)
         except BatchInferError as exc:
             groups.append(_InputGroup(file, [], merged=job.merge, error=str(exc)))
             continue
@@ -665,14 +695,22 @@ def _split_inputs(
     return groups
 
 
-def _shard_units(file: InputFile, count: int, job: LocalJob, workdir: Path) -> list[InputFile]:
+def _shard_units(
+    file: InputFile, count: int, job: LocalJob, workdir: Path, staging: S3Staging | None
+) -> list[InputFile]:
     """``file`` cut into ``count`` line-aligned shards (fewer when records are longer). A
     plain file's shards are byte ranges of it, read in place; gzip input is re-chunked, and
     a processing container, which is handed whole files, gets copies, both written by
-    :func:`split` under ``workdir``. The input itself when nothing could be cut."""
+    :func:`split` under ``workdir``. A plain S3 object's shards are fetched when taken
+    (``staging``); a gzip one is fetched whole first. The input itself when nothing could be
+    cut."""
     parent = Path(file.name).parent
     gzip = splits_as_gzip(str(file.path), job.settings.compression_type)
+    if staging is not None and not gzip:
+        return staging.shard_units(file, count, header=job.header)
     if gzip or job.engine == "processing":
+        if file.fetch is not None:
+            file.fetch()
         index = split(
             str(file.path),
             str(workdir / "shards" / file.name),
@@ -680,9 +718,12 @@ def _shard_units(file: InputFile, count: int, job: LocalJob, workdir: Path) -> l
             header=job.header,
             compression_type=job.settings.compression_type,
         )
-        return [  # a shard's uri is the source itself when nothing could be cut
+        units = [  # a shard's uri is the source itself when nothing could be cut
             InputFile(Path(shard.uri), (parent / shard.name).as_posix()) for shard in index.shards
         ]
+        if file.fetch is not None and file.path.resolve() not in {unit.path for unit in units}:
+            file.path.unlink()  # the object's copy, re-chunked into the shards
+        return units
     source = LocalSource(str(file.path))
     try:
         plan = plan_shards(

@@ -112,11 +112,14 @@ def file_outcome(
     file: InputFile, output_dir: Path, instance: int, write: Callable[[Path], FileStats]
 ) -> FileOutcome:
     """``write(output)`` for one input's ``<output_dir>/<name>.out``, which it writes only
-    when every record succeeded; a failure is an outcome naming the file (R19)."""
+    when every record succeeded, once the input is fetched when it must be; a failure is an
+    outcome naming the file (R19)."""
     output = output_dir / output_name(file.name)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.unlink(missing_ok=True)  # R19: no stale .out for a file that fails this time
     try:
+        if file.fetch is not None:
+            file.fetch()
         stats = write(output)
     except BatchInferError as exc:
         return FileOutcome(file, instance, output, error=str(exc))

@@ -134,25 +134,30 @@ def model_digest(model: Path | str | None) -> str:
 
 def input_version(file: InputFile) -> str:
     """What tells a changed input from the one an earlier run read: its size and mtime, or
-    for a staged copy of an S3 object, the object's ETag."""
+    for an S3 object (or bytes of it fetched for a unit), the object's ETag."""
     if file.etag is not None:
         return f"etag-{file.etag}"
     stat = file.path.stat()
     return f"{stat.st_size}-{stat.st_mtime_ns}"
 
 
-def kept_files(
-    earlier: EarlierRun, digests: Mapping[str, str], files: Iterable[InputFile], place: OutputPlace
-) -> dict[str, dict[str, Any]]:
-    """The earlier run's manifest entries to keep, by input name: inputs it finished whose
-    outputs are whole in ``place`` and that have not changed since. ValidationError when
-    the settings or the model differ from the earlier run's."""
+def check_same_job(earlier: EarlierRun, digests: Mapping[str, str], place: OutputPlace) -> None:
+    """ValidationError when the settings or the model differ from those of the earlier run
+    that ``--resume`` continues."""
     changed = [part for part, value in digests.items() if earlier.digests.get(part) != value]
     if changed:
         raise ValidationError(
             f"--resume: the {' and the '.join(changed)} differ from those of the run that "
             f"wrote {place.location}; run with the same ones, or --overwrite"
         )
+
+
+def kept_files(
+    earlier: EarlierRun, files: Iterable[InputFile], place: OutputPlace
+) -> dict[str, dict[str, Any]]:
+    """The earlier run's manifest entries to keep, by input name: inputs it finished whose
+    outputs are whole in ``place`` and that have not changed since (an S3 input's ETag is
+    the listing's: nothing of it is read). The job must be the same (:func:`check_same_job`)."""
     by_name = {file.name: file for file in files}
     kept = {}
     for entry in earlier.files():

@@ -117,8 +117,11 @@ def _relay_progress(
 
 
 def _stage_inputs(files: list[InputFile], input_dir: Path) -> None:
-    """Put each assigned file at its key below the instance's input directory (a link, no copy)."""
+    """Put each assigned file at its key below the instance's input directory (a link, no
+    copy), fetched first when it must be."""
     for file in files:
+        if file.fetch is not None:
+            file.fetch()
         target = input_dir / file.name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.symlink_to(file.path.resolve())

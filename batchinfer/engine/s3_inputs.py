@@ -3,34 +3,29 @@ objects; R12: each input object gives one output named after it).
 
 An S3 input is a prefix (every object below it that :mod:`batchinfer.sharding.selection`
 takes, as the pipeline's Plan lists it), one object, or a local ManifestFile whose prefix is
-in S3. The objects are listed before anything is written, then staged whole into the job's
-working folder, where the engines read them as local files (a shard is a byte range of the
-staged copy). Each object is copied with parallel ranged GETs pinned to the ETag seen when
-its copy started (:class:`batchinfer.sharding.s3.S3Source`), straight to disk: gzip objects
-stay compressed until the engine streams them.
+in S3. The objects are listed before anything is written (with their sizes and ETags,
+which decide what ``--resume`` keeps); :mod:`batchinfer.engine.s3_staging` then reads them
+per shard. Bytes of an object are copied to disk with parallel ranged GETs pinned to its ETag
+(:class:`batchinfer.sharding.s3.S3Source`), written in place.
 """
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from batchinfer.engine.inputs import (
-    InputFile,
-    check_distinct_names,
-    is_manifest,
-    manifest_entries,
-)
+from batchinfer.engine.inputs import check_distinct_names, is_manifest, manifest_entries
 from batchinfer.engine.s3_requests import naming
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.multipart import copy_part_ranges
 from batchinfer.sharding.listing import input_objects
 from batchinfer.sharding.s3 import S3Source
 from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
-from batchinfer.uris import S3Location, is_s3_uri, parse_s3_uri
+from batchinfer.uris import is_s3_uri, parse_s3_uri
 
-# Each ranged GET of a staged copy; STAGE_THREADS of them at once.
+# Each ranged GET of bytes copied to disk; STAGE_THREADS of them at once.
 STAGE_RANGE = 8 * 1024**2
 STAGE_THREADS = 8
 
@@ -42,6 +37,7 @@ class S3Input:
     uri: str
     name: str  # the key relative to the input prefix; the output is ``name + ".out"``
     size: int
+    etag: str
 
 
 def in_s3(inputs: list[str]) -> bool:
@@ -88,21 +84,11 @@ def s3_inputs(
                 if below is not None and uri.startswith(below):
                     continue
                 name = _relative_name(obj["Key"][len(base) :], uri)
-                found.append(S3Input(uri, name, obj["Size"]))
+                found.append(S3Input(uri, name, obj["Size"], obj["ETag"]))
     if not found:
         raise InputError(f"input: every object under {', '.join(inputs)} is below --output {below}")
     check_distinct_names((obj.name, obj.uri) for obj in found)
     return sorted(found, key=lambda obj: obj.name)
-
-
-def stage_inputs(client: Any, objects: list[S3Input], folder: Path) -> list[InputFile]:
-    """Copy each of ``objects`` below ``folder``, keeping its name; the local inputs."""
-    files = []
-    for obj in objects:
-        path = folder / obj.name
-        etag = stage_object(client, parse_s3_uri(obj.uri), path)
-        files.append(InputFile(path, obj.name, origin=obj.uri, etag=etag))
-    return files
 
 
 def fetch_model(client: Any, uri: str, folder: Path) -> Path:
@@ -113,27 +99,27 @@ def fetch_model(client: Any, uri: str, folder: Path) -> Path:
     if not name or location.key.endswith("/"):
         raise ValidationError(f"--model {uri}: name an object (model.tar.gz), not a folder")
     path = folder / name
-    stage_object(client, location, path)
+    with naming(location.uri):
+        source = S3Source(client, location)
+        stage_range(source, 0, source.size, path)
     return path
 
 
-def stage_object(client: Any, location: S3Location, path: Path) -> str:
-    """Copy the object at ``location`` to ``path`` by parallel ranged GETs written in
-    place; its ETag. An InputError when it is missing or changes meanwhile."""
-    with naming(location.uri):
-        source = S3Source(client, location)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as out:
-            os.truncate(out.fileno(), source.size)
+def stage_range(
+    source: S3Source, start: int, end: int, path: Path, stop: threading.Event | None = None
+) -> None:
+    """Copy bytes ``[start, end)`` of ``source`` to ``path`` by parallel ranged GETs written
+    in place (none once ``stop`` is set). An InputError when the object is gone or changed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        os.truncate(out.fileno(), end - start)
 
-            def copy(bounds: tuple[int, int]) -> None:
-                os.pwrite(out.fileno(), source.read_range(*bounds), bounds[0])
+        def copy(bounds: tuple[int, int]) -> None:
+            if stop is None or not stop.is_set():
+                os.pwrite(out.fileno(), source.read_range(*bounds), bounds[0] - start)
 
-            ranges = copy_part_ranges(0, source.size, STAGE_RANGE)
-            with ThreadPoolExecutor(STAGE_THREADS) as pool:
-                list(pool.map(copy, ranges))
-    etag: str = source.etag
-    return etag
+        with ThreadPoolExecutor(STAGE_THREADS) as pool:
+            list(pool.map(copy, copy_part_ranges(start, end, STAGE_RANGE)))
 
 
 def _relative_name(name: str, uri: str) -> str:

@@ -1,5 +1,6 @@
-"""`batchinfer run` over s3:// against a real S3 endpoint (moto's server): inputs listed and
-staged as the pipeline lists them (R4: a key prefix or a ManifestFile selects the input objects),
+"""`batchinfer run` over s3:// against a real S3 endpoint (moto's server): inputs listed as the
+pipeline lists them (R4: a key prefix or a ManifestFile selects the input objects) and read per
+shard as instances take them (R3: each input object, or shard, goes whole to one instance),
 outputs named after them (R12: each input object gives one output named after it), the model
 from S3 (C2: the model artifact is extracted into /opt/ml/model), and every AWS failure one line
 with its exit code."""
@@ -12,11 +13,16 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import boto3
 import pytest
 
 import batchinfer
+from batchinfer.engine.outcomes import Progress
+from batchinfer.engine.previous_run import WORKDIR_PREFIX
+from batchinfer.sharding import plan_shards
+from batchinfer.sharding.planner import FIRST_WINDOW
 from tests.support.cli import run_cli
 
 CSV = ["--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line"]
@@ -28,6 +34,11 @@ COUNTS = ("status", "outputs", "records_in", "records_out", "bytes_in", "bytes_o
 
 def _rows(count: int, start: int = 0) -> bytes:
     return b"".join(b"%d,%d,%d,%d\n" % (n, n % 7, n % 11, n * 3) for n in range(start, count))
+
+
+def _sums(count: int) -> bytes:
+    """What the row-sum model answers for ``_rows(count)``."""
+    return b"".join(b"%d\n" % (n + n % 7 + n % 11 + n * 3) for n in range(count))
 
 
 @pytest.fixture
@@ -54,6 +65,28 @@ def s3_model(s3, tmp_path: Path, row_sum_model: Path) -> str:
     s3.create_bucket(Bucket="models")
     s3.upload_file(str(archive), "models", "row-sum/model.tar.gz")
     return "s3://models/row-sum/model.tar.gz"
+
+
+@pytest.fixture
+def sent(s3) -> list[tuple[str, str, tuple[int, int] | None]]:
+    """The S3 requests of every client made from now on (the job's, not ``s3``'s), as
+    (operation, bucket/key, the [start, end) bytes a ranged GET asks for, else None)."""
+    requests = []
+
+    def record(request, event_name: str, **_) -> None:
+        asked = request.headers.get("Range")  # signed headers are bytes
+        first, last = asked.decode().removeprefix("bytes=").split("-") if asked else ("", "")
+        requests.append(
+            (
+                event_name.rsplit(".", 1)[-1],
+                unquote(urlsplit(request.url).path).lstrip("/"),
+                (int(first), int(last) + 1) if asked else None,
+            )
+        )
+
+    boto3.setup_default_session()
+    boto3.DEFAULT_SESSION.events.register("before-send.s3", record)
+    return requests
 
 
 def _upload(s3, folder: Path, bucket: str, prefix: str) -> None:
@@ -130,7 +163,7 @@ def test_s3_inputs_into_a_local_folder_r12(capsys, data, row_sum_model, tmp_path
         )  # fmt: skip
         assert code == 0, said
     assert _outputs(there) == _outputs(here) and _counts(there) == _counts(here)
-    assert [p.name for p in there.iterdir() if p.name.startswith(".")] == []  # staged copies gone
+    assert [p.name for p in there.iterdir() if p.name.startswith(".")] == []  # fetched units gone
 
 
 def test_a_gzip_object_runs_as_the_local_gzip_file_r11(capsys, s3, row_sum_model, tmp_path):
@@ -232,7 +265,71 @@ def test_an_interrupted_run_leaves_only_whole_objects_it_lists_r19(s3, row_sum_m
     assert s3.list_multipart_uploads(Bucket="outputs").get("Uploads", []) == []
 
 
-def test_an_s3_prefix_that_holds_objects_is_refused_or_resumed_by_etag(capsys, s3, row_sum_model):
+def test_each_shard_of_an_object_is_fetched_by_its_own_ranges_when_taken_r3(
+    s3, sent, row_sum_model, tmp_path
+):
+    """A plain object is planned where it is and each shard fetched by ranged GETs of its own
+    bytes only as an instance takes it: besides those, only small ranged reads (its first
+    bytes, a window after each cut), and at no time more shard files on disk than the two
+    instances' and the two fetched ahead of them."""
+    body = _rows(40_000)
+    s3.create_bucket(Bucket="inputs")
+    s3.put_object(Bucket="inputs", Key="p/rows.csv", Body=body)
+    out = tmp_path / "out"
+    on_disk = []
+
+    class Sampler(Progress):
+        def file_started(self, instance: int, file: object) -> None:
+            staged = out.glob(f"{WORKDIR_PREFIX}*/inputs/**/*")
+            on_disk.append(sum(path.is_file() for path in staged))
+
+    result = batchinfer.run(
+        "s3://inputs/p/", output=out, model=row_sum_model, shards=8, merge=True,
+        instance_count=2, content_type="text/csv", split_type="Line", assemble_with="Line",
+        progress=Sampler(),
+    )  # fmt: skip
+    assert result.succeeded and result.files[0].shards == 8
+    assert (out / "rows.csv.out").read_bytes() == _sums(40_000)
+    assert len(on_disk) == 8 and max(on_disk) <= 2 + 2
+    gets = [asked for operation, _key, asked in sent if operation == "GetObject"]
+    assert {key for operation, key, _ in sent if operation == "GetObject"} == {"inputs/p/rows.csv"}
+    assert None not in gets  # no GET of the whole object
+    shards = plan_shards(len(body), lambda start, end: body[start:end], shards=8).ranges
+    assert sorted(g for g in gets if g[1] - g[0] > FIRST_WINDOW) == shards
+    small = [g for g in gets if g[1] - g[0] <= FIRST_WINDOW]
+    assert len(small) <= 1 + 7  # the gzip check's first bytes, a window after each cut
+    assert sum(end - start for start, end in gets) <= len(body) + len(small) * FIRST_WINDOW
+
+
+def test_fetched_units_reach_processing_instances_and_a_gzip_object_streams_whole_r3_r11(
+    s3, sent, row_sum_model, tmp_path
+):
+    """The processing engine gets each shard of a plain object as a whole file of its own; an
+    unsplit gzip object is fetched whole when taken and decompressed as it is read."""
+    s3.create_bucket(Bucket="inputs")
+    s3.put_object(Bucket="inputs", Key="p/rows.csv", Body=_rows(30_000))
+    s3.put_object(Bucket="inputs", Key="gz/rows.csv.gz", Body=gzip.compress(_rows(20_000)))
+    csv = {"content_type": "text/csv", "split_type": "Line", "assemble_with": "Line"}
+    result = batchinfer.run(
+        "s3://inputs/p/", output=tmp_path / "processing", model=row_sum_model,
+        engine="processing", shards=3, merge=True, instance_count=2, **csv,
+    )  # fmt: skip
+    assert result.succeeded and result.files[0].shards == 3
+    assert (tmp_path / "processing" / "rows.csv.out").read_bytes() == _sums(30_000)
+    sent.clear()
+    result = batchinfer.run(
+        "s3://inputs/gz/", output=tmp_path / "gzip", model=row_sum_model,
+        compression_type="Gzip", **csv,
+    )  # fmt: skip
+    assert result.succeeded
+    assert (tmp_path / "gzip" / "rows.csv.gz.out").read_bytes() == _sums(20_000)
+    size = s3.head_object(Bucket="inputs", Key="gz/rows.csv.gz")["ContentLength"]
+    assert [asked for operation, _, asked in sent if operation == "GetObject"] == [(0, size)]
+
+
+def test_an_s3_prefix_that_holds_objects_is_refused_or_resumed_by_etag(
+    capsys, s3, sent, row_sum_model
+):
     s3.create_bucket(Bucket="inputs")
     s3.create_bucket(Bucket="outputs")
     s3.put_object(Bucket="inputs", Key="p/a.csv", Body=b"1,2\n")
@@ -243,8 +340,11 @@ def test_an_s3_prefix_that_holds_objects_is_refused_or_resumed_by_etag(capsys, s
     code, said = run_cli(capsys, *run, "--quiet", *CSV)
     assert code == 2 and "--output s3://outputs/o/ already holds 4 files" in said, said
     s3.put_object(Bucket="inputs", Key="p/b.csv", Body=b"5,6\n")  # a new ETag
+    sent.clear()
     code, said = run_cli(capsys, *run, "--resume", "--quiet", *CSV)
     assert code == 0, said
+    assert "inputs/p/a.csv" not in {key for _operation, key, _ in sent}  # kept: nothing read
+    assert ("GetObject", "inputs/p/b.csv", (0, 4)) in sent
     manifest = json.loads(s3.get_object(Bucket="outputs", Key="o/_manifest.json")["Body"].read())
     assert manifest["kept_inputs"] == 1  # a.csv, unchanged; b.csv ran again
     assert _objects(s3, "outputs", "o/") == {

@@ -12,6 +12,7 @@ from batchinfer.engine.previous_run import (
     WORKDIR_PREFIX,
     EarlierRun,
     check_place,
+    check_same_job,
     input_version,
     kept_files,
 )
@@ -75,7 +76,8 @@ def test_only_whole_unchanged_outputs_of_succeeded_inputs_are_kept(tmp_path):
     (data / "d.csv").write_text("1,2\n3,4\n")  # changed since
     digests = {"settings": "s", "model": "m"}
     earlier = EarlierRun({"digests": digests, "files": entries})
-    assert set(kept_files(earlier, digests, inputs, LocalPlace(out))) == {"a.csv"}
+    assert set(kept_files(earlier, inputs, LocalPlace(out))) == {"a.csv"}
+    check_same_job(earlier, digests, LocalPlace(out))
     with pytest.raises(ValidationError, match="the model differ"):
-        kept_files(earlier, {**digests, "model": "n"}, inputs, LocalPlace(out))
+        check_same_job(earlier, {**digests, "model": "n"}, LocalPlace(out))
     assert json.dumps(earlier.manifest)  # what was read back is left as it was
