@@ -26,7 +26,7 @@ from batchinfer.errors import BatchInferError, InputError, OutputNotEmpty, Valid
 
 if TYPE_CHECKING:
     from batchinfer.api import JobFailed, TransformKeywords, plan, run
-    from batchinfer.engine.local_job import FileResult, JobInterrupted, JobResult
+    from batchinfer.engine.job_result import FileResult, JobInterrupted, JobResult
     from batchinfer.planning.job_plan import Plan
     from batchinfer.transformer import Transformer
 
@@ -37,9 +37,9 @@ _LAZY = {
     "JobFailed": "batchinfer.api",
     "TransformKeywords": "batchinfer.api",
     "Transformer": "batchinfer.transformer",
-    "JobResult": "batchinfer.engine.local_job",
-    "FileResult": "batchinfer.engine.local_job",
-    "JobInterrupted": "batchinfer.engine.local_job",
+    "JobResult": "batchinfer.engine.job_result",
+    "FileResult": "batchinfer.engine.job_result",
+    "JobInterrupted": "batchinfer.engine.job_result",
     "Plan": "batchinfer.planning.job_plan",
 }
 

@@ -21,7 +21,8 @@ from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import is_s3_uri
 
 if TYPE_CHECKING:
-    from batchinfer.engine.local_job import FileResult, JobResult, LocalJob
+    from batchinfer.engine.job_result import FileResult, JobResult
+    from batchinfer.engine.job_spec import LocalJob
     from batchinfer.engine.outcomes import Progress
     from batchinfer.planning.job_plan import Plan
     from batchinfer.planning.tune import TunePoint
@@ -148,7 +149,7 @@ def local_job(
 ) -> "LocalJob":
     """The job :func:`run` runs, with its settings validated (the arguments are
     :func:`run`'s)."""
-    from batchinfer.engine.local_job import LocalJob
+    from batchinfer.engine.job_spec import LocalJob
 
     return LocalJob(
         inputs=[_local_or_s3(i) for i in _listed(inputs)],

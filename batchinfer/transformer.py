@@ -23,7 +23,8 @@ from batchinfer.errors import ValidationError
 from batchinfer.transform.settings import validate_job_name
 
 if TYPE_CHECKING:
-    from batchinfer.engine.local_job import JobResult, LocalJob
+    from batchinfer.engine.job_result import JobResult
+    from batchinfer.engine.job_spec import LocalJob
 
 # The SDK's data_type values a local run reads (R4: a key prefix or a ManifestFile).
 DATA_TYPES = ("S3Prefix", "ManifestFile")
@@ -39,7 +40,7 @@ class Transformer:
     (``file://`` URIs too); ``output_path``: the directory the ``<input>.out`` files go to.
     ``engine`` (not the SDK's): ``transform`` (model servers, as SageMaker runs them) or
     ``processing`` (the handlers in-process). The rest are the SDK's arguments.
-    ``result`` is the last job's :class:`~batchinfer.engine.local_job.JobResult`."""
+    ``result`` is the last job's :class:`~batchinfer.engine.job_result.JobResult`."""
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.commands import transform_options as opt
 from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines
 from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
-from batchinfer.engine.local_job import JobInterrupted, JobResult
+from batchinfer.engine.job_result import JobInterrupted, JobResult
 from batchinfer.engine.stop_signals import exit_code, stop_like_ctrl_c
 from batchinfer.errors import ValidationError
 from batchinfer.serving.image_imports import imports_note

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from batchinfer.commands.figures import abbreviated
 from batchinfer.engine.inputs import InputFile
-from batchinfer.engine.local_job import JobResult
+from batchinfer.engine.job_result import JobResult
 from batchinfer.engine.outcomes import FileOutcome, Progress
 from batchinfer.media_types import CSV, JSONLINES, media_type
 

@@ -15,7 +15,8 @@ import pytest
 
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile
-from batchinfer.engine.local_job import JobInterrupted, LocalJob, run_job
+from batchinfer.engine.job_result import JobInterrupted
+from batchinfer.engine.local_job import LocalJob, run_job
 from batchinfer.engine.outcomes import Progress
 from batchinfer.errors import ValidationError
 from batchinfer.serving.launcher import start_server

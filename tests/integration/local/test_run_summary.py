@@ -12,7 +12,7 @@ from rich.console import Console
 
 from batchinfer.commands.run import PREVIEW_CHARS, preview
 from batchinfer.commands.run_display import summary_notes, summary_table
-from batchinfer.engine.local_job import FileResult, JobResult
+from batchinfer.engine.job_result import FileResult, JobResult
 from batchinfer.transform.settings import TransformSettings
 
 
