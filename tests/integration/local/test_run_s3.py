@@ -231,17 +231,22 @@ def test_a_failed_input_leaves_no_object_and_no_success_marker_r19(
     assert _s3_counts(s3, "outputs", "r19/")["bad.csv"]["status"] == "FAILED"
 
 
-def test_an_interrupted_run_leaves_only_whole_objects_it_lists_r19(s3, row_sum_model):
+def test_an_interrupted_run_leaves_only_whole_objects_it_lists_and_resumes_r19(
+    s3, row_sum_model, tmp_path
+):
     """Until Ctrl-C, and after it: every object under the output prefix is whole and listed
-    by _manifest.json; the interrupted input has none, and there is no _SUCCESS."""
+    by _manifest.json; the interrupted input has none, and there is no _SUCCESS. --resume
+    then scores only the interrupted input and ends as a run that never stopped."""
     s3.create_bucket(Bucket="inputs")
     s3.create_bucket(Bucket="outputs")
     s3.put_object(Bucket="inputs", Key="p/slow.csv", Body=b"slow,1\n" * 200)
     s3.put_object(Bucket="inputs", Key="p/fast.csv", Body=b"1,2\n" * 10)
+    flag = tmp_path / "slow-while"  # slow.csv is slow while it exists
+    flag.touch()
     command = [
         sys.executable, "-m", "batchinfer", "run", "s3://inputs/p/", "--model",
         str(row_sum_model), "--output", "s3://outputs/stopped/", "--instance-count", "2",
-        "--batch-strategy", "SingleRecord", *CSV,
+        "--batch-strategy", "SingleRecord", "--env", f"SLOW_WHILE={flag}", *CSV,
     ]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -263,6 +268,23 @@ def test_an_interrupted_run_leaves_only_whole_objects_it_lists_r19(s3, row_sum_m
     }
     assert listed == {"fast.csv.out"}
     assert s3.list_multipart_uploads(Bucket="outputs").get("Uploads", []) == []
+
+    kept = s3.head_object(Bucket="outputs", Key="stopped/fast.csv.out")["LastModified"]
+    flag.unlink()
+    resumed = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    manifest = json.loads(
+        s3.get_object(Bucket="outputs", Key="stopped/_manifest.json")["Body"].read()
+    )
+    assert (manifest["status"], manifest["kept_inputs"]) == ("SUCCEEDED", 1)
+    assert [(f["name"], f["records_in"]) for f in manifest["files"]] == [
+        ("fast.csv", 10),
+        ("slow.csv", 200),
+    ]
+    outputs = _objects(s3, "outputs", "stopped/")
+    assert outputs["slow.csv.out"] == b"1\n" * 200
+    assert s3.head_object(Bucket="outputs", Key="stopped/fast.csv.out")["LastModified"] == kept
+    assert "_SUCCESS" in _objects(s3, "outputs", "stopped/", manifest=True)
 
 
 def test_each_shard_of_an_object_is_fetched_by_its_own_ranges_when_taken_r3(
