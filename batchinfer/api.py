@@ -241,7 +241,7 @@ def plan(
         merge=merge,
         selection=InputSelection(tuple(include), tuple(exclude)),
         skip_blank_lines=skip_blank_lines,
-        model=None if model is None else Path(model),
+        model=None if model is None else _local_or_s3(model),
         region=region or default_region(),
         prices=dict(prices or {}),
         sample_records=DEFAULT_SAMPLE_RECORDS if sample_records is None else sample_records,

@@ -66,7 +66,10 @@ def plan(
         ),
     ] = DEFAULT_ENDPOINT_CONCURRENCY,
     model: Annotated[
-        Path | None, typer.Option(help="Model directory or model.tar.gz: calibrate on a sample.")
+        str | None,
+        typer.Option(
+            help="Model directory or model.tar.gz, local or s3://: calibrate on a sample."
+        ),
     ] = None,
     region: Annotated[
         str | None, typer.Option(help="Region to price in (default: AWS_REGION, else us-east-1).")

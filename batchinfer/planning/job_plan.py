@@ -7,14 +7,16 @@ sent and their time at the stack's concurrency.
 """
 
 import os
+import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
 from batchinfer.engine.inputs import InputFile, collect_inputs, header_settings
-from batchinfer.engine.s3_inputs import in_s3, s3_inputs
+from batchinfer.engine.s3_inputs import fetch_model, in_s3, s3_inputs
+from batchinfer.engine.s3_requests import s3_client
 from batchinfer.engines import Engine, PipelineEngine
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.instances.prices import Price, hourly_price
@@ -48,7 +50,7 @@ class PlanRequest:
     merge: bool = False
     selection: InputSelection = EVERY_INPUT
     skip_blank_lines: bool = False
-    model: Path | None = None
+    model: Path | str | None = None  # a local path, or an s3:// URI of a model.tar.gz
     region: str = DEFAULT_REGION
     prices: dict[str, float] = field(default_factory=dict)
     sample_records: int = DEFAULT_SAMPLE_RECORDS
@@ -165,6 +167,10 @@ def make_plan(
     remote = in_s3(request.inputs)
     if request.header:
         check_header_type(settings)
+    if isinstance(request.model, str):  # in S3: measured from a copy, gone afterwards
+        with tempfile.TemporaryDirectory(prefix="batchinfer-plan-") as folder:
+            model = fetch_model(s3_client(), request.model, Path(folder))
+            return make_plan(replace(request, model=model), on_stage=on_stage, on_point=on_point)
     if request.model is not None and not request.model.exists():
         raise InputError(f"--model {request.model}: no such file or directory")
     if request.tune:
@@ -251,7 +257,7 @@ def _tune(
     on_point: Callable[[TunePoint], None],
 ) -> list[TunePoint] | None:
     """The sweep over ``settings`` (the model server's), or None with a warning."""
-    assert request.model is not None
+    assert isinstance(request.model, Path)  # an S3 model was fetched by make_plan
     largest = largest_record(plan)
     calibration = plan.calibration
     assert calibration is not None
@@ -298,7 +304,7 @@ def _calibrate(
     plan: Plan,
 ) -> Calibration | None:
     """The sample measured with ``settings`` (the model server's), or None with a warning."""
-    assert request.model is not None
+    assert isinstance(request.model, Path)  # an S3 model was fetched by make_plan
     try:
         if settings.split_type == "Line":
             sample = reservoir.sample()

@@ -443,3 +443,20 @@ def test_without_credentials_an_s3_run_says_how_to_configure_them_exit_5(
     assert code == 5
     assert "AWS credentials: Unable to locate credentials" in _one_error_line(said)
     assert not out.exists()
+
+
+def test_plan_measures_an_s3_model_as_the_same_local_one(capsys, s3, s3_model, row_sum_model):
+    """plan --model s3://…/model.tar.gz calibrates on a copy of it, as on the local model."""
+    folder = Path(row_sum_model).parent / "plan-input"
+    folder.mkdir(exist_ok=True)
+    (folder / "d.csv").write_bytes(_rows(500))
+    measured = {}
+    for model in (s3_model, str(row_sum_model)):
+        code, said = run_cli(
+            capsys, "plan", str(folder), "--model", model, "--sample-records", "200",
+            "--json", *CSV,
+        )  # fmt: skip
+        assert code == 0, said
+        plan = json.loads(said[said.index("{") :])
+        measured[model] = plan["calibration"]["records"]
+    assert measured[s3_model] == measured[str(row_sum_model)] == 200
