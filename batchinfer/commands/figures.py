@@ -4,6 +4,7 @@ import math
 
 
 def count(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``, ``1,024 records``."""
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 

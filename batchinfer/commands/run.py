@@ -11,8 +11,9 @@ from rich.markup import escape
 from batchinfer.api import JobFailed, local_job, run_local_job
 from batchinfer.cloud.aws_errors import aws_errors
 from batchinfer.commands import transform_options as opt
+from batchinfer.commands.figures import count
 from batchinfer.commands.input_options import Exclude, Include, SkipBlankLines
-from batchinfer.commands.run_display import LiveProgress, plural, summary_notes, summary_table
+from batchinfer.commands.run_display import LiveProgress, summary_notes, summary_table
 from batchinfer.engine.job_result import JobInterrupted, JobResult
 from batchinfer.engine.stop_signals import exit_code, stop_like_ctrl_c
 from batchinfer.errors import ValidationError
@@ -147,7 +148,7 @@ def _interrupted(output: str, result: JobResult | None) -> None:
     if result is not None:
         done = sum(f.status == "SUCCEEDED" for f in result.files)
         said += (
-            f"; {done} of {plural(len(result.files), 'input')} done, as "
+            f"; {done} of {count(len(result.files), 'input')} done, as "
             f"{_at(output, RESULT_MANIFEST)} records (the others left no output); the same "
             "command with --resume goes on from there"
         )
@@ -166,13 +167,13 @@ def _report(console: Console, result: JobResult) -> None:
     if first is None:
         return
     if is_s3_uri(result.output_dir):
-        said = f"outputs: {plural(len(result.files), 'input')} in {result.output_dir}"
+        said = f"outputs: {count(len(result.files), 'input')} in {result.output_dir}"
         console.print(escape(said), highlight=False)
         return
     path = Path(result.output_dir) / first.outputs[0]
     lines = preview(path)
     console.print(
-        f"[bold]{escape(str(path))}[/] (first {plural(len(lines), 'line')}):", highlight=False
+        f"[bold]{escape(str(path))}[/] (first {count(len(lines), 'line')}):", highlight=False
     )
     for line in lines:
         console.print("  " + line, highlight=False, markup=False)

@@ -18,7 +18,7 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 from rich.text import Text
 
-from batchinfer.commands.figures import abbreviated
+from batchinfer.commands.figures import abbreviated, count
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.job_result import JobResult
 from batchinfer.engine.outcomes import FileOutcome, Progress
@@ -32,11 +32,6 @@ LEGEND = (
 )
 # How much of an input is read for a second line (SplitType None sends the whole file).
 _LINES_PROBE_BYTES = 1 << 16
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 file``, ``2 files``."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 class LiveProgress(Progress):
@@ -148,7 +143,7 @@ def summary_table(result: JobResult) -> Table:
     totals = result.to_json()["totals"]
     table.add_section()
     table.add_row(
-        plural(totals["files"], "file"),
+        count(totals["files"], "file"),
         "",
         "",
         _count(totals["records_in"]),
@@ -181,7 +176,7 @@ def summary_notes(result: JobResult) -> list[str]:
     lines += [f"rec out not counted: {reason}" for reason in reasons]
     if result.kept_inputs:
         lines.append(
-            f"resumed: {plural(result.kept_inputs, 'input')} kept from the run that wrote "
+            f"resumed: {count(result.kept_inputs, 'input')} kept from the run that wrote "
             "the folder (its counts and times are those of that run)"
         )
     whole = _sent_whole(result)
