@@ -119,6 +119,43 @@ JOB_STOPPED = "Stopped"  # TransformJobStatus / ProcessingJobStatus of a stopped
 DATA_FAILURE_PREFIXES = ("ClientError", "AlgorithmError")
 
 
+# Step Functions cuts a task failure's Cause at this many characters (TaskFailedEventDetails,
+# https://docs.aws.amazon.com/step-functions/latest/apireference/API_TaskFailedEventDetails.html):
+# a Describe*Job response with a large container environment no longer parses whole.
+CAUSE_LIMIT = 32_768
+_DESCRIBED = (
+    "TransformJobName",
+    "ProcessingJobName",
+    "TransformJobStatus",
+    "ProcessingJobStatus",
+    "FailureReason",
+    "ExitMessage",
+)
+
+
+def _fields_of_cut_json(cause: str) -> dict[str, str] | None:
+    """The job's name, status and reason from a Describe*Job response cut at CAUSE_LIMIT:
+    each top-level string field before the cut, None when there is none."""
+    if len(cause) < CAUSE_LIMIT or not cause.startswith("{"):
+        return None
+    decoder = json.JSONDecoder()
+    found = {}
+    for key in _DESCRIBED:
+        at = cause.find(f'"{key}":')
+        if at < 0:
+            continue
+        start = at + len(key) + 3
+        while start < len(cause) and cause[start] == " ":
+            start += 1
+        try:
+            value, _ = decoder.raw_decode(cause, start)
+        except ValueError:  # the value itself was cut
+            continue
+        if isinstance(value, str):
+            found[key] = value
+    return found or None
+
+
 @dataclass(frozen=True)
 class JobOutcome(StatePart):
     """What a job attempt left at ``$.job``: ``{"name", "status"}`` when the task ended, or
@@ -145,7 +182,7 @@ class JobOutcome(StatePart):
         try:
             described = json.loads(cause)
         except ValueError:
-            described = None
+            described = _fields_of_cut_json(cause)
         if not isinstance(described, dict):
             return cls(None, None, state["Error"], cause or None)
         name = described.get("TransformJobName") or described.get("ProcessingJobName")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.contract.state import JobOutcome
+from batchinfer.pipeline.contract.state import CAUSE_LIMIT, JobOutcome
 from batchinfer.pipeline.jobs.job_requests import TRANSFORM_FIELDS
 from batchinfer.pipeline.storage.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.transform.settings import validate_job_name
@@ -334,6 +334,39 @@ def test_a_job_stopped_from_outside_stops_the_run(account, handlers):
         handlers["verify"].handler(event, None)
     assert type(err.value).__name__ == "JobStopped"
     assert account.keys("runs/r-4/round-2") == []
+
+
+def _cut(outcome: dict[str, Any]) -> dict[str, Any]:
+    """``outcome`` as AWS records it when the job's container environment is large: the
+    Describe*Job response in its Cause cut at 32,768 characters (TaskFailedEventDetails)."""
+    described = json.loads(outcome["Cause"])
+    described["Environment"] = {f"SETTING_{n}": "x" * 10_240 for n in range(16)}  # R1 limits
+    cause = json.dumps(described)
+    assert len(cause) > CAUSE_LIMIT
+    return {**outcome, "Cause": cause[:CAUSE_LIMIT]}
+
+
+def test_a_data_failure_and_a_stop_are_told_from_a_cause_cut_at_its_limit(account, handlers):
+    """A task failure's Cause is cut at 32,768 characters: the job's name, status and
+    FailureReason before the cut still tell a data failure (no new round) and a stop."""
+    plan, round_ = collected(account, handlers, "r-7", "input/y.csv", 50, 2)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    reason = "ClientError: y.part-00001.csv: record 3: HTTP 400: not a number"
+    outcome = _cut(run_job(account, job, skip={"y.part-00001.csv"}, reason=reason))
+    assert JobOutcome.from_state(outcome).name == job["name"]
+    event = verify_event(account, handlers, plan, round_, outcome)
+    with pytest.raises(Exception, match="no new round") as err:
+        handlers["verify"].handler(event, None)
+    assert type(err.value).__name__ == "DataFailure"
+
+    plan, round_ = collected(account, handlers, "r-8", "input/z.csv", 10, None)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    cause = {"TransformJobName": job["name"], "TransformJobStatus": "Stopped"}
+    outcome = _cut({"Error": "States.TaskFailed", "Cause": json.dumps(cause)})
+    event = verify_event(account, handlers, plan, round_, outcome)
+    with pytest.raises(Exception, match="stopped from outside") as err:
+        handlers["verify"].handler(event, None)
+    assert type(err.value).__name__ == "JobStopped"
 
 
 def test_every_step_run_again_after_it_ran_gives_the_same_result_once(account, handlers):

@@ -47,6 +47,7 @@ from batchinfer.engine.processing_engine import run_processing
 from batchinfer.engine.transform_engine import run_transform
 from batchinfer.errors import BatchInferError
 from batchinfer.model_artifact import prepare_model_dir
+from batchinfer.pipeline.contract.state import CAUSE_LIMIT
 from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.job_api import from_api
@@ -459,7 +460,9 @@ class SageMakerTask(StateTaskServiceCallback):
                             resource=self._get_sfn_resource(),
                             resourceType=self._get_sfn_resource_type(),
                             error=error.to_name(),
-                            cause=json.dumps(described),
+                            # AWS cuts a Cause at 32,768 characters (TaskFailedEventDetails);
+                            # moto keeps the whole Describe*Job response.
+                            cause=json.dumps(described)[:CAUSE_LIMIT],
                         )
                     ),
                 )
