@@ -12,6 +12,9 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 # The pinned CDK CLI and asl-validator (package-lock.json) for the stack tests.
 NPM_STAMP := node_modules/.installed
+# checkov in a venv of its own (requirements-scan.txt): the template scan of the stack tests.
+SCAN_VENV  := .venv-scan
+SCAN_STAMP := $(SCAN_VENV)/.installed
 
 .PHONY: setup test demo lint pytest image-smoke docs
 
@@ -29,7 +32,12 @@ $(NPM_STAMP): package.json package-lock.json $(STAMP)
 	npm ci --no-audit --no-fund
 	touch $(NPM_STAMP)
 
-setup: $(STAMP) $(NPM_STAMP)
+$(SCAN_STAMP): requirements-scan.txt
+	test -x $(SCAN_VENV)/bin/python || python3 -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/pip install --quiet -r requirements-scan.txt
+	touch $(SCAN_STAMP)
+
+setup: $(STAMP) $(NPM_STAMP) $(SCAN_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -37,7 +45,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-pytest: $(STAMP) $(NPM_STAMP)
+pytest: $(STAMP) $(NPM_STAMP) $(SCAN_STAMP)
 	$(BIN)/pytest -n 2
 
 # Build the inference image and run it with buildah + podman (installs them with apt-get).
