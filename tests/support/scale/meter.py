@@ -1,0 +1,77 @@
+"""The meter of one step's run in the scale harness: the calls made, the modelled seconds they
+cost per thread, and the step's peak of Python allocations."""
+
+import threading
+import time
+import tracemalloc
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tests.support.scale.costs import cpu_scale
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """What one step cost: modelled seconds (its calls' AWS time plus its CPU time scaled to
+    the function's share of a vCPU), its peak of Python allocations, and its calls."""
+
+    seconds: float
+    aws_seconds: float
+    cpu_seconds: float
+    peak_mib: float | None
+    calls: dict[str, int]
+
+
+class Meter:
+    """Charges each AWS call to the thread that made it. A step's AWS time is its main
+    thread's charges plus, for the calls its worker threads made, their total spread over
+    those threads (a pool that keeps its workers busy)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seconds: dict[int, float] = defaultdict(float)
+        self.calls: Counter[str] = Counter()
+        self._main = threading.get_ident()
+
+    def charge(self, operation: str, seconds: float) -> None:
+        with self._lock:
+            self._seconds[threading.get_ident()] += seconds
+            self.calls[operation] += 1
+
+    def aws_seconds(self) -> float:
+        with self._lock:
+            main = self._seconds.get(self._main, 0.0)
+            workers = [s for thread, s in self._seconds.items() if thread != self._main]
+        return main + (sum(workers) / len(workers) if workers else 0.0)
+
+    def run(
+        self, step: Callable[[], Any], memory_mb: int, *, trace: bool = True
+    ) -> tuple[Any, StepFigures]:
+        """Run ``step`` on this thread, under tracemalloc when ``trace`` (which slows Python
+        several times: the seconds of a traced run are not the step's); its result and
+        figures."""
+        self._main = threading.get_ident()
+        if trace:
+            tracemalloc.start()
+        cpu = time.process_time()
+        peak = None
+        try:
+            result = step()
+        finally:
+            cpu = time.process_time() - cpu
+            if trace:
+                peak = tracemalloc.get_traced_memory()[1] / MIB
+                tracemalloc.stop()
+        aws = self.aws_seconds()
+        cpu_seconds = cpu * cpu_scale(memory_mb)
+        return result, StepFigures(
+            seconds=aws + cpu_seconds,
+            aws_seconds=aws,
+            cpu_seconds=cpu_seconds,
+            peak_mib=peak,
+            calls=dict(self.calls),
+        )
