@@ -130,6 +130,7 @@ class BatchInferencePipeline(Construct):
             "Triggers",
             config=config,
             storage=self.storage,
+            status=self.status,
             state_machine=self.workflow.state_machine,
             functions=self.functions,
             record_failure=self.functions.functions["record_failure"],

@@ -8,6 +8,7 @@ from dataclasses import replace
 from aws_cdk import Duration, Stack, TimeZone
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_scheduler as scheduler
@@ -21,10 +22,12 @@ from stacks.config import PipelineConfig
 from stacks.config.trigger import S3TriggerConfig
 from stacks.data_access import grant_list
 from stacks.functions import Functions, lambda_function
+from stacks.status_table import StatusTable
 from stacks.storage import Storage
 
 EXECUTION_STATUS_CHANGE = "Step Functions Execution Status Change"
-# The arrivals Lambda only reads its batch and calls StartExecution once per folder.
+# The arrivals Lambda reads its batch, claims its objects and calls StartExecution once per
+# folder, several at a time; it stops starting runs 20 s before this (arrivals.TIME_LEFT_MS).
 ARRIVALS_TIMEOUT_SECONDS = 120
 # SQS's largest batch for an event source mapping with a batching window.
 ARRIVALS_BATCH_SIZE = 10_000
@@ -43,6 +46,7 @@ class Triggers(Construct):
         *,
         config: PipelineConfig,
         storage: Storage,
+        status: StatusTable,
         state_machine: sfn.StateMachine,
         functions: Functions,
         record_failure: lambda_.IFunction,
@@ -73,7 +77,7 @@ class Triggers(Construct):
         self.dead_letters: sqs.Queue | None = None
         self.arrivals_function: lambda_.Function | None = None
         if config.s3_trigger is not None:
-            self._arrivals(config, config.s3_trigger, storage, state_machine, functions)
+            self._arrivals(config, config.s3_trigger, storage, status, state_machine, functions)
         self.ended_rule = events.Rule(
             self,
             "RunEndedWithoutCatch",
@@ -94,6 +98,7 @@ class Triggers(Construct):
         config: PipelineConfig,
         trigger: S3TriggerConfig,
         storage: Storage,
+        status: StatusTable,
         state_machine: sfn.StateMachine,
         functions: Functions,
     ) -> None:
@@ -143,6 +148,7 @@ class Triggers(Construct):
             prefix=trigger.prefix,
             request=request,
             state_machine_arn=state_machine.state_machine_arn,
+            table_name=status.table.table_name,
         ).to_variables(Stack.of(self).to_json_string(request))
         function, role, _ = lambda_function(
             self,
@@ -159,6 +165,21 @@ class Triggers(Construct):
         state_machine.grant_start_execution(role)
         # Whether an event's key names an object as sent or URL-decoded (arrivals.resolve_key).
         grant_list(role, [replace(source, prefix=trigger.prefix)], "ListArrivals")
+        # Which run took each arrival (arrival_claims): read, claimed and released by updates.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ClaimArrivals",
+                actions=["dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:UpdateItem"],
+                resources=[status.table.table_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="UseTableKey",
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[storage.key.key_arn],
+            )
+        )
         function.add_event_source(
             event_sources.SqsEventSource(
                 self.arrivals,

@@ -8,6 +8,8 @@ import json
 from batchinfer.pipeline.storage.status_table import SUCCEEDED, StatusTable
 from batchinfer.uris import parse_s3_uri
 from tests.support.offline import OfflineStack
+from tests.support.offline.arrivals import Batch
+from tests.support.offline.lambdas import OutOfTime
 
 FOLDERS = {"shop-a/": 20, "shop-b/": 20, "shop-c/2024/": 10}
 ROWS = 3
@@ -126,3 +128,32 @@ def test_a_message_that_is_no_arrival_is_a_batch_item_failure_then_a_dead_letter
     (dead,) = prod_stack.sqs.receive_message(QueueUrl=dead_letters).get("Messages", [])
     assert dead["Body"] == "not an event"
     assert prod_stack.executions() == [arn], "the bad message started nothing"
+
+
+def test_a_batch_out_of_time_and_delivered_again_regrouped_scores_each_object_once(prod_stack):
+    """The invocation runs out of time after its first run: the other folders' messages
+    are answered as failures. SQS then hands the whole batch again in two halves (as when
+    an answer is lost) and the failed messages once more: the first run is not started
+    again, the others take what the halves bring, and each object is scored once."""
+    for folder in ("shop-a/", "shop-b/", "shop-c/"):
+        arrive(prod_stack, folder, ["one.csv", "two.csv"])
+    prod_stack.lambdas.faults.append(OutOfTime("arrivals", asks=1))
+
+    batch = prod_stack.poll_arrivals()
+    assert batch is not None and len(batch.failed) == 4, "two folders did not start"
+    (first,) = prod_stack.executions()
+
+    records = batch.event["Records"]
+    for half in (records[:3], records[3:]):
+        prod_stack.redeliver(Batch({"Records": half}, None))
+    again = prod_stack.poll_arrivals()
+    assert again is not None and again.failed == []
+    assert sorted(r["messageId"] for r in again.event["Records"]) == sorted(batch.failed)
+    arns = prod_stack.executions()
+    assert first in arns and len(arns) <= 5, "one run per folder of each half at most"
+    runs = finished_runs(prod_stack, arns)
+    assert scored(prod_stack, runs) == {
+        f"{folder}{name}": ROWS
+        for folder in ("shop-a/", "shop-b/", "shop-c/")
+        for name in ("one.csv", "two.csv")
+    }

@@ -8,6 +8,10 @@ output prefix.
 
 from dataclasses import dataclass
 
+from batchinfer.errors import ValidationError
+from batchinfer.pipeline.contract.job_names import MAX_JOB_NAME_LENGTH
+from batchinfer.sharding.names import MAX_SHARDS, index_name, manifest_name, shard_name
+from batchinfer.transform.assemble import output_name
 from batchinfer.uris import S3Location
 
 INPUT_PREFIX = "input/"
@@ -19,6 +23,9 @@ MAP_RESULTS_PREFIX = "runs/_map-results/"
 INPUTS_FILE = "inputs.jsonl"  # JSON Lines: one split task per input object
 SHARDS_FILE = "shards.jsonl"  # JSON Lines: one shard a line, the first round's Map items
 ENVIRONMENT_FILE = "environment.json"
+# S3 takes a key of at most 1,024 bytes of UTF-8, whatever its length in characters
+# (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html).
+MAX_KEY_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -77,3 +84,40 @@ class RunLayout:
         """The data failures of attempt ``job``'s shards: one ``<shard>.json`` per shard the
         endpoint refused."""
         return self.scoring(job).child("failures/")
+
+    def object_keys(
+        self, relative: str, output: S3Location, *, merge: bool, endpoint: bool
+    ) -> dict[str, str]:
+        """The keys a run writes for its input object at ``relative`` (its path under the
+        input's folder), by what each is: its shards and their index and manifest, each
+        shard's output (under ``parts/`` when merged), the merged output, and with the
+        endpoint engine each shard's saved progress (of an attempt with the longest job
+        name). The last shard's number stands for all: they are as long."""
+        folder, _, name = relative.rpartition("/")
+        below = f"{folder}/" if folder else ""
+        shard = below + shard_name(name, MAX_SHARDS - 1)
+        keys = {
+            "shard": self.shards.key + shard,
+            "shard index": self.shards.key + below + index_name(name),
+            "shard manifest": self.shards.key + below + manifest_name(name),
+            "shard output": (self.parts if merge else output).key + output_name(shard),
+        }
+        if merge:
+            keys["output"] = output.key + output_name(relative)
+        if endpoint:
+            attempt = self.scoring("j" * MAX_JOB_NAME_LENGTH)
+            keys["scoring progress"] = attempt.key + f"progress/{shard}.json"
+        return keys
+
+
+def check_key_bytes(keys: dict[str, str], source: str) -> None:
+    """ValidationError naming ``source`` and the first of ``keys`` (by what it is) longer
+    than :data:`MAX_KEY_BYTES` in UTF-8."""
+    for what, key in keys.items():
+        size = len(key.encode())
+        if size > MAX_KEY_BYTES:
+            raise ValidationError(
+                f"input: {source} would be written as the {what} {key!r}, {size} bytes of "
+                f"UTF-8 ({len(key)} characters); S3 keys take at most {MAX_KEY_BYTES} bytes: "
+                "give the object a shorter key, or the run a shorter output or run_id"
+            )

@@ -14,6 +14,7 @@ with the number of objects; no object count is refused (docs/scaling.md).
 """
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -27,7 +28,7 @@ from batchinfer.instances.supported import check_instance_type
 from batchinfer.pipeline.contract.data_places import place_of
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.job_names import job_base
-from batchinfer.pipeline.contract.layout import RunLayout
+from batchinfer.pipeline.contract.layout import RunLayout, check_key_bytes
 from batchinfer.pipeline.contract.state import RunPlan, SplitTask
 from batchinfer.pipeline.jobs.job_requests import (
     check_payload_times_concurrency,
@@ -113,6 +114,9 @@ def plan_run(
         total, split_jobs, header_line = _split_tasks(
             s3, source, run_request, layout, settings, split, tasks, tally,
             threshold=threshold, job_base=jobs_base,
+            object_keys=lambda relative: layout.object_keys(
+                relative, output, merge=run_request.merge, endpoint=target is not None
+            ),
         )  # fmt: skip
         if header_line is not None:
             names = header_names(header_line, settings, source=source.uri)
@@ -268,17 +272,21 @@ def _split_tasks(
     *,
     threshold: int | None,
     job_base: str,
+    object_keys: Callable[[str], dict[str, str]],
 ) -> tuple[int, int, bytes | None]:
     """Add one :class:`SplitTask` per input object the request selects to ``tasks``, each
     with the splitter that takes it (split_job.py), and its shards to ``tally`` (for the
     estimate); the bytes of all objects, how many go to split jobs, and the first object's
-    header line (read when the inputs have one; each split checks its object's against it)."""
+    header line (read when the inputs have one; each split checks its object's against it).
+    An object whose keys the run would write (``object_keys`` of its path under the input's
+    folder) pass what S3 takes is refused before anything is written."""
     base = source.key[: source.key.rfind("/") + 1]
     total = jobs = 0
     header_line = None
     for obj in input_objects(s3, source, run_request.names, run_request.selection):
         folder = posixpath.dirname(obj["Key"][len(base) :])
         location = S3Location(source.bucket, obj["Key"])
+        check_key_bytes(object_keys(obj["Key"][len(base) :]), location.uri)
         gzip = is_gzip(obj["Key"], settings.compression_type)
         if split["header"] and header_line is None:
             header_line = read_header_line(S3Source(s3, location), compressed=gzip)

@@ -7,6 +7,7 @@ from aws_cdk.assertions import Match
 from batchinfer.pipeline.contract import stack_outputs
 from batchinfer.pipeline.contract.layout import SHARDS_PREFIX
 from batchinfer.pipeline.contract.registry import STEPS
+from batchinfer.pipeline.steps import arrivals
 from tests.support.offline.template import render
 
 from .conftest import ACCOUNT, REGION, of_type
@@ -272,6 +273,9 @@ def test_schedule_and_s3_arrival_trigger(synthesized, resources):
         resources[queue_id]["Properties"]["VisibilityTimeout"]
         >= 6 * resources[function_id]["Properties"]["Timeout"]
     ), "AWS's advice for a Lambda event source"
+    assert resources[function_id]["Properties"]["Timeout"] * 1000 > arrivals.TIME_LEFT_MS
+    (table_id,) = of_type(resources, "AWS::DynamoDB::Table")
+    assert variables["BATCHINFER_TRIGGER_TABLE"] == {"Ref": table_id}, "where arrivals are claimed"
     synthesized.template.has_resource_properties(
         "AWS::Events::Rule",
         {

@@ -431,3 +431,29 @@ def test_the_request_may_set_the_hourly_price(account):
     # 4,000 B/s on one busy CPU; an m5.large keeps 2 busy: 8,000 B/s; 2,000 bytes each
     assert estimate["job_seconds"] == Decimal("0.25")
     assert estimate["cost_usd"] == Decimal(f"{2 * 0.25 / 3600 * 0.5:.6g}")
+
+
+def test_an_object_whose_shard_key_passes_1024_utf8_bytes_is_refused_naming_it(account):
+    """S3 takes keys of at most 1,024 bytes of UTF-8. An input key of 505 characters and
+    1,010 bytes is one S3 holds, but its shards' keys (``shards/<run>/…part-NNNNN.csv``)
+    would pass 1,024 bytes though they stay under 1,024 characters: Plan refuses the run,
+    naming the object and the key, before anything is written."""
+    key = "input/" + "é" * 500 + ".csv"
+    assert len(key) < 1024 < len(key.encode()) + len("shards/exec-1/.part-00000")
+    account.put(key, b"1,2\n")
+    with pytest.raises(ValidationError) as refused:
+        plan(account, {"input": f"s3://{BUCKET}/input/"})
+    message = str(refused.value)
+    assert message.startswith(f"input: s3://{BUCKET}/{key} would be written as the shard ")
+    assert "bytes of UTF-8" in message and "S3 keys take at most 1024 bytes" in message
+    assert account.table.get_run("exec-1") is None, "nothing was recorded"
+
+
+def test_a_run_output_prefix_counts_in_the_output_keys_bytes(account):
+    """The merged output ``<output><name>.out`` is the longest key when the output prefix
+    is long: a 2-byte character counts twice."""
+    account.put("input/a.csv", b"1,2\n")
+    output = f"s3://{BUCKET}/output/" + "ü" * 505 + "/"
+    with pytest.raises(ValidationError, match=r"would be written as the output '.*a\.csv\.out'"):
+        plan(account, {"input": f"s3://{BUCKET}/input/", "output": output, "merge": True})
+    assert plan(account, {"input": f"s3://{BUCKET}/input/", "output": output[:-300] + "/"})

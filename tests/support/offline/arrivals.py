@@ -2,6 +2,7 @@
 S3 "Object Created" events delivered to the queues their rules target, as EventBridge would,
 and the Lambda service's SQS event source mapping emulated one batch at a time."""
 
+import itertools
 import json
 import uuid
 from collections.abc import Callable
@@ -12,6 +13,9 @@ from urllib.parse import quote_plus
 
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.template import ACCOUNT, REGION
+
+# S3's sequencers grow with each PUT of a key; one counter for all keys keeps that.
+_SEQUENCERS = itertools.count(1)
 
 
 @dataclass
@@ -55,7 +59,8 @@ def object_created(bucket: str, key: str, size: int, etag: str) -> dict[str, Any
     """The EventBridge event S3 sends for a created object (Amazon S3 User Guide,
     "EventBridge event message structure"), its key URL-encoded as a form is ("red
     flower.jpg" is "red+flower.jpg"; the decoding of AWS's Lambda Powertools for these
-    events, ``unquote_plus``, undoes it)."""
+    events, ``unquote_plus``, undoes it), with the hexadecimal ``sequencer`` that tells the
+    PUTs of a key apart."""
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
@@ -67,7 +72,12 @@ def object_created(bucket: str, key: str, size: int, etag: str) -> dict[str, Any
         "detail": {
             "version": "0",
             "bucket": {"name": bucket},
-            "object": {"key": quote_plus(key, safe="/"), "size": size, "etag": etag.strip('"')},
+            "object": {
+                "key": quote_plus(key, safe="/"),
+                "size": size,
+                "etag": etag.strip('"'),
+                "sequencer": f"{next(_SEQUENCERS):018X}",
+            },
             "reason": "PutObject",
         },
     }
