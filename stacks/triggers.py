@@ -29,6 +29,7 @@ EXECUTION_STATUS_CHANGE = "Step Functions Execution Status Change"
 # The arrivals Lambda reads its batch, claims its objects and calls StartExecution once per
 # folder, several at a time; it stops starting runs 20 s before this (arrivals.TIME_LEFT_MS).
 ARRIVALS_TIMEOUT_SECONDS = 120
+ARRIVALS_MEMORY_MB = 256
 # SQS's largest batch for an event source mapping with a batching window.
 ARRIVALS_BATCH_SIZE = 10_000
 # Receives of a message before SQS moves it to the dead-letter queue.
@@ -155,7 +156,7 @@ class Triggers(Construct):
             "ArrivalsFunction",
             code=functions.code,
             handler="arrivals.handler",
-            memory_mb=256,
+            memory_mb=ARRIVALS_MEMORY_MB,
             timeout_seconds=ARRIVALS_TIMEOUT_SECONDS,
             description="Start one run per folder of a batch of S3 arrivals",
             environment=variables,

@@ -133,6 +133,9 @@ class FakeS3:
     def body(self, bucket: str, key: str) -> bytes:
         return b"".join(itertools.chain.from_iterable(s.read() for s in self._get(bucket, key)))
 
+    def head_etag(self, bucket: str, key: str) -> str:
+        return self._objects[(bucket, key)].etag
+
     def size(self, bucket: str, key: str) -> int:
         return self._objects[(bucket, key)].size
 

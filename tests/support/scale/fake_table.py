@@ -3,6 +3,7 @@
 written and made up on demand when read, so a million of them cost no memory here. Every
 request is charged to the meter (costs.py)."""
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -75,21 +76,44 @@ class FakeTable:
         return self._shard_page(values[0], params)
 
     def _shard_page(self, run_id: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One page of made-up SHARD items: at most 1 MB of them, or ``Limit``."""
+        """One page of made-up SHARD items: at most 1 MB of them, or ``Limit``, read
+        before the filter (``Attr(name).eq(value)``) and the projection apply."""
         after = params.get("ExclusiveStartKey")
         start = int(after[SORT_KEY].removeprefix(SHARD_SK_PREFIX)) + 1 if after else 0
         per_page = max(1, DYNAMODB_PAGE_BYTES // self._item_bytes)
         limit = min(params.get("Limit", per_page), per_page)
-        items = []
+        keep = _filter(params.get("FilterExpression"))
+        names = params.get("ExpressionAttributeNames", {})
+        projected = (
+            [names.get(n.strip(), n.strip()) for n in params["ProjectionExpression"].split(",")]
+            if "ProjectionExpression" in params
+            else None
+        )
+        items, scanned, last = [], 0, None
         for item in self._shard_items(run_id, start):
-            items.append(item)
-            if len(items) == limit:
+            scanned += 1
+            last = item
+            if keep(item):
+                items.append(item if projected is None else {k: item[k] for k in projected})
+            if scanned == limit:
                 break
-        page: dict[str, Any] = {"Items": items, "Count": len(items)}
-        if len(items) == limit:
-            last = items[-1]
+        page: dict[str, Any] = {"Items": items, "Count": len(items), "ScannedCount": scanned}
+        if scanned == limit and last is not None:
             page["LastEvaluatedKey"] = {key: last[key] for key in (PARTITION_KEY, SORT_KEY)}
         return page
+
+
+def _filter(condition: Any) -> Callable[[dict[str, Any]], bool]:
+    """What a ``FilterExpression`` of one equality keeps."""
+    if condition is None:
+        return lambda item: True
+    built = ConditionExpressionBuilder().build_expression(condition)
+    match = re.fullmatch(r"(#\w+) = (:\w+)", built.condition_expression)
+    if match is None:
+        raise NotImplementedError(f"filter {built.condition_expression!r}: only one equality")
+    name = built.attribute_name_placeholders[match[1]]
+    value = built.attribute_value_placeholders[match[2]]
+    return lambda item: item.get(name) == value
 
 
 class _BatchWriter:

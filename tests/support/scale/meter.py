@@ -36,11 +36,26 @@ class Meter:
         self._seconds: dict[int, float] = defaultdict(float)
         self.calls: Counter[str] = Counter()
         self._main = threading.get_ident()
+        self._cpu = time.process_time()
 
     def charge(self, operation: str, seconds: float) -> None:
         with self._lock:
             self._seconds[threading.get_ident()] += seconds
             self.calls[operation] += 1
+
+    def attach(self, client: Any, seconds: Callable[[str], float]) -> None:
+        """Charge each call of a boto3 ``client`` (one moto answers) ``seconds(operation)``."""
+        service = client.meta.service_model.service_name
+
+        def charge(model: Any, **_: Any) -> None:
+            self.charge(f"{service}:{model.name}", seconds(model.name))
+
+        client.meta.events.register("before-call.*", charge)
+
+    def elapsed(self, memory_mb: int) -> float:
+        """The modelled seconds so far of the step running: what a Lambda context's
+        remaining time counts down from."""
+        return self.aws_seconds() + (time.process_time() - self._cpu) * cpu_scale(memory_mb)
 
     def aws_seconds(self) -> float:
         with self._lock:
@@ -57,7 +72,7 @@ class Meter:
         self._main = threading.get_ident()
         if trace:
             tracemalloc.start()
-        cpu = time.process_time()
+        cpu = self._cpu = time.process_time()
         peak = None
         try:
             result = step()

@@ -1,0 +1,253 @@
+"""The cases of the scale harness: each seeds fake S3 and a status table with the state a step
+meets in a run of a given size, and runs the step's real code against them under the meter.
+
+The S3 objects live in a folder of files (or as repeated lines), the SHARD items are made up
+when read, and the RUN items and other DynamoDB and Step Functions calls go to a moto server
+in another process: what the step itself holds is what tracemalloc sees. Seeding happens
+before the meter starts."""
+
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from unittest import mock
+from urllib.request import urlopen
+
+import boto3
+
+from batchinfer.pipeline.contract import registry
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.storage.status_table import StatusTable
+from stacks.triggers import ARRIVALS_MEMORY_MB, ARRIVALS_TIMEOUT_SECONDS
+from tests.support.aws import create_status_table
+from tests.support.many_objects import object_name
+from tests.support.offline.arrivals import object_created
+from tests.support.run_state import BUCKET
+from tests.support.scale.costs import (
+    DYNAMODB_REQUEST_SECONDS,
+    STATES_REQUEST_SECONDS,
+    STATES_START_BUCKET,
+    STATES_STARTS_PER_SECOND,
+)
+from tests.support.scale.fake_s3 import FakeS3
+from tests.support.scale.fake_table import FakeTable
+from tests.support.scale.meter import Meter, StepFigures
+
+REGION = "eu-west-1"
+EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:scale"
+ENV = PipelineEnvironment(
+    table_name="runs",
+    data_bucket=BUCKET,
+    job_prefix="scale",
+    transform_defaults={"content_type": "text/csv", "split_type": "Line"},
+    shard_size="64MiB",
+    max_rounds=3,
+    model_name="m",
+    image_uri="123456789012.dkr.ecr.eu-west-1.amazonaws.com/batchinfer:latest",
+    sagemaker_role_arn="arn:aws:iam::123456789012:role/jobs",
+)
+
+
+@dataclass
+class Account:
+    """The fakes a case seeds and a step runs against."""
+
+    meter: Meter
+    s3: FakeS3
+    table: FakeTable
+
+    @property
+    def status(self) -> StatusTable:
+        return StatusTable(self.table)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One step run at one size: its figures and the limits of its function."""
+
+    step: str
+    case: str
+    figures: StepFigures
+    memory_mb: int
+    timeout_seconds: int
+    result: Any
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """moto's server in a process of its own (its memory is not the step's), on a free
+    localhost port; its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urlopen(f"{url}/moto-api/", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"moto's server did not answer at {url} within 30 s")
+        yield url
+    finally:
+        server.terminate()
+        server.wait()
+
+
+@contextmanager
+def account(
+    shard_items: Callable[[str, int], Iterator[dict[str, Any]]] | None = None,
+) -> Iterator[Account]:
+    """Fake S3 in a temporary folder, and the status table and Step Functions in a moto
+    server (``AWS_ENDPOINT_URL`` points the clients made meanwhile at it)."""
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        moto_server() as url,
+        mock.patch.dict(os.environ, {"AWS_ENDPOINT_URL": url}),
+    ):
+        meter = Meter()
+        table = create_status_table("runs", REGION)
+        yield Account(meter, FakeS3(Path(folder), meter), FakeTable(table, meter, shard_items))
+
+
+class Function(Protocol):
+    """A Lambda's name and limits: a registry step, or :data:`ARRIVALS`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def memory_mb(self) -> int: ...
+    @property
+    def timeout_seconds(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class TriggerFunction:
+    name: str
+    memory_mb: int
+    timeout_seconds: int
+
+
+ARRIVALS = TriggerFunction("arrivals", ARRIVALS_MEMORY_MB, ARRIVALS_TIMEOUT_SECONDS)
+
+
+def run_step(
+    account: Account, step: Function, case: str, call: Callable[[], Any], trace: bool
+) -> Outcome:
+    """``call`` (the step's library function) under the meter, with ``step``'s limits."""
+    result, figures = account.meter.run(call, step.memory_mb, trace=trace)
+    return Outcome(step.name, case, figures, step.memory_mb, step.timeout_seconds, result)
+
+
+def plan_objects(objects: int, trace: bool = True) -> Outcome:
+    """Plan listing ``objects`` input objects of 1 MB under one prefix."""
+    from batchinfer.pipeline.steps.plan import plan_run
+
+    with account() as aws:
+        for number in range(objects):
+            aws.s3.seed_lines(BUCKET, f"input/scale/{object_name(number)}", 1024 * 1024)
+        request = {"input": f"s3://{BUCKET}/input/scale/", "run_id": "scale"}
+        return run_step(
+            aws,
+            registry.PLAN,
+            f"{objects:,} objects",
+            lambda: plan_run(
+                request,
+                execution=EXECUTION,
+                execution_name="scale",
+                started_at="2026-01-01T00:00:00Z",
+                env=ENV,
+                s3=aws.s3,
+                sagemaker=None,
+                table=aws.status,
+            ),
+            trace,
+        )
+
+
+@dataclass(frozen=True)
+class Case:
+    """A step at scale: ``run(size, trace)``; ``size`` the figure docs/scaling.md states,
+    ``quick`` a size that runs in seconds, ``module`` the step's module under
+    batchinfer.pipeline.steps."""
+
+    run: Callable[[int, bool], Outcome]
+    size: int
+    quick: int
+    module: str
+    warm_up: int = 10
+
+
+def _states_seconds(starts: Iterator[int]) -> Callable[[str], float]:
+    """Step Functions' charge: StartExecution beyond the token bucket waits for its refill."""
+
+    def seconds(operation: str) -> float:
+        if operation != "StartExecution" or next(starts) < STATES_START_BUCKET:
+            return STATES_REQUEST_SECONDS
+        return STATES_REQUEST_SECONDS + 1 / STATES_STARTS_PER_SECOND
+
+    return seconds
+
+
+def arrivals_batch(messages: int, trace: bool = True) -> Outcome:
+    """The S3 trigger's Lambda on one batch of ``messages`` arrivals, 100 to a folder."""
+    from batchinfer.pipeline.steps.arrivals import Trigger, start_arrivals
+    from batchinfer.pipeline.storage.arrival_claims import ArrivalClaims
+
+    with account() as aws:
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        states = boto3.client("stepfunctions", region_name=REGION)
+        aws.meter.attach(dynamodb, lambda _: DYNAMODB_REQUEST_SECONDS)
+        aws.meter.attach(states, _states_seconds(itertools.count()))
+        machine = states.create_state_machine(
+            name="runs",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+            roleArn="arn:aws:iam::123456789012:role/runs",
+        )["stateMachineArn"]
+        prefix = "input/arrivals/"
+        trigger = Trigger(BUCKET, prefix, {"merge": True}, machine, "runs")
+        records = []
+        for number in range(messages):
+            key = f"{prefix}day {number // 100:03}/part {number % 100:02}.csv"
+            aws.s3.seed(BUCKET, key, b"1,2\n")
+            event = object_created(BUCKET, key, 4, aws.s3.head_etag(BUCKET, key))
+            records.append({"messageId": f"m-{number}", "body": json.dumps(event)})
+        aws.meter.calls.clear()
+        claims = ArrivalClaims(dynamodb, "runs", BUCKET)
+
+        def left() -> int:
+            return int((ARRIVALS.timeout_seconds - aws.meter.elapsed(ARRIVALS.memory_mb)) * 1e3)
+
+        return run_step(
+            aws,
+            ARRIVALS,
+            f"{messages:,} messages",
+            lambda: start_arrivals(
+                {"Records": records},
+                trigger=trigger,
+                states=states,
+                s3=aws.s3,
+                claims=claims,
+                time_left_ms=left,
+            ),
+            trace,
+        )
+
+
+CASES: dict[str, Case] = {
+    "plan": Case(plan_objects, 100_000, 10_000, "plan"),
+    "arrivals": Case(arrivals_batch, 3_000, 300, "arrivals"),
+}
