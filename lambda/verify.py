@@ -1,6 +1,7 @@
 """Step Functions task: Verify. Event: ``{"plan", "round", "job", "counts", "execution"}``
 (``counts``: the key of the CountShards Map's result manifest, ``$.counts.manifest``);
-answers the next round, or the same one ``complete``."""
+answers the next round (with the wait before it after a capacity failure), or the same one
+``complete``."""
 
 from typing import Any
 
@@ -19,4 +20,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         execution=event["execution"],
         s3=aws.s3,
         table=aws.table,
+        capacity_wait=aws.env.capacity_wait_seconds,
     ).to_state()

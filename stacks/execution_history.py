@@ -11,7 +11,7 @@ that ``tests/e2e/test_admission.py`` checks against the events of real execution
   entered, exited);
 - one job round without waiting: AcquireInstances, InstancesGranted, RunJob (the Parallel,
   PrepareJob, ChooseJob, the .sync job task), ReleaseInstances, Verify, AllShardsDone, and
-  CheckJobError when the job failed;
+  CheckJobError when the job failed, WaitForCapacity when it failed for want of capacity;
 - one more attempt of RunJob (its Retry on SageMaker quota and throttling errors);
 - the rest: the execution's start and end, Plan, SplitInputs, Collect, Finalize or the
   failure path.
@@ -24,7 +24,7 @@ HISTORY_LIMIT = 25_000
 # and the Distributed Map's own events stay in the rest.
 HISTORY_SHARE = 0.8
 EVENTS_PER_WAIT = 9
-EVENTS_PER_ROUND = 40
+EVENTS_PER_ROUND = 42
 EVENTS_PER_JOB_RETRY = 20
 EVENTS_OUTSIDE_ROUNDS = 40
 

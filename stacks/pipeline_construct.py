@@ -87,6 +87,7 @@ class BatchInferencePipeline(Construct):
             admission_poll_seconds=config.admission.poll_seconds,
             # A lease outlives no execution: its run is gone once the execution timed out.
             lease_seconds=config.timeout_hours * 3600,
+            capacity_wait_seconds=config.retry.capacity_wait_seconds,
             subnet_ids=config.vpc.subnet_ids if config.vpc else (),
             security_group_ids=config.vpc.security_group_ids if config.vpc else (),
             model_package_arn=config.model_package_arn or "",

@@ -18,7 +18,9 @@ One job name per attempt (R1): the Retry for SageMaker throttling and quota erro
 the ``RunJob`` Parallel, so every retry re-runs PrepareJob, which names the job anew. A job
 that ends Failed fails its task with ``States.TaskFailed`` (the Cause is the Describe*Job
 response): that goes to CountShards and Verify, which resubmit only the shards without
-output; any other error of the job task goes to the failure path.
+output; any other error of the job task goes to the failure path. When the job failed for
+want of capacity, Verify sets ``$.round.wait_seconds`` and the next round starts after the
+WaitForCapacity Wait.
 """
 
 from typing import Any
@@ -292,9 +294,22 @@ class Workflow(Construct):
         release.next(verify_round)
         self._job_outcome(run_job, release)
         finalize = self._finalize()
+        # A round after a job that failed for want of capacity starts after a wait of the
+        # seconds Verify set, doubling each round (retry.capacity_wait_seconds).
+        wait_for_capacity = sfn.Wait(
+            self, "WaitForCapacity", time=sfn.WaitTime.seconds_path("$.round.wait_seconds")
+        )
+        wait_for_capacity.next(acquire)
         verify_round.next(
             sfn.Choice(self, "AllShardsDone")
             .when(sfn.Condition.boolean_equals("$.round.complete", True), finalize)
+            .when(
+                sfn.Condition.and_(
+                    sfn.Condition.is_present("$.round.wait_seconds"),
+                    sfn.Condition.number_greater_than("$.round.wait_seconds", 0),
+                ),
+                wait_for_capacity,
+            )
             .otherwise(acquire)
         )
         self._state_machine(start.next(acquire), model, split_jobs)

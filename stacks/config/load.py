@@ -18,7 +18,13 @@ from stacks.config.pipeline import PipelineConfig
 from stacks.config.places import parse_places
 from stacks.config.retention import check_retention
 from stacks.config.retry import check_retry, parse_retry
-from stacks.config.runs import check_engine, check_job_limits, check_rounds, check_transform
+from stacks.config.runs import (
+    check_engine,
+    check_job_limits,
+    check_rounds,
+    check_run_time,
+    check_transform,
+)
 from stacks.config.schedules import check_schedules, parse_schedules
 from stacks.config.split_jobs import check_split_jobs
 from stacks.config.trigger import check_trigger, parse_s3_trigger
@@ -93,9 +99,10 @@ def validate_config(config: PipelineConfig, base_dir: Path) -> None:
     check_rounds(config, where)
     check_split_jobs(config, where)
     check_job_limits(config, where)
-    check_retention(config, where)
     check_retry(config.retry, f"{where}.retry")
     check_admission(config, f"{where}.admission")
+    check_run_time(config, where)
+    check_retention(config, where)
     check_event_source(config, where)
     check_schedules(config, where)
     if config.s3_trigger is not None:

@@ -1,6 +1,7 @@
 """How long the stack keeps what runs leave (shards, artefacts, run records and logs) and
 what its run logs hold."""
 
+import math
 from typing import TYPE_CHECKING
 
 from stacks.config.checks import int_range, require
@@ -17,6 +18,14 @@ LOG_RETENTION_DAYS = (
 
 def check_retention(config: "PipelineConfig", where: str) -> None:
     int_range(config.shard_expiry_days, 1, 3650, f"{where}.shard_expiry_days")
+    require(
+        config.shard_expiry_days * 24 >= config.timeout_hours,
+        f"{where}.shard_expiry_days",
+        config.shard_expiry_days,
+        f"at least {math.ceil(config.timeout_hours / 24)} days: shard_expiry_days x 24 must be "
+        f"at least timeout_hours ({config.timeout_hours}), or a run's shards expire while its "
+        "later rounds and its merge still read them",
+    )
     int_range(config.artefact_expiry_days, 1, 3650, f"{where}.artefact_expiry_days")
     int_range(config.run_record_days, 1, 3650, f"{where}.run_record_days")
     require(

@@ -1,7 +1,7 @@
 """The e2e fixtures: templates synthesized once per test session (per xdist worker) from the
-dev and prod environments of cdk.json, with a 1-second retry interval and admission polling
-interval so that moto, which waits out Retry intervals and Wait states for real, runs those
-paths quickly; the spec's model M as a model.tar.gz."""
+dev and prod environments of cdk.json, with a 1-second retry interval, capacity wait and
+admission polling interval so that moto, which waits out Retry intervals and Wait states for
+real, runs those paths quickly; the spec's model M as a model.tar.gz."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +15,13 @@ from tests.support.offline import REGION, OfflineStack, model_archive, offline_s
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 ENV = "dev"
-RETRY = {"interval_seconds": 1, "backoff_rate": 1.0, "max_attempts": 3, "max_delay_seconds": 1}
+RETRY = {
+    "interval_seconds": 1,
+    "backoff_rate": 1.0,
+    "max_attempts": 3,
+    "max_delay_seconds": 1,
+    "capacity_wait_seconds": 1,
+}
 # A budget of 8 of the dev instance type (beside the environment's own budgets), shared by
 # the runs of one stack; waiting runs try again every second.
 INSTANCE_TYPE = "ml.m5.large"

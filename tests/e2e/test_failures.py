@@ -15,7 +15,8 @@ from batchinfer.pipeline.storage.status_table import (
     StatusTable,
 )
 from batchinfer.transform.settings import validate_job_name
-from tests.support.offline import ApiError, FailInputs, OfflineStack
+from stacks.execution_history import EVENTS_OUTSIDE_ROUNDS, EVENTS_PER_ROUND
+from tests.support.offline import ApiError, CapacityShortage, FailInputs, OfflineStack
 
 from .test_happy_path import csv_rows
 
@@ -119,6 +120,40 @@ def test_a_shard_lost_every_round_fails_after_the_last_round(stack):
     assert run["run_status"] == FAILED and "InternalServerError" in run["cause"]
     assert run["failed_shards"] == ["a.csv"]
     assert [len(channel) for channel in stack.announced()] == [1, 1]
+
+
+def test_capacity_failures_wait_longer_each_round_then_succeed(stack):
+    """Jobs that end Failed for want of capacity (FailureReason "CapacityError: ..."): the
+    run waits before the next round (WaitForCapacity, for the seconds Verify puts in
+    ``$.round.wait_seconds``, doubling each round), the third round's job completes."""
+    stack.put("input/capacity/a.csv", csv_rows(20))
+    stack.jobs.faults += [CapacityShortage()] * 2
+    execution = stack.run({"input": f"s3://{stack.bucket}/input/capacity/"}, "capacity")
+    assert execution.status == "SUCCEEDED", execution.cause
+
+    names = [request["TransformJobName"] for _, request in stack.jobs.requests]
+    assert [name.split("-")[3] for name in names] == ["r1", "r2", "r3"]
+    waits = [
+        json.loads(e["stateEnteredEventDetails"]["input"])["round"]["wait_seconds"]
+        for e in execution.history
+        if e.get("stateEnteredEventDetails", {}).get("name") == "WaitForCapacity"
+    ]
+    assert waits == [1, 2]
+    entered = execution.states_entered()
+    assert [s for s in entered if s in ("Verify", "WaitForCapacity", "AcquireInstances")] == [
+        "AcquireInstances",
+        "Verify",
+        "WaitForCapacity",
+        "AcquireInstances",
+        "Verify",
+        "WaitForCapacity",
+        "AcquireInstances",
+        "Verify",
+    ]
+    (item,) = StatusTable.named(stack.table_name).shards("capacity")
+    assert item["status"] == SUCCEEDED and item["attempts"] == 3
+    # The waits stay inside the history bound the config checks (stacks/execution_history.py).
+    assert len(execution.history) <= EVENTS_OUTSIDE_ROUNDS + 3 * EVENTS_PER_ROUND
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from tests.support.offline import (
     FailInputs,
     LambdaFault,
     OfflineStack,
+    RuntimeLimit,
     StopExecution,
     StopJob,
 )
@@ -172,6 +173,37 @@ def test_a_job_stopped_from_outside_aborts_the_run_without_a_round(stack):
         "events": 1,
         "success_marker": False,
         "jobs": 1,
+    }
+
+
+def test_a_processing_job_stopped_at_its_runtime_limit_is_a_failure_with_a_new_round(stack):
+    """SageMaker stops a processing job that reaches its MaxRuntimeInSeconds: it ends
+    Stopped, as one stopped by a person does, but its runtime reached the limit, so it is a
+    job failure: the next round scores the shards without output and the run completes."""
+    stack.jobs.faults.append(RuntimeLimit())
+    request = put_input(stack, "runtime-limit") | {"engine": "processing"}
+    execution = stack.run(request, "runtime-limit")
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert stack.jobs.described[stack.jobs.started[0]]["ProcessingJobStatus"] == "Stopped"
+    assert outcome(stack, "runtime-limit") == succeeded_once(jobs=2)
+
+
+def test_a_processing_job_stopped_at_its_runtime_limit_each_round_fails_the_run(stack):
+    """A job stopped at its runtime limit in every round: max_rounds jobs, then the run
+    FAILED (not ABORTED: nobody stopped it), its cause saying the limit was reached."""
+    stack.jobs.faults += [RuntimeLimit()] * 3
+    request = put_input(stack, "runtime-out") | {"engine": "processing"}
+    execution = stack.run(request, "runtime-out")
+    assert execution.status == "FAILED" and execution.error == "ShardsMissing"
+    assert "reached its runtime limit" in execution.cause
+    run = StatusTable.named(stack.table_name).get_run("runtime-out")
+    assert "reached its runtime limit" in run["cause"]
+    assert outcome(stack, "runtime-out") == {
+        "status": FAILED,
+        "messages": 1,
+        "events": 1,
+        "success_marker": False,
+        "jobs": 3,
     }
 
 

@@ -96,7 +96,10 @@ class PipelineEnvironment:
     default_instance_budget: int = _setting(2, _NUMBER)
     admission_max_wait_seconds: int = _setting(360 * 60, _NUMBER)
     admission_poll_seconds: int = _setting(60, _NUMBER)
-    lease_seconds: int = _setting(48 * 3600, _NUMBER)
+    lease_seconds: int = _setting(120 * 3600, _NUMBER)
+    # The wait before the next round when a job failed for want of capacity (CapacityError),
+    # doubling each round (limits.capacity_wait_seconds).
+    capacity_wait_seconds: int = _setting(15 * 60, _NUMBER)
 
     @staticmethod
     def variable(name: str) -> str:

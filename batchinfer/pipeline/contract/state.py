@@ -89,8 +89,8 @@ class RunPlan(StatePart):
 @dataclass(frozen=True)
 class Round(StatePart):
     """One round of jobs (``$.round``): its ManifestFile of the shards still without a
-    valid output (spec R4: a key prefix or a ManifestFile selects the input objects), and whether
-    every shard is done."""
+    valid output (spec R4: a key prefix or a ManifestFile selects the input objects), whether
+    every shard is done, and how long the run waits before the round (WaitForCapacity)."""
 
     number: int
     manifest: str
@@ -98,6 +98,9 @@ class Round(StatePart):
     shards: int
     missing: int
     shards_key: str  # the round's shards (JSON Lines), a key in the data bucket
+    # Seconds to wait before the round's job: set when the last job failed for want of
+    # capacity (limits.capacity_wait_seconds), else 0.
+    wait_seconds: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,10 @@ JOB_STOPPED = "Stopped"  # TransformJobStatus / ProcessingJobStatus of a stopped
 # infrastructure: the container refused records (transform) or exited non-zero on them
 # (processing). Retrying cannot help (docs/errors.md).
 DATA_FAILURE_PREFIXES = ("ClientError", "AlgorithmError")
+# A job SageMaker could not find instances for: its FailureReason begins with CapacityError
+# (https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_capacity.html).
+# The next round waits before it starts.
+CAPACITY_FAILURE_PREFIX = "CapacityError"
 
 
 # Step Functions cuts a task failure's Cause at this many characters (TaskFailedEventDetails,
@@ -130,12 +137,15 @@ _DESCRIBED = (
     "ProcessingJobStatus",
     "FailureReason",
     "ExitMessage",
+    "StoppingCondition",
+    "CreationTime",
+    "ProcessingEndTime",
 )
 
 
-def _fields_of_cut_json(cause: str) -> dict[str, str] | None:
-    """The job's name, status and reason from a Describe*Job response cut at CAUSE_LIMIT:
-    each top-level string field before the cut, None when there is none."""
+def _fields_of_cut_json(cause: str) -> dict[str, Any] | None:
+    """The job's name, status, reason and runtime from a Describe*Job response cut at
+    CAUSE_LIMIT: each of these top-level fields before the cut, None when there is none."""
     if len(cause) < CAUSE_LIMIT or not cause.startswith("{"):
         return None
     decoder = json.JSONDecoder()
@@ -151,9 +161,28 @@ def _fields_of_cut_json(cause: str) -> dict[str, str] | None:
             value, _ = decoder.raw_decode(cause, start)
         except ValueError:  # the value itself was cut
             continue
-        if isinstance(value, str):
-            found[key] = value
+        found[key] = value
     return found or None
+
+
+def _runtime_limit(described: dict[str, Any]) -> int | None:
+    """The MaxRuntimeInSeconds a stopped processing job ran to, None when it ended
+    before: SageMaker stops a processing job that reaches it, and the job ends Stopped as
+    one stopped by StopProcessingJob does
+    (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProcessingStoppingCondition.html).
+    Its time runs from CreationTime to ProcessingEndTime; timestamps come in epoch seconds
+    or milliseconds, told apart by their size. Transform jobs have no runtime limit."""
+    condition = described.get("StoppingCondition")
+    limit = condition.get("MaxRuntimeInSeconds") if isinstance(condition, dict) else None
+    created, ended = described.get("CreationTime"), described.get("ProcessingEndTime")
+    if not (
+        isinstance(limit, int)
+        and isinstance(created, int | float)
+        and isinstance(ended, int | float)
+    ):
+        return None
+    scale = 1000 if created > 1e11 else 1  # epoch milliseconds
+    return limit if (ended - created) / scale >= limit else None
 
 
 @dataclass(frozen=True)
@@ -166,6 +195,9 @@ class JobOutcome(StatePart):
     status: str | None
     error: str | None = None
     reason: str | None = None
+    # The MaxRuntimeInSeconds a Stopped processing job reached (None: stopped before it,
+    # from outside the pipeline).
+    runtime_limit: int | None = None
 
     def to_state(self) -> dict[str, Any]:
         if self.error is None:
@@ -193,12 +225,29 @@ class JobOutcome(StatePart):
             or described.get("errorMessage")
             or cause
         )
-        return cls(name, status, state["Error"], reason)
+        limit = _runtime_limit(described) if status == JOB_STOPPED else None
+        if limit is not None:
+            reason = (
+                f"reached its runtime limit: SageMaker stopped it after its "
+                f"MaxRuntimeInSeconds of {limit} (processing_max_runtime_hours)"
+            )
+        return cls(name, status, state["Error"], reason, limit)
 
     @property
     def data_failure(self) -> bool:
         """True when the job failed because of its data, not its infrastructure."""
         return self.error is not None and (self.reason or "").startswith(DATA_FAILURE_PREFIXES)
+
+    @property
+    def capacity_failure(self) -> bool:
+        """True when SageMaker found no instances for the job: worth another round, later."""
+        return self.error is not None and (self.reason or "").startswith(CAPACITY_FAILURE_PREFIX)
+
+    @property
+    def stopped_from_outside(self) -> bool:
+        """True when the job ended Stopped before its runtime limit: a person (or the
+        execution's own stop) stopped it, and the run stops too."""
+        return self.status == JOB_STOPPED and self.runtime_limit is None
 
     def describe(self) -> str:
         what = f"job {self.name}" if self.name else "the job"

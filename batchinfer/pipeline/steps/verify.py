@@ -2,7 +2,9 @@
 (one :class:`ShardCount` a shard, read from the Map's result files) into SHARD items and
 the next round. Shards without a valid output go to a new ManifestFile and shard list for
 the next round (only those, spec R4: a key prefix or a ManifestFile selects the input objects);
-after the last round the run fails naming them.
+after the last round the run fails naming them. A job that failed for want of capacity
+gives the next round a wait (``wait_seconds``, doubling each round); one SageMaker stopped
+at its runtime limit is a failure like any other, one stopped from outside stops the run.
 
 Verify reads no shard and no output itself, and holds at most :data:`SHOWN` checks: the
 results are read one file at a time and the next round's lists are spooled to /tmp."""
@@ -14,8 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 from batchinfer.errors import InputError
+from batchinfer.pipeline.contract.limits import capacity_wait_seconds
 from batchinfer.pipeline.contract.run_errors import DataFailure, JobStopped, ShardsMissing
-from batchinfer.pipeline.contract.state import JOB_STOPPED, JobOutcome, Round, RunPlan, ShardCount
+from batchinfer.pipeline.contract.state import JobOutcome, Round, RunPlan, ShardCount
 from batchinfer.pipeline.storage.s3io import SpooledJson, read_json
 from batchinfer.pipeline.storage.status_table import MISSING, SUCCEEDED, StatusTable, now
 from batchinfer.uris import S3Location
@@ -32,10 +35,12 @@ def verify(
     execution: str,
     s3: Any,
     table: StatusTable,
+    capacity_wait: int,
 ) -> Round:
     """Gather the checks of round ``round_`` (``counts``: the key of the Map's result
     manifest) after the job of ``outcome``; return the next round, or this one
-    ``complete``."""
+    ``complete``. ``capacity_wait``: the seconds before the second round when the first
+    job failed for want of capacity."""
     run_id, number = plan.run_id, round_.number
     layout = plan.layout
     missing = 0
@@ -68,7 +73,7 @@ def verify(
         shards = round_.shards
         done = shards - missing
         table.update_run(run_id, execution, {"shards": shards, "shards_done": done})
-        if outcome.status == JOB_STOPPED:
+        if outcome.stopped_from_outside:
             raise JobStopped(
                 f"{outcome.describe()}: stopped from outside the pipeline, so the run stops "
                 f"too; {done} of {shards} shards have their output"
@@ -95,6 +100,9 @@ def verify(
             shards=shards,
             missing=missing,
             shards_key=layout.round_shards(number + 1).key,
+            wait_seconds=capacity_wait_seconds(capacity_wait, number)
+            if outcome.capacity_failure
+            else 0,
         )
 
 

@@ -112,13 +112,41 @@ def test_local_model_tarball_is_accepted(tmp_path):
     assert config.is_local_model
 
 
-def test_an_execution_timeout_shorter_than_its_job_rounds_is_refused():
-    """The execution must outlive max_rounds jobs of the longest runtime, or it times out
-    while a job it started still runs (and is billed)."""
-    message = r"timeout_hours: 12 .*max_rounds x environments\.dev\.processing_max_runtime"
+def test_an_execution_timeout_shorter_than_its_longest_run_is_refused():
+    """The execution must outlive its longest run, or it times out while a job it started
+    still runs (and is billed): a split job, then max_rounds rounds each waiting admission's
+    longest wait and running a job to its runtime limit, and the capacity waits between
+    rounds. The error shows the sum; prod's 48 hours were short of it."""
+    prod = CONTEXT["batchinfer:environments"]["prod"] | {"timeout_hours": 48}
+    message = (
+        r"environments\.prod\.timeout_hours: 48 is not allowed; allowed: at least 83 hours, the "
+        r"longest run: a split job of 16 h \(processing_max_runtime_hours\) \+ 3 rounds "
+        r"\(max_rounds\) x \(6 h admission wait \(admission\.max_wait_minutes 360\) \+ "
+        r"16 h job \(processing_max_runtime_hours\)\) \+ 0\.75 h of capacity waits "
+        r"\(retry\.capacity_wait_seconds 900, doubled each round, before rounds 2-3\) = "
+        r"82\.75 h"
+    )
     with pytest.raises(ValidationError, match=message):
-        _parse(timeout_hours=12, max_rounds=3, processing_max_runtime_hours=24)
-    assert _parse(timeout_hours=72, max_rounds=3, processing_max_runtime_hours=24)
+        parse_config("prod", prod, REPO_ROOT)
+    assert parse_config("prod", prod | {"timeout_hours": 83}, REPO_ROOT)
+    # Without split jobs, no split job comes first.
+    changes = {"timeout_hours": 18, "max_rounds": 2, "processing_max_runtime_hours": 4}
+    changes |= {"admission": {"max_wait_minutes": 300}, "split_job_threshold": "off"}
+    with pytest.raises(ValidationError, match=r"at least 19 hours, the longest run: 2 rounds"):
+        _parse(**changes)
+    assert _parse(**changes | {"timeout_hours": 19})
+
+
+def test_shards_that_expire_before_the_execution_times_out_are_refused():
+    """Shards live shard_expiry_days: a run may not outlast them (its later rounds and
+    its merge read them)."""
+    message = (
+        r"environments\.dev\.shard_expiry_days: 1 is not allowed; allowed: at least 2 days: "
+        r"shard_expiry_days x 24 must be at least timeout_hours \(36\)"
+    )
+    with pytest.raises(ValidationError, match=message):
+        _parse(shard_expiry_days=1, timeout_hours=36)
+    assert _parse(shard_expiry_days=2, timeout_hours=36)
 
 
 def test_image_uri_must_be_an_ecr_image_with_a_tag_or_digest():

@@ -55,9 +55,22 @@ def test_run_flow_plan_split_collect_job_verify_finalize(definition, states):
     assert states["Verify"]["Next"] == "AllShardsDone"
     choice = states["AllShardsDone"]
     assert choice["Choices"] == [
-        {"Variable": "$.round.complete", "BooleanEquals": True, "Next": "Finalize"}
+        {"Variable": "$.round.complete", "BooleanEquals": True, "Next": "Finalize"},
+        {
+            "And": [
+                {"Variable": "$.round.wait_seconds", "IsPresent": True},
+                {"Variable": "$.round.wait_seconds", "NumericGreaterThan": 0},
+            ],
+            "Next": "WaitForCapacity",
+        },
     ]
     assert choice["Default"] == "AcquireInstances", "missing shards go to a new job round"
+    # After a capacity failure, the new round waits the seconds Verify set.
+    assert states["WaitForCapacity"] == {
+        "Type": "Wait",
+        "SecondsPath": "$.round.wait_seconds",
+        "Next": "AcquireInstances",
+    }
     assert states["Finalize"]["Next"] == "Done" and states["Done"]["Type"] == "Succeed"
 
 

@@ -336,6 +336,54 @@ def test_a_job_stopped_from_outside_stops_the_run(account, handlers):
     assert account.keys("runs/r-4/round-2") == []
 
 
+@pytest.mark.parametrize("unit", [1, 1000], ids=["epoch-seconds", "epoch-milliseconds"])
+def test_a_processing_job_stopped_at_its_runtime_limit_gets_a_new_round(account, handlers, unit):
+    """A processing job that ended Stopped after running its MaxRuntimeInSeconds (from
+    CreationTime to ProcessingEndTime, epoch seconds or milliseconds) was stopped by
+    SageMaker: a job failure, its shards get a new round. Stopped a second short of its
+    limit, it was stopped from outside and the run stops."""
+    plan, round_ = collected(account, handlers, f"r-9-{unit}", "input/z.csv", 10, None)
+    job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+    created = 1_790_000_000 * unit
+
+    def stopped(ran: int) -> dict[str, Any]:
+        cause = {
+            "ProcessingJobName": job["name"],
+            "ProcessingJobStatus": "Stopped",
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+            "CreationTime": created,
+            "ProcessingEndTime": created + ran * unit,
+        }
+        return {"Error": "States.TaskFailed", "Cause": json.dumps(cause)}
+
+    assert "reached its runtime limit" in JobOutcome.from_state(stopped(3600)).describe()
+    event = verify_event(account, handlers, plan, round_, stopped(3600))
+    round_2 = handlers["verify"].handler(event, None)
+    assert (round_2["number"], round_2["missing"], round_2["wait_seconds"]) == (2, 1, 0)
+    event = verify_event(account, handlers, plan, round_2, stopped(3599))
+    with pytest.raises(Exception, match="stopped from outside") as err:
+        handlers["verify"].handler(event, None)
+    assert type(err.value).__name__ == "JobStopped"
+
+
+def test_a_capacity_failure_waits_before_the_next_round(account, handlers):
+    """A job Failed with a CapacityError: the next round carries the wait before it,
+    capacity_wait_seconds after round 1 (the e2e run sees it doubled after round 2); a job
+    that lost its instance gives the next round none."""
+    for run_id, reason, wait in (
+        ("r-10", "CapacityError: Unable to provision requested ML compute capacity.", True),
+        ("r-11", LOST_INSTANCE, False),
+    ):
+        plan, round_ = collected(account, handlers, run_id, "input/z.csv", 10, None)
+        job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
+        outcome = run_job(account, job, skip={"z.csv"}, reason=reason)
+        event = verify_event(account, handlers, plan, round_, outcome)
+        round_2 = handlers["verify"].handler(event, None)
+        assert round_2["number"] == 2
+        assert round_2["wait_seconds"] == (account.env.capacity_wait_seconds if wait else 0)
+    assert account.env.capacity_wait_seconds > 0
+
+
 def _cut(outcome: dict[str, Any]) -> dict[str, Any]:
     """``outcome`` as AWS records it when the job's container environment is large: the
     Describe*Job response in its Cause cut at 32,768 characters (TaskFailedEventDetails)."""

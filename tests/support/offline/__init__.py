@@ -27,8 +27,10 @@ so while the stack is open:
 - the ``sagemaker`` integration runs Create*Job ``.sync`` with the local engine over moto
   S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
   :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
-  :class:`ThrottledWait` (a job that ran, then a throttled poll), :class:`StopJob` and
-  :class:`StopExecution`; a split job runs the ``batchinfer split`` command;
+  :class:`ThrottledWait` (a job that ran, then a throttled poll), :class:`StopJob`,
+  :class:`StopExecution`, :class:`CapacityShortage` (no instances to be had) and
+  :class:`RuntimeLimit` (a processing job stopped at its MaxRuntimeInSeconds); a split
+  job runs the ``batchinfer split`` command;
 - five divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
   explained there);
 - an ended execution's "Step Functions Execution Status Change" event is delivered to the
@@ -42,7 +44,9 @@ from tests.support.offline.endpoints import Endpoints, Throttle
 from tests.support.offline.lambdas import Dies, LambdaFault, OutOfTime
 from tests.support.offline.sagemaker import (
     ApiError,
+    CapacityShortage,
     FailInputs,
+    RuntimeLimit,
     SageMakerJobs,
     StopExecution,
     StopJob,
@@ -61,6 +65,7 @@ __all__ = [
     "MOTO_CONFIG",
     "REGION",
     "ApiError",
+    "CapacityShortage",
     "Dies",
     "Endpoints",
     "Execution",
@@ -68,6 +73,7 @@ __all__ = [
     "LambdaFault",
     "OfflineStack",
     "OutOfTime",
+    "RuntimeLimit",
     "SageMakerJobs",
     "StopExecution",
     "StopJob",

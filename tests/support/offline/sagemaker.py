@@ -93,6 +93,41 @@ class StopExecution:
     (best effort, spec S6), which ends Stopped with no output."""
 
 
+@dataclass(frozen=True)
+class CapacityShortage:
+    """The next job ends Failed before it starts, with no output: SageMaker could not
+    provision its instances. The FailureReason begins with ``CapacityError``, as AWS Batch's
+    guide to SageMaker jobs describes a capacity failure
+    (https://docs.aws.amazon.com/batch/latest/userguide/sm_job_stuck_in_runnable_capacity.html)."""
+
+
+CAPACITY_REASON = (
+    "CapacityError: Unable to provision requested ML compute capacity. "
+    "Please retry using a different ML instance type."
+)
+
+
+@dataclass(frozen=True)
+class RuntimeLimit:
+    """The next processing job reaches its ``StoppingCondition.MaxRuntimeInSeconds`` and
+    is stopped with no output: it ends Stopped (ProcessingStoppingCondition: "After the
+    condition is met, the processing job is stopped",
+    https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProcessingStoppingCondition.html),
+    its ProcessingEndTime that limit after its CreationTime, as SageMaker's clock would
+    have it. Transform jobs have no runtime limit."""
+
+
+JobFault = (
+    ApiError
+    | FailInputs
+    | ThrottledWait
+    | StopJob
+    | StopExecution
+    | CapacityShortage
+    | RuntimeLimit
+)
+
+
 @dataclass
 class SageMakerJobs:
     """Transform and processing jobs done by the local engine over moto S3."""
@@ -105,9 +140,7 @@ class SageMakerJobs:
     # state machine's calls of the API.
     as_role: Callable[[str | None], AbstractContextManager[Any]] = lambda _arn: nullcontext()
     on_api_call: Callable[[str, dict[str, Any]], None] = lambda _op, _params: None
-    faults: list[ApiError | FailInputs | ThrottledWait | StopJob | StopExecution] = field(
-        default_factory=list
-    )
+    faults: list[JobFault] = field(default_factory=list)
     stop_execution: Callable[[], None] = lambda: None  # set by OfflineStack
     # Jobs whose execution is stopped while its .sync task waits for them.
     stop_while_waiting: set[str] = field(default_factory=set)
@@ -162,15 +195,23 @@ class SageMakerJobs:
         kind: str,
         name: str,
         request: dict[str, Any],
-        fault: ApiError | FailInputs | StopJob | StopExecution | None,
+        fault: JobFault | None,
     ) -> dict[str, Any]:
         """Run the accepted job to its end; its Describe*Job response."""
         started = _millis()
+        ended = None
         fail = fault.count if isinstance(fault, FailInputs) else 0
         if isinstance(fault, StopExecution):
             self.stop_while_waiting.add(name)
         if isinstance(fault, StopJob | StopExecution):
             status, reason = "Stopped", None
+        elif isinstance(fault, CapacityShortage):
+            status, reason = "Failed", CAPACITY_REASON
+        elif isinstance(fault, RuntimeLimit):
+            if kind != "Processing":
+                raise AssertionError("only processing jobs have a runtime limit")
+            status, reason = "Stopped", None
+            ended = started + request["StoppingCondition"]["MaxRuntimeInSeconds"] * 1000
         elif kind == "Transform":
             # The harness finds the model itself: neither the job nor the state machine looks.
             with self.as_role(None):
@@ -192,7 +233,7 @@ class SageMakerJobs:
             f"{kind}JobStatus": status,
             "CreationTime": started,
             f"{kind}StartTime" if kind == "Transform" else "ProcessingStartTime": started,
-            f"{kind}EndTime" if kind == "Transform" else "ProcessingEndTime": _millis(),
+            f"{kind}EndTime" if kind == "Transform" else "ProcessingEndTime": ended or _millis(),
         }
         if reason:
             described["FailureReason"] = reason
