@@ -7,7 +7,8 @@ What a file holds follows the ResultWriter's ``WriterConfig``
 (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html):
 without one (Transformation ``NONE``, OutputType ``JSON``) a JSON array of each child with
 its execution metadata and its ``Input`` and ``Output`` as JSON strings; with ``COMPACT``
-a succeeded child is its output alone; with ``JSONL`` each result is one line. A failed
+a succeeded child is its output alone (``FLATTEN``: an output that is an array, its
+elements); with ``JSONL`` each result is one line. A failed
 child is written unchanged whatever the Transformation: its metadata, ``Input``, ``Error``
 and ``Cause``."""
 
@@ -76,16 +77,21 @@ def write_map_results(
     """Write the results of ``children`` as the ResultWriter with ``writer_config`` (None:
     no WriterConfig) does; the key of the manifest."""
     config = writer_config or {}
-    compact = config.get("Transformation", "NONE") != "NONE"
+    transformation = config.get("Transformation", "NONE")
     output_type = config.get("OutputType", "JSON")
     folder = (prefix.rstrip("/") + "/" if prefix else "") + map_run_arn.split(":")[-1] + "/"
     files: dict[str, list[dict[str, Any]]] = {FAILED: [], "PENDING": [], SUCCEEDED: []}
     for status in (SUCCEEDED, FAILED):
-        results = [
-            child.output if compact and status == SUCCEEDED else _full(child, n, map_run_arn)
-            for n, child in enumerate(children)
-            if child.status == status
-        ]
+        results: list[Any] = []
+        for number, child in enumerate(children):
+            if child.status != status:
+                continue
+            if status == FAILED or transformation == "NONE":
+                results.append(_full(child, number, map_run_arn))
+            elif transformation == "FLATTEN" and isinstance(child.output, list):
+                results.extend(child.output)
+            else:
+                results.append(child.output)
         if not results:
             continue
         body = _encode(results, output_type)
