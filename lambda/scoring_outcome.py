@@ -1,4 +1,5 @@
-"""Step Functions task: ScoringOutcome. Event: ``{"plan", "job"}`` after the endpoint Map;
+"""Step Functions task: ScoringOutcome. Event: ``{"plan", "job", "scores"}`` after the endpoint
+Map (``scores``: the key of its result manifest, ``$.scores.manifest``);
 answers the round's job outcome ``{"name", "status"}``, or fails with DataFailure naming
 the shards whose records the endpoint refused."""
 
@@ -11,4 +12,5 @@ from batchinfer.pipeline.storage.clients import services
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     aws = services()
-    return scoring_outcome(RunPlan.from_state(event["plan"]), event["job"], s3=aws.s3).to_state()
+    plan = RunPlan.from_state(event["plan"])
+    return scoring_outcome(plan, event["job"], scores=event["scores"], s3=aws.s3).to_state()

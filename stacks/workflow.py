@@ -1,13 +1,16 @@
-"""The state machine of one run: Plan, Split, Collect, Infer (transform or processing, with
-retries and missing-shard resubmission), Verify, Finalize, and the failure path.
+"""The state machine of one run: Plan, Split, CheckSplits, Collect, Infer (transform or
+processing, with retries and missing-shard resubmission), Verify, Finalize, and the failure
+path.
 
 Data flow (everything per shard lives in S3 and DynamoDB; the state holds only small
-objects): ``$`` is the request; Plan adds ``$.plan``; Collect and Verify set ``$.round``
+objects): ``$`` is the request; Plan adds ``$.plan``; the SplitInputs Map sets ``$.splits``
+to its result manifest, which CheckSplits reads; Collect and Verify set ``$.round``
 (``number``, ``manifest``, ``shards_key``, ``complete``); AcquireInstances sets
 ``$.admission``; each job attempt sets ``$.job`` (``name``, ``status``, or the
 ``Error``/``Cause`` of a failed job); the CountShards Map checks each shard of the round
 (one CountShard a shard, items from ``$.round.shards_key``) and sets ``$.counts`` to its
-result manifest, which Verify reads; Finalize sets ``$.result``; every Catch puts
+result manifest, which Verify reads (the ScoreShards Map sets ``$.scores`` for
+ScoringOutcome the same way); Finalize sets ``$.result``; every Catch puts
 ``Error``/``Cause`` in ``$.error`` and leads to RecordFailure, then RunFailed.
 
 Admission: AcquireInstances leases the job's instances from the stack's budget (or the run
@@ -33,7 +36,6 @@ from constructs import Construct
 from batchinfer.instances.supported import has_local_storage
 from batchinfer.pipeline.contract import registry as steps
 from batchinfer.pipeline.contract.job_names import RUN_ID_TAG
-from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX
 from batchinfer.pipeline.contract.registry import Step
 from batchinfer.pipeline.jobs.split_job import (
     JOB,
@@ -115,8 +117,12 @@ def _run_map(
     result_path: str = sfn.JsonPath.DISCARD,
 ) -> sfn.DistributedMap:
     """A Distributed Map over a run's JSON Lines item file (the key at ``items_key`` in the
-    state, read line by line whatever its size), ``concurrency`` items at once, any failed
-    item failing the Map, its results written under ``runs/_map-results/``."""
+    state, read line by line whatever its size), ``concurrency`` items at once, its results
+    written under ``runs/_map-results/``. A failed item does not fail the Map: on AWS that
+    failure would carry only ``States.ExceedToleratedFailureThreshold``, not the item's own
+    error (https://docs.aws.amazon.com/step-functions/latest/dg/maprun-fail-threshold.html),
+    so the Map tolerates every failure and the step after it reads the failed items (with
+    their input, error and cause) from the result files and names them."""
     return sfn.DistributedMap(
         scope,
         id,
@@ -124,11 +130,9 @@ def _run_map(
             bucket=storage.data_bucket, key=sfn.JsonPath.string_at(items_key)
         ),
         item_selector=item_selector,
-        result_writer_v2=RunResultWriter(
-            bucket=storage.data_bucket, prefix=MAP_RESULTS_PREFIX.rstrip("/")
-        ),
+        result_writer_v2=RunResultWriter(bucket=storage.data_bucket),
         max_concurrency=concurrency,
-        tolerated_failure_percentage=0,
+        tolerated_failure_percentage=100,
         map_execution_type=sfn.StateMachineType.STANDARD,
         result_selector=result_selector,
         result_path=result_path,
@@ -364,7 +368,8 @@ class Workflow(Construct):
 
     def _plan_and_split(self, model: Model, split_jobs: SplitJobs | None) -> sfn.Chain:
         """Plan (a taken run id ends in DuplicateRun), the SplitInputs Map (the Lambda, or a
-        split job for large objects when the stack has split jobs), Collect."""
+        split job for large objects when the stack has split jobs), CheckSplits (which names
+        the inputs whose split failed), Collect."""
         plan = self._invoke(steps.PLAN)
         plan.add_catch(
             sfn.Fail(
@@ -380,7 +385,13 @@ class Workflow(Construct):
 
         split_object = self._invoke(steps.SPLIT_OBJECT)
         split_inputs = _run_map(
-            self, "SplitInputs", self._storage, "$.plan.inputs_key", self._config.split_concurrency
+            self,
+            "SplitInputs",
+            self._storage,
+            "$.plan.inputs_key",
+            self._config.split_concurrency,
+            result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
+            result_path="$.splits",
         )
         if split_jobs is None:
             split_inputs.item_processor(split_object)
@@ -393,9 +404,11 @@ class Workflow(Construct):
             )
         self._on_error(split_inputs)
 
+        check_splits = self._invoke(steps.CHECK_SPLITS)
+        self._on_error(check_splits)
         collect = self._invoke(steps.COLLECT)
         self._on_error(collect)
-        return plan.next(split_inputs).next(collect)
+        return plan.next(split_inputs).next(check_splits).next(collect)
 
     def _job(self) -> sfn.Parallel:
         """RunJob: PrepareJob names and builds the job, ChooseJob runs it as a transform or
@@ -541,9 +554,11 @@ class Workflow(Construct):
         """The endpoint engine's round, where a job would run: a Distributed Map over the
         round's shard list (``$.round.shards_key``), each shard scored by ScoreShard, invoked
         again while it answers ``continue``, at most ``endpoint_concurrency`` at once; then
-        ScoringOutcome sets ``$.job`` as a job task would. An endpoint still throttled or
-        failing after one invocation's retries is retried here, as is an invocation that
-        died; a refused record fails the round through ScoringOutcome, which names it."""
+        ScoringOutcome (given the Map's result manifest, ``$.scores``) sets ``$.job`` as a job
+        task would. An endpoint still throttled or failing after one invocation's retries is
+        retried here, as is an invocation that died; one still unavailable after these
+        retries leaves its shard without output for the next round; a refused record fails
+        the round through ScoringOutcome, which names it."""
         config = self._config
         score = self._invoke(steps.SCORE_SHARD)
         score.add_retry(
@@ -576,6 +591,8 @@ class Workflow(Construct):
                 "plan": sfn.JsonPath.object_at("$.plan"),
                 "job": sfn.JsonPath.string_at("$.job.name"),
             },
+            result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
+            result_path="$.scores",
         )
         score_shards.item_processor(score)
         return score_shards.next(self._invoke(steps.SCORING_OUTCOME))

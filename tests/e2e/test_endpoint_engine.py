@@ -2,9 +2,10 @@
 by the ScoreShards Map of ScoreShard Lambdas, each calling sagemaker-runtime InvokeEndpoint,
 which reaches a real ``batchinfer serve`` (gunicorn) serving model M. The same bytes as the
 job engines (R19: one output per shard, as a transform job writes it), throttling retried
-in the Lambda and by the Map, a refused record a named data failure without another round
-(R19), a Lambda out of time continued from its saved position, one that died completing its
-output retried without scoring again, an unknown endpoint refused by Plan."""
+in the Lambda and by the Map, an endpoint unavailable past every retry left to the next
+round, a refused record a named data failure without another round (R19), a Lambda out of
+time continued from its saved position, one that died completing its output retried
+without scoring again, an unknown endpoint refused by Plan."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from tests.support.offline import (
     offline_stack,
 )
 
-from .conftest import ENV, synthesize
+from .conftest import ENV, RETRY, synthesize
 from .test_existing_buckets import LAKE_KEY, create_bucket
 from .test_happy_path import csv_rows
 
@@ -116,6 +117,24 @@ def test_a_throttled_endpoint_is_retried_in_the_lambda_then_by_the_map(endpoint)
     output = stack.get(f"s3://{stack.bucket}/output/throttled/a.csv.out")
     assert output.splitlines() == [b"%d" % (4 * i + 1) for i in range(12)]
     assert run_status(stack, "throttled") == SUCCEEDED
+
+
+def test_an_endpoint_unavailable_past_every_retry_leaves_the_shard_to_the_next_round(endpoint):
+    """InvokeEndpoint throttled on every call: each round's ScoreShard fails
+    EndpointUnavailable after the Map's retries, the shard is left without output (not the
+    run failed), Verify resubmits it; after max_rounds (3) rounds the run fails naming it."""
+    stack = endpoint
+    stack.endpoints.faults.append(Throttle(10_000))
+    request = endpoint_run(stack, "unavailable", csv_rows(12), invocations_max_retries=0)
+    execution = stack.run(request, "unavailable")
+    assert execution.status == "FAILED" and execution.error == "ShardsMissing", execution.cause
+    entered = execution.states_entered()
+    assert entered.count("ScoreShards") == entered.count("Verify") == 3, "one round each"
+    assert "1 of 1 shards have no valid output after 3 job round(s)" in execution.cause
+    assert "a.csv" in execution.cause
+    attempts = 1 + RETRY["max_attempts"]  # the first invocation, then the Map's Retry
+    assert len(stack.lambdas.events_of("score_shard")) == 3 * attempts
+    assert run_status(stack, "unavailable") == FAILED
 
 
 def test_a_refused_record_is_a_named_data_failure_without_another_round(endpoint):

@@ -1,8 +1,10 @@
 """The failures the pipeline promises to survive, through the synthesized state machine:
 SageMaker throttling and quota errors retried with a new job name per attempt (S3, R1), a
 failed job whose missing shards alone are resubmitted (R4, R19), a persistent failure
-recorded and announced, bad requests stopped by Plan, and a run id started twice."""
+recorded and announced, a failed shard check named with its error, bad requests stopped by
+Plan, and a run id started twice."""
 
+import gzip
 import json
 
 import pytest
@@ -16,7 +18,7 @@ from batchinfer.pipeline.storage.status_table import (
 )
 from batchinfer.transform.settings import validate_job_name
 from stacks.execution_history import EVENTS_OUTSIDE_ROUNDS, EVENTS_PER_ROUND
-from tests.support.offline import ApiError, CapacityShortage, FailInputs, OfflineStack
+from tests.support.offline import ApiError, CapacityShortage, FailInputs, LambdaFault, OfflineStack
 
 from .test_happy_path import csv_rows
 
@@ -154,6 +156,36 @@ def test_capacity_failures_wait_longer_each_round_then_succeed(stack):
     assert item["status"] == SUCCEEDED and item["attempts"] == 3
     # The waits stay inside the history bound the config checks (stacks/execution_history.py).
     assert len(execution.history) <= EVENTS_OUTSIDE_ROUNDS + 3 * EVENTS_PER_ROUND
+
+
+def test_a_failed_shard_check_fails_the_run_naming_the_shard_and_its_error(stack):
+    """A CountShard whose function dies: the CountShards Map tolerates it (on AWS a Map past
+    its threshold fails with States.ExceedToleratedFailureThreshold, naming no shard), and
+    Verify reads the failed child from the Map's result files and fails the run naming the
+    shard, the error and the cause."""
+    stack.put("input/check/a.csv", csv_rows(10))
+    stack.lambdas.faults.append(LambdaFault("count_shard", "before", "Lambda.Unknown"))
+    execution = stack.run({"input": f"s3://{stack.bucket}/input/check/"}, "check")
+    assert execution.status == "FAILED" and execution.error == "MapItemFailed", execution.cause
+    assert "shard checks failed: a.csv (Lambda.Unknown): " in execution.cause
+    assert "injected by the offline harness" in execution.cause
+    run = StatusTable.named(stack.table_name).get_run("check")
+    assert run["run_status"] == FAILED and "a.csv (Lambda.Unknown)" in run["cause"]
+
+
+def test_a_failed_split_fails_the_run_naming_the_object_and_its_error(stack):
+    """SplitObject refuses an object that is not the gzip the request says: the SplitInputs
+    Map tolerates the failed child (on AWS its own failure names no object), and CheckSplits
+    reads it from the Map's result files and fails the run naming the object and the error;
+    the other object's split does not make the run go on."""
+    stack.put("input/split/a.csv.gz", gzip.compress(csv_rows(10), mtime=0))
+    stack.put("input/split/b.csv", b"not gzip at all\n")
+    request = {"input": f"s3://{stack.bucket}/input/split/", "compression_type": "Gzip"}
+    execution = stack.run(request, "split")
+    assert execution.status == "FAILED" and execution.error == "MapItemFailed", execution.cause
+    assert f"s3://{stack.bucket}/input/split/b.csv (InputError): " in execution.cause
+    assert "Collect" not in execution.states_entered()
+    assert StatusTable.named(stack.table_name).get_run("split")["run_status"] == FAILED
 
 
 @pytest.mark.parametrize(

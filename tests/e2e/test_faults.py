@@ -105,8 +105,8 @@ def test_recording_a_failure_again_announces_it_once(stack, when):
 
 
 def test_a_throttled_split_child_is_retried(stack):
-    """Lambda.TooManyRequestsException in the split Map (tolerated failures 0): retried, so
-    one throttled child does not fail the Map and the run."""
+    """Lambda.TooManyRequestsException in the split Map: retried, so one throttled child
+    does not fail (CheckSplits would fail the run naming it) and the run succeeds."""
     stack.lambdas.faults.append(
         LambdaFault("split_object", "before", "Lambda.TooManyRequestsException")
     )

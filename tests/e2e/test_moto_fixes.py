@@ -21,6 +21,7 @@ from tests.support.offline.moto_fixes import (
     keyword_path_bindings,
     map_result_files,
     parallel_states_errors,
+    tolerated_failures,
 )
 from tests.support.offline.stack import ended
 from tests.support.offline.template import ACCOUNT
@@ -49,6 +50,28 @@ def parallel(
     return {
         "StartAt": "P",
         "States": {"P": {"Type": "Parallel", "Branches": branches, **fields}, **(then or {})},
+    }
+
+
+def distributed_map(**fields: Any) -> dict[str, Any]:
+    """A state machine of one Distributed Map over its input, with ``fields``, whose item 2
+    fails with ``Broke``."""
+    fail_two = {"Variable": "$.n", "NumericEquals": 2, "Next": "Broke"}
+    processor = {
+        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+        "StartAt": "Check",
+        "States": {
+            "Check": {"Type": "Choice", "Choices": [fail_two], "Default": "Item"},
+            "Broke": {"Type": "Fail", "Error": "Broke", "Cause": "item 2"},
+            "Item": {"Type": "Pass", "End": True},
+        },
+    }
+    return {
+        "StartAt": "M",
+        "States": {
+            "M": {"Type": "Map", "ItemProcessor": processor, "ResultPath": None, "End": True}
+            | fields
+        },
     }
 
 
@@ -123,37 +146,60 @@ CASES = {
         {"status": "SUCCEEDED", "output": [{"input": "s3://b/a.csv"}, {"input": "s3://b/b.csv"}]},
         objects={"items.jsonl": b'{"input": "s3://b/a.csv"}\n{"input": "s3://b/b.csv"}\n'},
     ),
-    # The CountShards Map's results, read by Verify: the manifest lists the result file.
+    # The CountShards Map's results, read by Verify: JSON Lines of compact results, a failed
+    # child written whole, listed in the manifest.
     "map-result-files": Case(
         map_result_files,
-        {
-            "StartAt": "M",
-            "States": {
-                "M": {
-                    "Type": "Map",
-                    "ItemProcessor": {
-                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
-                        "StartAt": "Item",
-                        "States": {"Item": {"Type": "Pass", "End": True}},
-                    },
-                    "ResultWriter": {
-                        "Resource": "arn:aws:states:::s3:putObject",
-                        "Parameters": {"Bucket": BUCKET, "Prefix": "results"},
-                    },
-                    "ResultPath": None,
-                    "End": True,
-                },
+        distributed_map(
+            ResultWriter={
+                "Resource": "arn:aws:states:::s3:putObject",
+                "Parameters": {"Bucket": BUCKET, "Prefix": "results"},
+                "WriterConfig": {"OutputType": "JSONL", "Transformation": "COMPACT"},
             },
-        },
-        [{"n": 1}, {"n": 2}],
+            ToleratedFailurePercentage=100.0,
+        ),
+        [{"n": 1}, {"n": 2}, {"n": 3}],
         {
             "status": "SUCCEEDED",
-            "output": [{"n": 1}, {"n": 2}],
-            "written": ["SUCCEEDED_0.json", "manifest.json"],
+            "output": [{"n": 1}, {"n": 2}, {"n": 3}],
+            "written": {
+                "FAILED_0.json": [{"Input": {"n": 2}, "Error": "Broke", "Cause": "item 2"}],
+                "SUCCEEDED_0.json": [{"n": 1}, {"n": 3}],
+                "manifest.json": {"FAILED": 1, "PENDING": 0, "SUCCEEDED": 1},
+            },
         },
         written="results/",
     ),
+    # No tolerated failure: a failed split, check or scoring fails its Map with the
+    # threshold's error, not the child's.
+    "tolerated-failures": Case(
+        tolerated_failures,
+        distributed_map(),
+        [{"n": 1}, {"n": 2}, {"n": 3}],
+        {"status": "FAILED", "error": "States.ExceedToleratedFailureThreshold"},
+    ),
 }
+
+
+def written_results(s3: Any, prefix: str) -> dict[str, Any]:
+    """The objects below ``prefix`` by name: a manifest as its result files' count by status,
+    a result file as its JSON Lines (a failed child's Input parsed, its metadata left out)."""
+    written: dict[str, Any] = {}
+    for item in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", []):
+        body = s3.get_object(Bucket=BUCKET, Key=item["Key"])["Body"].read()
+        name = item["Key"].rsplit("/", 1)[-1]
+        if name == "manifest.json":
+            files = json.loads(body)["ResultFiles"]
+            written[name] = {status: len(listed) for status, listed in files.items()}
+            continue
+        lines = [json.loads(line) for line in body.splitlines()]
+        written[name] = [
+            {"Input": json.loads(line["Input"]), "Error": line["Error"], "Cause": line["Cause"]}
+            if isinstance(line, dict) and "Error" in line
+            else line
+            for line in lines
+        ]
+    return written
 
 
 def run(case: Case, corrected: bool) -> dict[str, Any]:
@@ -178,10 +224,11 @@ def run(case: Case, corrected: bool) -> dict[str, Any]:
         arn = sfn.start_execution(stateMachineArn=machine, input=json.dumps(case.state))
         described = ended(sfn, arn["executionArn"], timeout=20)
         output = described.get("output")
+        if described["status"] == "FAILED":
+            return {"status": "FAILED", "error": described.get("error")}
         result = {"status": described["status"], "output": json.loads(output) if output else None}
         if case.written is not None:
-            listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=case.written).get("Contents", [])
-            result["written"] = sorted(item["Key"].rsplit("/", 1)[-1] for item in listed)
+            result["written"] = written_results(s3, case.written)
         return result
 
 

@@ -1,42 +1,104 @@
-"""A Distributed Map's results as Step Functions' result writer leaves them: under
-``<prefix>/<map run id>/``, ``SUCCEEDED_0.json`` (the child executions, each ``Output`` a
-JSON string) and ``manifest.json`` listing it; and the CountShards Map played in-process."""
+"""A Distributed Map's results as Step Functions' result writer leaves them under
+``<prefix>/<map run id>/``: one result file per child status (``SUCCEEDED_0.json``,
+``FAILED_0.json``) and ``manifest.json`` listing them; and the CountShards Map played
+in-process.
+
+What a file holds follows the ResultWriter's ``WriterConfig``
+(https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html):
+without one (Transformation ``NONE``, OutputType ``JSON``) a JSON array of each child with
+its execution metadata and its ``Input`` and ``Output`` as JSON strings; with ``COMPACT``
+a succeeded child is its output alone (``FLATTEN``: an output that is an array, its
+elements); with ``JSONL`` each result is one line. A failed
+child is written unchanged whatever the Transformation: its metadata, ``Input``, ``Error``
+and ``Cause``."""
 
 import json
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from batchinfer.pipeline.contract.layout import MAP_RESULTS_PREFIX
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_FORMAT, MAP_RESULTS_PREFIX
+
+SUCCEEDED, FAILED = "SUCCEEDED", "FAILED"
+# The times of every child written: the results' size, not their dates, is what matters.
+STARTED, STOPPED = "2025-01-01T00:00:00.000Z", "2025-01-01T00:00:01.000Z"
+
+
+@dataclass(frozen=True)
+class Child:
+    """One child execution of a Map: its input, and its output or its error and cause."""
+
+    input: Any
+    output: Any = None
+    error: str | None = None
+    cause: str | None = None
+
+    @property
+    def status(self) -> str:
+        return SUCCEEDED if self.error is None else FAILED
+
+
+def _full(child: Child, number: int, map_run_arn: str) -> dict[str, Any]:
+    """The child as Transformation NONE writes it: metadata, Input, Output or Error/Cause."""
+    machine = map_run_arn.replace(":mapRun:", ":stateMachine:").rsplit(":", 1)[0]
+    result: dict[str, Any] = {
+        "ExecutionArn": f"{map_run_arn.replace(':mapRun:', ':execution:')}:{number:08d}",
+        "Input": json.dumps(child.input),
+        "InputDetails": {"Included": True},
+        "Name": f"{number:08d}-{uuid.UUID(int=number)}",
+        "RedriveCount": 0,
+        "RedriveStatus": "NOT_REDRIVABLE",
+        "RedriveStatusReason": f"Execution is {child.status} and cannot be redriven",
+        "StartDate": STARTED,
+        "StateMachineArn": machine,
+        "Status": child.status,
+        "StopDate": STOPPED,
+    }
+    if child.error is None:
+        return result | {"Output": json.dumps(child.output), "OutputDetails": {"Included": True}}
+    return result | {"Error": child.error, "Cause": child.cause or ""}
+
+
+def _encode(results: list[Any], output_type: str) -> bytes:
+    if output_type == "JSONL":
+        return b"".join(json.dumps(result).encode() + b"\n" for result in results)
+    return json.dumps(results).encode()
 
 
 def write_map_results(
-    s3: Any, bucket: str, prefix: str, map_run_arn: str, outputs: list[Any]
+    s3: Any,
+    bucket: str,
+    prefix: str,
+    map_run_arn: str,
+    children: list[Child],
+    writer_config: dict[str, str] | None,
 ) -> str:
-    """Write the results of the succeeded children whose outputs are ``outputs``; the key of
-    the manifest."""
+    """Write the results of ``children`` as the ResultWriter with ``writer_config`` (None:
+    no WriterConfig) does; the key of the manifest."""
+    config = writer_config or {}
+    transformation = config.get("Transformation", "NONE")
+    output_type = config.get("OutputType", "JSON")
     folder = (prefix.rstrip("/") + "/" if prefix else "") + map_run_arn.split(":")[-1] + "/"
-    results = [
-        {
-            "ExecutionArn": f"{map_run_arn}:{number}",
-            "Name": str(number),
-            "Output": json.dumps(output),
-            "OutputDetails": {"Included": True},
-            "Status": "SUCCEEDED",
-        }
-        for number, output in enumerate(outputs)
-    ]
-    files: list[dict[str, Any]] = []
-    if results:
-        body = json.dumps(results).encode()
-        key = f"{folder}SUCCEEDED_0.json"
+    files: dict[str, list[dict[str, Any]]] = {FAILED: [], "PENDING": [], SUCCEEDED: []}
+    for status in (SUCCEEDED, FAILED):
+        results: list[Any] = []
+        for number, child in enumerate(children):
+            if child.status != status:
+                continue
+            if status == FAILED or transformation == "NONE":
+                results.append(_full(child, number, map_run_arn))
+            elif transformation == "FLATTEN" and isinstance(child.output, list):
+                results.extend(child.output)
+            else:
+                results.append(child.output)
+        if not results:
+            continue
+        body = _encode(results, output_type)
+        key = f"{folder}{status}_0.json"
         s3.put_object(Bucket=bucket, Key=key, Body=body)
-        files.append({"Key": key, "Size": len(body)})
-    manifest = {
-        "DestinationBucket": bucket,
-        "MapRunArn": map_run_arn,
-        "ResultFiles": {"FAILED": [], "PENDING": [], "SUCCEEDED": files},
-    }
+        files[status].append({"Key": key, "Size": len(body)})
+    manifest = {"DestinationBucket": bucket, "MapRunArn": map_run_arn, "ResultFiles": files}
     key = f"{folder}manifest.json"
     s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(manifest).encode())
     return key
@@ -46,20 +108,20 @@ def count_shards(
     s3: Any, bucket: str, count_shard: Callable[[Any, Any], Any], plan: dict, round_: dict
 ) -> dict[str, str]:
     """What the CountShards Map leaves in ``$.counts``: each line of the round's shard list
-    checked by the ``count_shard`` handler, the answers written as the result writer does."""
+    checked by the ``count_shard`` handler, the answers written as the definition's result
+    writer does."""
     body = s3.get_object(Bucket=bucket, Key=round_["shards_key"])["Body"].read()
-    outputs = [
-        count_shard(
-            {
-                "shard": json.loads(line),
-                "job_output": plan["job_output"],
-                "shards_prefix": plan["shards_prefix"],
-                "settings": plan["settings"],
-            },
-            None,
-        )
-        for line in body.splitlines()
-        if line.strip()
-    ]
+    children = []
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        event = {
+            "shard": json.loads(line),
+            "job_output": plan["job_output"],
+            "shards_prefix": plan["shards_prefix"],
+            "settings": plan["settings"],
+        }
+        children.append(Child(event, count_shard(event, None)))
     run = f"arn:aws:states:eu-west-1:123456789012:mapRun:runs/CountShards:{uuid.uuid4()}"
-    return {"manifest": write_map_results(s3, bucket, MAP_RESULTS_PREFIX, run, outputs)}
+    key = write_map_results(s3, bucket, MAP_RESULTS_PREFIX, run, children, MAP_RESULTS_FORMAT)
+    return {"manifest": key}

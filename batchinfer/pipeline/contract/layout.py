@@ -20,6 +20,9 @@ RUNS_PREFIX = "runs/"
 OUTPUT_PREFIX = "output/"
 # Step Functions writes the Maps' results below this prefix (one folder per Map run).
 MAP_RESULTS_PREFIX = "runs/_map-results/"
+# How it writes them (the ResultWriter's WriterConfig): one line a child, a succeeded child
+# as its output alone, a failed one with its Input, Error and Cause.
+MAP_RESULTS_FORMAT = {"OutputType": "JSONL", "Transformation": "COMPACT"}
 INPUTS_FILE = "inputs.jsonl"  # JSON Lines: one split task per input object
 SHARDS_FILE = "shards.jsonl"  # JSON Lines: one shard a line, the first round's Map items
 ENVIRONMENT_FILE = "environment.json"

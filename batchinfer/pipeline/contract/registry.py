@@ -94,6 +94,16 @@ SPLIT_OBJECT = Step(
     pins_versions=True,
     multipart=True,
 )
+CHECK_SPLITS = Step(
+    name="check_splits",
+    state="CheckSplits",
+    description="Name the inputs whose split failed, from the split Map's results",
+    memory_mb=256,
+    timeout_seconds=300,
+    payload={"plan": "$.plan", "splits": "$.splits.manifest"},
+    result_path=DISCARD,
+    reads=(RUNS_PREFIX,),
+)
 COLLECT = Step(
     name="collect",
     state="Collect",
@@ -136,7 +146,7 @@ SCORING_OUTCOME = Step(
     description="End an endpoint round as a job outcome, naming refused shards",
     memory_mb=256,
     timeout_seconds=120,
-    payload={"plan": "$.plan", "job": "$.job.name"},
+    payload={"plan": "$.plan", "job": "$.job.name", "scores": "$.scores.manifest"},
     # The branch's answer, as a job task's: RunJob's ResultSelector takes name and status.
     result_path=None,
     reads=(RUNS_PREFIX,),
@@ -224,6 +234,7 @@ RECORD_FAILURE = Step(
 STEPS = (
     PLAN,
     SPLIT_OBJECT,
+    CHECK_SPLITS,
     COLLECT,
     ACQUIRE_INSTANCES,
     PREPARE_JOB,

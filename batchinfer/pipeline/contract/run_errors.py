@@ -26,3 +26,9 @@ class InstancesUnavailable(BatchInferError):
 class EndpointUnavailable(BatchInferError):
     """The endpoint kept throttling or failing (5xx) past the retries of one invocation:
     the Map retries the shard, which continues from its last saved position."""
+
+
+class MapItemFailed(BatchInferError):
+    """A child execution of a Distributed Map failed (a split, a shard's check or scoring):
+    the error names its item and the child's own error and cause, which the Map's failure
+    does not carry."""

@@ -7,19 +7,24 @@ gives the next round a wait (``wait_seconds``, doubling each round); one SageMak
 at its runtime limit is a failure like any other, one stopped from outside stops the run.
 
 Verify reads no shard and no output itself, and holds at most :data:`SHOWN` checks: the
-results are read one file at a time and the next round's lists are spooled to /tmp."""
+results are streamed one line (one shard's check) at a time and the next round's lists are
+spooled to /tmp."""
 
 import heapq
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from batchinfer.errors import InputError
 from batchinfer.pipeline.contract.limits import capacity_wait_seconds
-from batchinfer.pipeline.contract.run_errors import DataFailure, JobStopped, ShardsMissing
+from batchinfer.pipeline.contract.run_errors import (
+    DataFailure,
+    JobStopped,
+    MapItemFailed,
+    ShardsMissing,
+)
 from batchinfer.pipeline.contract.state import JobOutcome, Round, RunPlan, ShardCount
-from batchinfer.pipeline.storage.s3io import SpooledJson, read_json
+from batchinfer.pipeline.storage.map_results import MapResults, describe_failures, shard_name
+from batchinfer.pipeline.storage.s3io import SpooledJson
 from batchinfer.pipeline.storage.status_table import MISSING, SUCCEEDED, StatusTable, now
 from batchinfer.uris import S3Location
 
@@ -107,14 +112,12 @@ def verify(
 
 
 def read_counts(s3: Any, manifest: S3Location) -> Iterator[ShardCount]:
-    """The checks in the result files a Map's result manifest lists, one file at a time;
-    InputError naming the manifest when a child execution did not succeed."""
-    files = read_json(s3, manifest)["ResultFiles"]
-    unfinished = [f["Key"] for status in ("FAILED", "PENDING") for f in files.get(status, [])]
-    if unfinished:
-        raise InputError(
-            f"{manifest.uri}: shard checks did not all succeed: {', '.join(unfinished)}"
-        )
-    for listed in files["SUCCEEDED"]:
-        for result in read_json(s3, S3Location(manifest.bucket, listed["Key"])):
-            yield ShardCount.from_state(json.loads(result["Output"]))
+    """The checks in the result files a CountShards Map's manifest lists, streamed one line
+    at a time; MapItemFailed naming the shards whose check failed, with its error and cause."""
+    results = MapResults.read(s3, manifest)
+    results.unfinished()
+    failed = describe_failures(results.failures(s3), shard_name)
+    if failed:
+        raise MapItemFailed(f"{manifest.uri}: shard checks failed: {failed}")
+    for output in results.outputs(s3):
+        yield ShardCount.from_state(output)

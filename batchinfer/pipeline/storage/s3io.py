@@ -89,14 +89,14 @@ class SpooledJson:
         self.close()
 
 
-def read_json_lines(s3: Any, location: S3Location) -> Iterator[Any]:
-    """The values of a JSON Lines object, streamed; InputError naming its URI and the line
-    when unreadable or not JSON."""
+def read_json_lines(s3: Any, location: S3Location, *, chunk: int = CHUNK) -> Iterator[Any]:
+    """The values of a JSON Lines object, streamed ``chunk`` bytes a read; InputError naming
+    its URI and the line when unreadable or not JSON."""
     try:
         body = s3.get_object(Bucket=location.bucket, Key=location.key)["Body"]
     except ClientError as exc:
         raise InputError(f"{location.uri}: cannot read: {exc}") from None
-    for number, line in enumerate(body.iter_lines(chunk_size=CHUNK), start=1):
+    for number, line in enumerate(body.iter_lines(chunk_size=chunk), start=1):
         if not line.strip():
             continue
         try:

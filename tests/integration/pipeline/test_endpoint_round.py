@@ -17,7 +17,12 @@ from botocore.exceptions import ClientError
 
 from batchinfer.endpoints.targets import EndpointTarget, answer_of
 from batchinfer.errors import InputError, ValidationError
-from batchinfer.pipeline.contract.run_errors import DataFailure, EndpointUnavailable
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_FORMAT, MAP_RESULTS_PREFIX
+from batchinfer.pipeline.contract.run_errors import (
+    DataFailure,
+    EndpointUnavailable,
+    MapItemFailed,
+)
 from batchinfer.pipeline.contract.state import ShardEntry
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.steps.prepare_job import prepare_job
@@ -25,6 +30,7 @@ from batchinfer.pipeline.steps.score_shard import CONTINUE, DONE, FAILED, score_
 from batchinfer.pipeline.steps.scoring_outcome import COMPLETED, scoring_outcome
 from batchinfer.serving.launcher import start_server
 from batchinfer.transform.settings import TransformSettings
+from tests.support.map_results import Child, write_map_results
 from tests.support.offline import Endpoints, Throttle
 from tests.support.run_state import BUCKET, CSV_LINES, example_plan, example_round
 
@@ -249,15 +255,52 @@ def test_a_refused_record_is_recorded_and_named_by_the_outcome(account, runtime)
     assert not account.keys("output/r-1/")
     assert not account.s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads")
     with pytest.raises(DataFailure) as failure:
-        scoring_outcome(plan, JOB, s3=account.s3)
+        scoring_outcome(plan, JOB, scores=scores(account, scored("a.csv")), s3=account.s3)
     message = str(failure.value)
     assert f"s3://{BUCKET}/shards/r-1/a.csv: record 4: request failed: HTTP 400" in message
     assert "row holds 'bad'" in message and "no new round" in message
 
 
+def scored(name: str, error: str | None = None, cause: str | None = None) -> Child:
+    """A ScoreShard child of the ScoreShards Map: its input, and its answer or its error."""
+    given = {"shard": {"number": 1, "name": f"r-1/{name}"}, "job": JOB}
+    return Child(given, None if error else {"scored": {"status": DONE}}, error, cause)
+
+
+def scores(account, *children: Child) -> str:
+    """The key of the ScoreShards Map's result manifest over ``children``."""
+    run = "arn:aws:states:eu-west-1:123456789012:mapRun:runs/ScoreShards:0a1b2c3d"
+    return write_map_results(
+        account.s3, BUCKET, MAP_RESULTS_PREFIX, run, list(children), MAP_RESULTS_FORMAT
+    )
+
+
 def test_a_round_without_failures_is_completed(account):
-    outcome = scoring_outcome(endpoint_plan(), JOB, s3=account.s3)
+    outcome = scoring_outcome(
+        endpoint_plan(), JOB, scores=scores(account, scored("a.csv")), s3=account.s3
+    )
     assert (outcome.name, outcome.status) == (JOB, COMPLETED)
+
+
+def test_a_shard_whose_endpoint_stayed_unavailable_is_left_for_the_next_round(account):
+    """Its ScoreShard failed with EndpointUnavailable past the Map's retries: the round is
+    Completed, and Verify finds the shard without output."""
+    unavailable = scored("b.csv", "EndpointUnavailable", "HTTP 429: ThrottlingException")
+    manifest = scores(account, scored("a.csv"), unavailable)
+    outcome = scoring_outcome(endpoint_plan(), JOB, scores=manifest, s3=account.s3)
+    assert (outcome.name, outcome.status) == (JOB, COMPLETED)
+
+
+def test_a_scoreshard_failed_otherwise_is_named_with_its_error(account):
+    """The ScoreShards Map tolerates the failure (on AWS its own would name no shard): the
+    outcome names the shard, the error and the cause from the Map's result files."""
+    died = scored("b.csv", "Lambda.Unknown", "The function ran out of memory")
+    with pytest.raises(MapItemFailed) as failure:
+        scoring_outcome(
+            endpoint_plan(), JOB, scores=scores(account, scored("a.csv"), died), s3=account.s3
+        )
+    assert "r-1/b.csv (Lambda.Unknown): The function ran out of memory" in str(failure.value)
+    assert "a.csv" not in str(failure.value)
 
 
 def test_throttling_past_the_retries_is_left_to_the_map(account, runtime, endpoints):

@@ -13,6 +13,7 @@ another version fails at once rather than testing something else.
 import enum
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
@@ -20,12 +21,20 @@ from unittest import mock
 
 import moto
 from jsonpath_ng.ext import parse as parse_json_path
+from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
     CustomErrorName,
 )
 from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
+from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+    FailureEvent,
+    FailureEventException,
+)
 from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
     StatesErrorName,
+)
+from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+    StatesErrorNameType,
 )
 from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payloadbinding.payload_binding import (  # noqa: E501
     PayloadBindingStringExpressionSimple,
@@ -49,16 +58,25 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.ev
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.reader_config import (
     input_type,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (  # noqa: E501
+    DistributedIterationComponent,
+)
+from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor.distributed_item_processor_worker import (  # noqa: E501
+    DistributedItemProcessorWorker,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval.resource_eval_s3 import (  # noqa: E501
     ResourceEvalS3,
 )
 from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
 from moto.stepfunctions.parser.asl.eval.environment import Environment
+from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+from moto.stepfunctions.parser.asl.eval.program_state import ProgramError
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 from moto.stepfunctions.parser.asl.utils.json_path import extract_json
 
-from tests.support.map_results import write_map_results
+from tests.support.map_results import Child, write_map_results
 
 MOTO_VERSION = "5.2.5"
 if moto.__version__ != MOTO_VERSION:
@@ -181,32 +199,196 @@ def json_lines_item_reader() -> Iterator[None]:
         yield
 
 
+# moto's own internals, which the corrections below call around.
+_MOTO_EVAL_JOB = DistributedItemProcessorWorker._eval_job
+_MOTO_EVAL_INPUT = DistributedItemProcessorWorker._eval_input
+_MOTO_MAP_RUN = DistributedIterationComponent._map_run
+_CHILDREN_LOCK = threading.Lock()
+
+
+def _children_of(record: Any) -> dict[int, Child]:
+    """The children a map run record has seen, by item index (kept on the record)."""
+    with _CHILDREN_LOCK:
+        if not hasattr(record, "children"):
+            record.children = {}
+        children: dict[int, Child] = record.children
+        return children
+
+
+def _eval_input(self: Any, env_frame: Environment) -> None:
+    """moto's ``_eval_input`` that keeps the child's input (after the ItemSelector)."""
+    _MOTO_EVAL_INPUT(self, env_frame)
+    self.child_input = env_frame.states.get_input()
+
+
+def _eval_job(self: Any, env: Environment, job: Any) -> None:
+    """moto's ``_eval_job`` that keeps the child's input, and its output or its error and
+    cause, on the map run record."""
+    self.child_input = job.job_input
+    _MOTO_EVAL_JOB(self, env, job)
+    ended = env.program_state()
+    if isinstance(ended, ProgramError):
+        error = ended.error or {}
+        child = Child(self.child_input, None, error.get("error") or "", error.get("cause") or "")
+    else:
+        child = Child(self.child_input, job.job_output)
+    _children_of(self._map_run_record)[job.job_index] = child
+
+
+@contextmanager
+def _children_recorded() -> Iterator[None]:
+    with (
+        mock.patch.object(DistributedItemProcessorWorker, "_eval_input", _eval_input),
+        mock.patch.object(DistributedItemProcessorWorker, "_eval_job", _eval_job),
+    ):
+        yield
+
+
+def _every_state(states: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The states of ``states`` and of every Map and Parallel in them."""
+    for state in states.values():
+        yield state
+        for processor in (state.get("ItemProcessor"), state.get("Iterator")):
+            if processor:
+                yield from _every_state(processor["States"])
+        for branch in state.get("Branches") or []:
+            yield from _every_state(branch["States"])
+
+
+@contextmanager
+def _definitions_rewritten(rewrite: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """moto parses each definition once ``rewrite`` has changed each of its states."""
+    parse = AmazonStateLanguageParser.parse
+
+    def parse_rewritten(definition: str) -> Any:
+        parsed = json.loads(definition)
+        for state in _every_state(parsed["States"]):
+            rewrite(state)
+        return parse(json.dumps(parsed))
+
+    with mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(parse_rewritten)):
+        yield
+
+
+def _writer_config_in_parameters(state: dict[str, Any]) -> None:
+    """A ResultWriter's WriterConfig moved into its Parameters (moto's grammar has none),
+    where the writer finds it."""
+    writer = state.get("ResultWriter") or {}
+    if "WriterConfig" in writer:
+        writer.setdefault("Parameters", {})["WriterConfig"] = writer.pop("WriterConfig")
+
+
 def _put_results(env: Environment, resource_runtime_part: Any, state_credentials: Any) -> None:
-    """moto's ``ResourceEvalS3._handle_put_object`` that writes the result file too."""
+    """moto's ``ResourceEvalS3._handle_put_object`` that writes the result files too."""
     parameters = env.stack.pop()
-    outputs = env.stack.pop()
+    env.stack.pop()  # the succeeded children's outputs: the record has every child
     s3 = boto_client_for(
         service="s3", region=resource_runtime_part.region, state_credentials=state_credentials
     )
-    map_run_arn = env.map_run_record_pool_manager.get_all().pop().map_run_arn
+    record = env.map_run_record_pool_manager.get_all().pop()
+    children = _children_of(record)
     bucket = parameters["Bucket"]
-    key = write_map_results(s3, bucket, parameters["Prefix"], map_run_arn, outputs)
+    key = write_map_results(
+        s3,
+        bucket,
+        parameters["Prefix"],
+        record.map_run_arn,
+        [children[index] for index in sorted(children)],
+        parameters.get("WriterConfig"),
+    )
     env.stack.append(
-        {"MapRunArn": map_run_arn, "ResultWriterDetails": {"Bucket": bucket, "Key": key}}
+        {"MapRunArn": record.map_run_arn, "ResultWriterDetails": {"Bucket": bucket, "Key": key}}
     )
 
 
-def map_result_files() -> AbstractContextManager[Any]:
-    """A Distributed Map's ResultWriter writes the child executions' results.
+@contextmanager
+def map_result_files() -> Iterator[None]:
+    """A Distributed Map's ResultWriter writes the child executions' results as its
+    ``WriterConfig`` says.
 
-    AWS: the writer puts ``manifest.json`` under ``<Prefix>/<map run id>/``, listing the
-    result files it wrote there (``SUCCEEDED_0.json``, ...: JSON arrays of the child
-    executions with their ``Output`` as a JSON string); Verify reads the CountShards Map's
-    counts from them. moto writes the manifest alone, listing no result file. Here the
-    succeeded children's outputs go to one ``SUCCEEDED_0.json`` (with the fields Verify
-    reads: moto's interpreter keeps no child input or dates), listed in the manifest.
+    AWS (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html):
+    the writer puts ``manifest.json`` under ``<Prefix>/<map run id>/``, listing the result
+    files it wrote there by child status. Without a WriterConfig each child is written with
+    its execution metadata and its ``Input`` and ``Output`` as JSON strings, in a JSON array;
+    ``COMPACT`` writes a succeeded child's output alone, ``JSONL`` one result a line; a failed
+    child is written whole (``Input``, ``Error``, ``Cause``) whatever the Transformation. The
+    definition declares JSON Lines of compact results, which Verify and ScoringOutcome stream.
+    moto's grammar refuses a WriterConfig, and moto writes the manifest alone, listing no
+    result file. Here the WriterConfig is accepted and each child (its input after the
+    ItemSelector, and its output or its error and cause) is written as AWS writes it
+    (:func:`tests.support.map_results.write_map_results`).
     """
-    return mock.patch.object(ResourceEvalS3, "_handle_put_object", staticmethod(_put_results))
+    with (
+        _children_recorded(),
+        _definitions_rewritten(_writer_config_in_parameters),
+        mock.patch.object(ResourceEvalS3, "_handle_put_object", staticmethod(_put_results)),
+    ):
+        yield
+
+
+def _tolerated(self: Any, env: Environment, eval_input: Any) -> None:
+    """moto's ``_map_run`` with the Map's tolerated failure threshold applied."""
+    record = eval_input.map_run_record
+    try:
+        _MOTO_MAP_RUN(self, env, eval_input)
+        env.stack.pop()  # moto's outputs: a failed child's among them as null
+    except FailureEventException:
+        pass  # a child's own error, re-raised by moto: counted below like any failed child
+    children = _children_of(record)
+    failed = sum(1 for child in children.values() if child.error is not None)
+    # moto records an unset threshold as 0: the Map fails past those set (any failure when
+    # neither is), as on AWS, which fails it past either.
+    count, percentage = record.tolerated_failure_count, record.tolerated_failure_percentage
+    exceeded = [
+        failed > count if count else None,
+        100 * failed / max(len(children), 1) > percentage if percentage else None,
+    ]
+    if failed and (any(exceeded) or exceeded == [None, None]):
+        error = StatesErrorNameType.StatesExceedToleratedFailureThreshold
+        raise FailureEventException(
+            failure_event=FailureEvent(
+                env=env,
+                error_name=StatesErrorName(typ=error),
+                event_type=HistoryEventType.MapRunFailed,
+                event_details=EventDetails(
+                    executionFailedEventDetails=ExecutionFailedEventDetails(
+                        error=error.to_name(),
+                        cause="The specified tolerated failure threshold was exceeded",
+                    )
+                ),
+            )
+        )
+    env.stack.append([children[i].output for i in sorted(children) if children[i].error is None])
+
+
+def _percentage_as_decimal(state: dict[str, Any]) -> None:
+    """An integer ToleratedFailurePercentage written as a decimal: moto's grammar takes
+    only the latter (AWS takes any number from 0 to 100)."""
+    if isinstance(state.get("ToleratedFailurePercentage"), int):
+        state["ToleratedFailurePercentage"] = float(state["ToleratedFailurePercentage"])
+
+
+@contextmanager
+def tolerated_failures() -> Iterator[None]:
+    """A Distributed Map fails only when its failed children exceed its tolerated failure
+    threshold, and then with ``States.ExceedToleratedFailureThreshold``.
+
+    AWS (https://docs.aws.amazon.com/step-functions/latest/dg/maprun-fail-threshold.html):
+    ToleratedFailurePercentage (0 to 100, default 0) and ToleratedFailureCount bound the failed
+    children; past either, the Map Run fails with ``States.ExceedToleratedFailureThreshold``,
+    whose cause names no child; within them the Map succeeds and its result writer lists the
+    failed children under ``FAILED``. moto ignores both fields: a failed child either fails
+    the Map with the child's own error or is taken for a success with a null output, and its
+    grammar refuses an integer percentage. Here the children's failures are counted against
+    the thresholds; a Map within them outputs
+    its succeeded children's outputs, one past them fails as AWS's does.
+    """
+    with (
+        _children_recorded(),
+        _definitions_rewritten(_percentage_as_decimal),
+        mock.patch.object(DistributedIterationComponent, "_map_run", _tolerated),
+    ):
+        yield
 
 
 CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
@@ -215,6 +397,7 @@ CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
     parallel_states_errors,
     json_lines_item_reader,
     map_result_files,
+    tolerated_failures,
 )
 
 
