@@ -14,8 +14,10 @@ and ``Cause``."""
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
+from tempfile import TemporaryFile
 from typing import Any
 
 from batchinfer.pipeline.contract.layout import MAP_RESULTS_FORMAT, MAP_RESULTS_PREFIX
@@ -60,44 +62,49 @@ def _full(child: Child, number: int, map_run_arn: str) -> dict[str, Any]:
     return result | {"Error": child.error, "Cause": child.cause or ""}
 
 
-def _encode(results: list[Any], output_type: str) -> bytes:
-    if output_type == "JSONL":
-        return b"".join(json.dumps(result).encode() + b"\n" for result in results)
-    return json.dumps(results).encode()
-
-
 def write_map_results(
     s3: Any,
     bucket: str,
     prefix: str,
     map_run_arn: str,
-    children: list[Child],
+    children: Iterable[Child],
     writer_config: dict[str, str] | None,
 ) -> str:
-    """Write the results of ``children`` as the ResultWriter with ``writer_config`` (None:
-    no WriterConfig) does; the key of the manifest."""
+    """Write the results of ``children`` (read once, one at a time) as the ResultWriter with
+    ``writer_config`` (None: no WriterConfig) does; the key of the manifest."""
     config = writer_config or {}
     transformation = config.get("Transformation", "NONE")
-    output_type = config.get("OutputType", "JSON")
+    lines = config.get("OutputType", "JSON") == "JSONL"
     folder = (prefix.rstrip("/") + "/" if prefix else "") + map_run_arn.split(":")[-1] + "/"
-    files: dict[str, list[dict[str, Any]]] = {FAILED: [], "PENDING": [], SUCCEEDED: []}
-    for status in (SUCCEEDED, FAILED):
-        results: list[Any] = []
+    with ExitStack() as stack:
+        spools = {status: stack.enter_context(TemporaryFile()) for status in (SUCCEEDED, FAILED)}
+        counts = dict.fromkeys(spools, 0)
+
+        def add(status: str, result: Any) -> None:
+            text = json.dumps(result).encode()
+            spools[status].write(
+                text + b"\n" if lines else (b"," if counts[status] else b"[") + text
+            )
+            counts[status] += 1
+
         for number, child in enumerate(children):
-            if child.status != status:
-                continue
-            if status == FAILED or transformation == "NONE":
-                results.append(_full(child, number, map_run_arn))
+            if child.status == FAILED or transformation == "NONE":
+                add(child.status, _full(child, number, map_run_arn))
             elif transformation == "FLATTEN" and isinstance(child.output, list):
-                results.extend(child.output)
+                for result in child.output:
+                    add(SUCCEEDED, result)
             else:
-                results.append(child.output)
-        if not results:
-            continue
-        body = _encode(results, output_type)
-        key = f"{folder}{status}_0.json"
-        s3.put_object(Bucket=bucket, Key=key, Body=body)
-        files[status].append({"Key": key, "Size": len(body)})
+                add(SUCCEEDED, child.output)
+        files: dict[str, list[dict[str, Any]]] = {FAILED: [], "PENDING": [], SUCCEEDED: []}
+        for status, spool in spools.items():
+            if not counts[status]:
+                continue
+            if not lines:
+                spool.write(b"]")
+            key = f"{folder}{status}_0.json"
+            files[status].append({"Key": key, "Size": spool.tell()})
+            spool.seek(0)
+            s3.upload_fileobj(spool, bucket, key)
     manifest = {"DestinationBucket": bucket, "MapRunArn": map_run_arn, "ResultFiles": files}
     key = f"{folder}manifest.json"
     s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(manifest).encode())

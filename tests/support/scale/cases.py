@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 from unittest import mock
@@ -26,12 +26,16 @@ import boto3
 
 from batchinfer.pipeline.contract import registry
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.contract.layout import MAP_RESULTS_FORMAT, MAP_RESULTS_PREFIX
+from batchinfer.pipeline.contract.state import JobOutcome, ShardCount, ShardEntry
 from batchinfer.pipeline.storage.status_table import StatusTable
+from batchinfer.sharding.names import shard_name
 from stacks.triggers import ARRIVALS_MEMORY_MB, ARRIVALS_TIMEOUT_SECONDS
 from tests.support.aws import create_status_table
 from tests.support.many_objects import object_name
+from tests.support.map_results import Child, write_map_results
 from tests.support.offline.arrivals import object_created
-from tests.support.run_state import BUCKET
+from tests.support.run_state import BUCKET, example_plan, example_round
 from tests.support.scale.costs import (
     DYNAMODB_REQUEST_SECONDS,
     STATES_REQUEST_SECONDS,
@@ -191,6 +195,60 @@ class Case:
     warm_up: int = 10
 
 
+def shard_entry(number: int, shards_per_object: int = 10) -> ShardEntry:
+    """Shard ``number`` of a run whose objects each make ``shards_per_object`` shards."""
+    folder, name = object_name(number // shards_per_object).split("/")
+    part = shard_name(name, number % shards_per_object)
+    return ShardEntry(
+        number, f"{folder}/{part}", f"s3://{BUCKET}/input/{folder}/{name}", name, 64 * 1024**2
+    )
+
+
+def verify_round(shards: int, trace: bool = True) -> Outcome:
+    """Verify gathering a round of ``shards`` shard checks, 1 in 100 without output."""
+    from batchinfer.pipeline.steps.verify import verify
+
+    plan = example_plan(run_id="scale")
+
+    def checks() -> Iterator[Child]:
+        for number in range(shards):
+            shard = shard_entry(number)
+            valid = number % 100
+            check = ShardCount(
+                shard,
+                f"{plan.job_output}{shard.name}.out",
+                None if valid else "no output",
+                {"records_in": 1000, "records_out": 1000} if valid else {},
+            )
+            yield Child({"shard": shard.to_line()}, check.to_state())
+
+    with account() as aws:
+        aws.status.create_run("scale", EXECUTION, objects=shards // 10)
+        run = f"arn:aws:states:{REGION}:123456789012:mapRun:runs/CountShards:scale"
+        counts = write_map_results(
+            aws.s3, BUCKET, MAP_RESULTS_PREFIX, run, checks(), MAP_RESULTS_FORMAT
+        )
+        round_ = replace(example_round(), shards=shards, missing=shards)
+        job = JobOutcome.from_state({"name": "bi-scale-r1", "status": "Completed"})
+        aws.meter.calls.clear()
+        return run_step(
+            aws,
+            registry.VERIFY,
+            f"{shards:,} shards in a round",
+            lambda: verify(
+                plan,
+                round_,
+                job,
+                counts=counts,
+                execution=EXECUTION,
+                s3=aws.s3,
+                table=aws.status,
+                capacity_wait=0,
+            ),
+            trace,
+        )
+
+
 def _states_seconds(starts: Iterator[int]) -> Callable[[str], float]:
     """Step Functions' charge: StartExecution beyond the token bucket waits for its refill."""
 
@@ -250,4 +308,5 @@ def arrivals_batch(messages: int, trace: bool = True) -> Outcome:
 CASES: dict[str, Case] = {
     "plan": Case(plan_objects, 100_000, 10_000, "plan"),
     "arrivals": Case(arrivals_batch, 3_000, 300, "arrivals"),
+    "verify": Case(verify_round, 1_000_000, 50_000, "verify"),
 }

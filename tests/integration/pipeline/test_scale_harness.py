@@ -1,0 +1,33 @@
+"""The scale harness's cases (bench/pipeline/scale.py runs them at full size): each step's
+real code does its work against the fakes, with the calls AWS would answer, and the steps
+that must hold a run of any size in bounded memory do so: ten times the run, about the same
+peak of Python allocations (docs/scaling.md)."""
+
+import pytest
+
+from tests.support.scale.cases import plan_objects, verify_round
+
+# What ten times the run may add to a bounded step's peak: buffers that fill to a fixed size
+# (the spools' 8 MiB in memory, boto3's transfer parts) reach it at one size and not the other.
+GROWTH_MIB = 4.0
+
+
+@pytest.fixture(autouse=True)
+def credentials(monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+
+
+def test_verify_streams_a_round_in_bounded_memory_writing_25_items_a_request():
+    small, large = verify_round(2_000), verify_round(20_000)
+    assert large.result.missing == 200 and large.result.number == 2  # 1 in 100 missing
+    assert large.figures.calls["dynamodb:BatchWriteItem"] == 20_000 // 25
+    assert large.figures.calls["s3:GetObject"] == 2  # the manifest and one result file
+    assert large.figures.peak_mib < small.figures.peak_mib + GROWTH_MIB
+
+
+def test_plan_lists_objects_a_page_at_a_time_in_bounded_memory():
+    small, large = plan_objects(1_000), plan_objects(10_000)
+    assert large.result.objects == 10_000
+    assert large.figures.calls["s3:ListObjectsV2"] == 10
+    assert large.figures.peak_mib < small.figures.peak_mib + GROWTH_MIB
