@@ -1,5 +1,6 @@
-"""The failure recorder: close a run with the cause and the failing job or shards, return
-the instances its job leased to the budget, then announce it once. Called by the state
+"""The failure recorder: close a run with the cause and the failing job, return the
+instances its job leased to the budget and delete its model, then name its first failed
+shards (from a bounded read of its SHARD items) and announce it once. Called by the state
 machine's Catch path and, for executions that ended without it (timed out, aborted, or
 failed with an error no Catch can take), by an EventBridge rule.
 
@@ -172,6 +173,7 @@ def _record(
         # with the end it recorded.
         run = replace(
             run,
+            output=item.get("output"),
             status=item[STATUS_INDEX_PARTITION],
             error=item.get("error"),
             cause=item.get("cause"),
