@@ -60,10 +60,11 @@ def reads(account, monkeypatch):
 
 
 def failing_run(account, run_id, shards, missing=()):
-    """A RUNNING run holding 2 instances of the budget and a model of its own, with
-    ``shards`` SHARD items: those numbered in ``missing`` MISSING, the others SUCCEEDED."""
+    """A RUNNING run with its output, holding 2 instances of the budget and a model of its
+    own, with ``shards`` SHARD items: those numbered in ``missing`` MISSING, the others
+    SUCCEEDED."""
     execution = EXECUTION + run_id
-    account.table.create_run(run_id, execution)
+    account.table.create_run(run_id, execution, output=example_plan(run_id=run_id).output)
     leases = InstanceLeases(account.table.table)
     granted = leases.acquire(
         TYPE, run_id, 2, 8, execution=execution, round_number=1, lease_seconds=3600
@@ -169,7 +170,38 @@ def test_a_run_is_closed_before_its_shards_are_read_and_a_retry_finishes(account
     notifications, events = account.announced()
     assert len(notifications) == 1 and len(events) == 1
     assert events[0]["detail"]["failed_shards"] == ["part-000001.csv"]
-    assert path(account, "r") is None or path is catch_path, "then the rule leaves it alone"
+    if path is end_of_run_rule:
+        assert path(account, "r") is None, "then the rule leaves the closed run alone"
+
+
+def test_the_end_of_run_rule_finishes_what_the_catch_path_began(account, reads):
+    """RecordFailure closed the run but could not read its shards, so the execution failed
+    as FailureNotRecorded: the end-of-run rule announces the run with the end RecordFailure
+    recorded (its error, not FailureNotRecorded)."""
+    failing_run(account, "half", 3, missing={2})
+    reads.fail = True
+    with pytest.raises(ClientError):
+        catch_path(account, "half")
+    reads.fail = False
+    event = {
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": {
+            "name": "half",
+            "status": "FAILED",
+            "executionArn": EXECUTION + "half",
+            "input": json.dumps({"input": "s3://b/input/", "run_id": "half"}),
+            "error": "FailureNotRecorded",
+        },
+    }
+    failure = record_ended_execution(event, **account.failure_clients())
+    assert failure is not None and failure.error == "ShardsMissing"
+    run = account.table.get_run("half")
+    assert (run["run_status"], run["error"]) == (FAILED, "ShardsMissing")
+    assert run["failed_shards"] == ["part-000002.csv"] and RECORDING_FAILURE not in run
+    _, (announced,) = account.announced()
+    assert announced["detail"]["error"] == "ShardsMissing"
+    assert announced["detail"]["output"] == example_plan(run_id="half").output
+    assert record_ended_execution(event, **account.failure_clients()) is None, "once"
 
 
 def test_recording_twice_releases_deletes_and_announces_once(account, monkeypatch):
