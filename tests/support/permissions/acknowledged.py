@@ -39,11 +39,6 @@ ACKNOWLEDGED: dict[str, str] = {
     "TriggersArrivalsFunctionRole* sqs:ChangeMessageVisibility on *": _SQS_POLLER,
     "TriggersArrivalsFunctionRole* sqs:GetQueue* on *": _SQS_POLLER,
     "* s3:AbortMultipartUpload on *": _MULTIPART_ABORT,
-    "FunctionsRecordFailureRole*KeepFailedEndOfRunEvents* sqs:SendMessage on *": (
-        "The Lambda service sends the record of an asynchronous invocation that failed every "
-        "try (the end-of-run rule's event) to the on-failure destination with the function's "
-        "role; the offline end-of-run rule's invocations do not fail."
-    ),
     "CliAccess*StageInputs* s3:PutObject on *": (
         "Users stage inputs under input/ with their own tools (aws s3 cp); the CLI takes "
         "s3:// inputs as they are."
