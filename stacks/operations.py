@@ -61,9 +61,9 @@ class Notifications(Construct):
 
 
 class Alarms(Construct):
-    """Alarms on failed, timed-out and aborted executions, on Lambda errors and on arrivals
-    in the S3 trigger's dead-letter queue, sent to the topic, and a dashboard of runs and
-    Lambdas."""
+    """Alarms on failed, timed-out and aborted executions, on Lambda errors, on ended
+    executions the end-of-run rule could not record and on arrivals in the S3 trigger's
+    dead-letter queue, sent to the topic, and a dashboard of runs and Lambdas."""
 
     def __init__(
         self,
@@ -74,6 +74,7 @@ class Alarms(Construct):
         state_machine: sfn.StateMachine,
         functions: dict[str, lambda_.Function],
         topic: sns.ITopic,
+        ended_dead_letters: sqs.IQueue,
         dead_letters: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, id)
@@ -94,6 +95,14 @@ class Alarms(Construct):
                 f"The {name} Lambda of batchinfer {config.name} raised errors",
                 action,
             )
+        self._alarm(
+            "RunEndedDeadLetters",
+            ended_dead_letters.metric_approximate_number_of_messages_visible(period=period),
+            f"Ended executions of batchinfer {config.name} whose run the end-of-run rule did not "
+            "close (dead-letter queue): the run may still show RUNNING and hold its instances",
+            action,
+            statistic="Maximum",
+        )
         if dead_letters is not None:
             self._alarm(
                 "ArrivalsDeadLetters",

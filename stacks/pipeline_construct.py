@@ -147,6 +147,7 @@ class BatchInferencePipeline(Construct):
                 if self.triggers.arrivals_function
                 else {}
             ),
+            ended_dead_letters=self.triggers.ended_dead_letters,
             dead_letters=self.triggers.dead_letters,
             topic=self.notifications.topic,
         )

@@ -22,6 +22,7 @@ from stacks.config import PipelineConfig
 from stacks.config.trigger import S3TriggerConfig
 from stacks.data_access import grant_list
 from stacks.functions import Functions, lambda_function
+from stacks.nag import acknowledge
 from stacks.status_table import StatusTable
 from stacks.storage import Storage
 
@@ -34,11 +35,17 @@ ARRIVALS_MEMORY_MB = 256
 ARRIVALS_BATCH_SIZE = 10_000
 # Receives of a message before SQS moves it to the dead-letter queue.
 ARRIVALS_MAX_RECEIVES = 5
+# EventBridge's tries to deliver an ended execution's event to the failure recorder (it
+# retries throttling and service errors, with backoff) and for how long, before the event
+# goes to the dead-letter queue, whose alarm tells of it.
+ENDED_RULE_RETRIES = 8
+ENDED_RULE_MAX_EVENT_AGE_HOURS = 2
 
 
 class Triggers(Construct):
     """``schedules`` by name; with an S3 trigger ``arrival_rule``, ``arrivals`` (the queue),
-    ``dead_letters`` and ``arrivals_function`` (else None); ``ended_rule``."""
+    ``dead_letters`` and ``arrivals_function`` (else None); ``ended_rule`` and
+    ``ended_dead_letters``, where the ended executions' events it could not record go."""
 
     def __init__(
         self,
@@ -92,7 +99,83 @@ class Triggers(Construct):
                 },
             ),
         )
-        self.ended_rule.add_target(targets.LambdaFunction(record_failure, retry_attempts=8))
+        self._ended_dead_letters(storage, record_failure)
+
+    def _ended_dead_letters(self, storage: Storage, record_failure: lambda_.IFunction) -> None:
+        """Where an ended execution's event goes when the failure recorder could not take
+        it, rather than being dropped: EventBridge's failed deliveries (the target's
+        dead-letter queue, after its retries) and the recorder's failures (Lambda's on-failure
+        destination, after Lambda's retries of the asynchronous invocation; each of its
+        actions is safe to run again). The queue is encrypted with the stack's key, which
+        EventBridge may use through this account's queues only.
+        https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html
+        https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html"""
+        self.ended_dead_letters = sqs.Queue(
+            self,
+            "RunEndedDeadLetters",
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=storage.key,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(
+            self.ended_dead_letters,
+            "AwsSolutions-SQS3",
+            "This queue is itself a dead-letter queue: the end-of-run rule's target's and the "
+            "failure recorder's on-failure destination (cdk-nag knows only the dead-letter "
+            "queues that another queue's RedrivePolicy names).",
+        )
+        stack = Stack.of(self)
+        storage.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EventBridgeEndOfRunDeadLetters",
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],
+                # SQS asks KMS for a queue's data keys with the queue's ARN as context: this
+                # account's queues (naming this one would make the key and queue a cycle).
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:sqs:arn": stack.format_arn(
+                            service="sqs", resource="*"
+                        )
+                    },
+                },
+            )
+        )
+        self.ended_rule.add_target(
+            targets.LambdaFunction(
+                record_failure,
+                dead_letter_queue=self.ended_dead_letters,
+                retry_attempts=ENDED_RULE_RETRIES,
+                max_event_age=Duration.hours(ENDED_RULE_MAX_EVENT_AGE_HOURS),
+            )
+        )
+        # The recorder's role already uses the stack key (its UseDataKey statement).
+        record_failure.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="KeepFailedEndOfRunEvents",
+                actions=["sqs:SendMessage"],
+                resources=[self.ended_dead_letters.queue_arn],
+            )
+        )
+        invoke_config = lambda_.CfnEventInvokeConfig(
+            self,
+            "RecordEndedExecution",
+            function_name=record_failure.function_name,
+            qualifier="$LATEST",
+            maximum_retry_attempts=2,
+            maximum_event_age_in_seconds=6 * 3600,
+            destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
+                on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(
+                    destination=self.ended_dead_letters.queue_arn
+                )
+            ),
+        )
+        # Lambda checks that the role may send to the destination when it is configured.
+        assert record_failure.role is not None, "the stack's Lambdas have roles of their own"
+        invoke_config.node.add_dependency(record_failure.role)
 
     def _arrivals(
         self,

@@ -35,6 +35,7 @@ RUN_KEYS = (
     "cause",
     "failed_job",
     "failed_shards",
+    "failed_shards_cut",
     "settings",
     "estimate",
 )

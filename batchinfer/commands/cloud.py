@@ -261,13 +261,22 @@ def run_table(run: dict[str, Any]) -> Table:
         ("error", run.get("error")),
         ("cause", run.get("cause")),
         ("failed job", run.get("failed_job")),
-        ("failed shards", ", ".join(run.get("failed_shards") or [])),
+        ("failed shards", _failed_shards(run)),
         ("execution", run.get("execution_arn")),
     ]
     for label, value in rows:
         if value not in (None, ""):
             view.add_row(label, value if isinstance(value, Text) else _text(value))
     return view
+
+
+def _failed_shards(run: dict[str, Any]) -> str:
+    """The failed shards the run names; the recorder names at most a few, found reading a
+    bounded number of shards, and says when more may have failed."""
+    names = ", ".join(run.get("failed_shards") or [])
+    if not run.get("failed_shards_cut"):
+        return names
+    return f"{names}, and maybe more (see the shards)" if names else "none named: not all were read"
 
 
 def estimate_table(run: dict[str, Any]) -> Table:

@@ -12,6 +12,7 @@ from batchinfer.pipeline.storage.instance_leases import InstanceLeases
 from batchinfer.pipeline.storage.status_table import (
     ABORTED,
     FAILED,
+    RUNNING,
     SUCCEEDED,
     StatusTable,
 )
@@ -215,6 +216,33 @@ def test_stopping_the_execution_mid_job_aborts_the_run(stack):
     assert execution.status == "ABORTED"
     assert stack.jobs.described[stack.jobs.started[0]]["TransformJobStatus"] == "Stopped"
     assert outcome(stack, "stopped-run") == {
+        "status": ABORTED,
+        "messages": 1,
+        "events": 1,
+        "success_marker": False,
+        "jobs": 1,
+    }
+
+
+def test_an_end_of_run_recording_failing_every_try_is_kept_for_a_redrive(stack):
+    """StopExecution, and the failure recorder fails each of Lambda's three tries of the
+    end-of-run rule's event: Lambda sends the invocation record to the rule's dead-letter
+    queue (whose depth alarms) instead of dropping it, and the event it holds, invoked
+    again, closes the run and announces it once."""
+    stack.jobs.faults.append(StopExecution())
+    stack.lambdas.faults.extend([LambdaFault("record_failure", "before")] * 3)
+    execution = stack.run(put_input(stack, "kept"), "kept")
+    assert execution.status == "ABORTED"
+    assert StatusTable.named(stack.table_name).get_run("kept")["run_status"] == RUNNING
+    url = next(u for k, u in stack.queue_urls.items() if k.startswith("TriggersRunEnded"))
+    (message,) = stack.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    record = json.loads(message["Body"])
+    context = record["requestContext"]
+    assert (context["condition"], context["approximateInvokeCount"]) == ("RetriesExhausted", 3)
+    assert record["requestPayload"]["detail"]["status"] == "ABORTED"
+    function_arn = context["functionArn"].removesuffix(":$LATEST")
+    stack.lambdas.invoke_event(function_arn, record["requestPayload"])
+    assert outcome(stack, "kept") == {
         "status": ABORTED,
         "messages": 1,
         "events": 1,

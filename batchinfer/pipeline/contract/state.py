@@ -286,6 +286,8 @@ class RunEnd(StatePart):
     cause: str | None = None
     failed_job: str | None = None
     failed_shards: list[str] | None = None
+    # True when more shards may have failed than ``failed_shards`` names (it is cut).
+    failed_shards_cut: bool | None = None
 
     def to_state(self) -> dict[str, Any]:
         """The fields that are set."""

@@ -1,5 +1,6 @@
-"""The failure recorder: close a run with the cause and the failing job or shards, return
-the instances its job leased to the budget, then announce it once. Called by the state
+"""The failure recorder: close a run with the cause and the failing job, return the
+instances its job leased to the budget and delete its model, then name its first failed
+shards (from a bounded read of its SHARD items) and announce it once. Called by the state
 machine's Catch path and, for executions that ended without it (timed out, aborted, or
 failed with an error no Catch can take), by an EventBridge rule.
 
@@ -8,6 +9,7 @@ not taken), ABORTED when a job or the execution was stopped on purpose, FAILED o
 """
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from batchinfer.errors import ValidationError
@@ -23,7 +25,9 @@ from batchinfer.pipeline.storage.status_table import (
     FAILED,
     INSTANCE_LEASE,
     MISSING,
+    RECORDING_FAILURE,
     REJECTED,
+    STATUS_INDEX_PARTITION,
     NotRunOwner,
     StatusTable,
     now,
@@ -31,6 +35,10 @@ from batchinfer.pipeline.storage.status_table import (
 
 CAUSE_LIMIT = 4000
 SHOWN_SHARDS = 20
+# The most SHARD items read to name failed shards, and per Query: a run of any size is
+# recorded within the Lambda's memory and time.
+SHARDS_READ = 5_000
+SHARDS_PAGE = 1_000
 
 
 def record_failure(
@@ -131,11 +139,10 @@ def _record(
     sagemaker: Any,
     only_if_running: bool = False,
 ) -> Failure:
-    failed_shards = [
-        item.get("name", str(item["shard"]))
-        for item in table.shards(run_id)
-        if item.get("status") == MISSING
-    ][:SHOWN_SHARDS]
+    """Close the run, return its lease, delete its model, then name its failed shards and
+    announce it: what matters most is done before any SHARD item is read. Each action may
+    run again (a retried step): a release or deletion done already is a no-op, and the
+    announcement is claimed once."""
     run = RunEnd(
         run_id=run_id,
         status=status,
@@ -144,30 +151,66 @@ def _record(
         error=error,
         cause=cause[:CAUSE_LIMIT],
         failed_job=failed_job,
-        failed_shards=failed_shards or None,
     )
-    attributes = {"run_status": status, "finished_at": now()} | {
+    attributes = {"run_status": status, "finished_at": now(), RECORDING_FAILURE: now()} | {
         key: value
         for key, value in run.to_state().items()
-        if key in ("error", "cause", "failed_job", "failed_shards") and value
+        if key in ("error", "cause", "failed_job") and value
     }
     try:
         table.update_run(
             run_id, execution, attributes, create=create, only_if_running=only_if_running
         )
+        item = table.get_run(run_id) or {}
     except NotRunOwner:
-        if only_if_running:
+        if not only_if_running:
+            # Another execution owns this run id: leave its record and its subscribers alone.
+            return Failure(error, f"run {run_id} (not this execution's): {cause}")
+        item = table.get_run(run_id) or {}
+        if item.get("execution_arn") != execution or RECORDING_FAILURE not in item:
             raise
-        # Another execution owns this run id: leave its record and its subscribers alone.
-        return Failure(error, f"run {run_id} (not this execution's): {cause}")
-    item = table.get_run(run_id) or {}
+        # An earlier recording closed the run and stopped before it announced: finish it
+        # with the end it recorded.
+        run = replace(
+            run,
+            output=item.get("output"),
+            status=item[STATUS_INDEX_PARTITION],
+            error=item.get("error"),
+            cause=item.get("cause"),
+            failed_job=item.get("failed_job"),
+        )
     if item.get(INSTANCE_LEASE):
         # The job's instances go back to the budget (ReleaseInstances did not run).
         InstanceLeases(table.table).release(item[INSTANCE_LEASE], run_id)
     if item.get("run_model"):
         delete_run_model(item["run_model"], sagemaker)
+    run = _with_failed_shards(run, execution, table)
     announce(run, env=env, events=events, sns=sns, table=table)
-    return Failure(error, f"run {run_id}: {cause}"[:CAUSE_LIMIT])
+    table.remove_run_attribute(run_id, execution, RECORDING_FAILURE)
+    return Failure(run.error or error, f"run {run_id}: {run.cause or cause}"[:CAUSE_LIMIT])
+
+
+def _with_failed_shards(run: RunEnd, execution: str, table: StatusTable) -> RunEnd:
+    """``run`` naming its first failed (MISSING) shards, recorded on the RUN item too. At
+    most SHARDS_READ SHARD items are read, whatever the run's size; ``failed_shards_cut``
+    says when more may have failed than are named."""
+    found, cut = table.shards_with_status(
+        run.run_id, MISSING, most=SHOWN_SHARDS, read=SHARDS_READ, page=SHARDS_PAGE
+    )
+    names = [item.get("name", str(item["shard"])) for item in sorted(found, key=_number)]
+    run = replace(run, failed_shards=names or None, failed_shards_cut=cut or None)
+    recorded = {
+        key: value
+        for key, value in run.to_state().items()
+        if key in ("failed_shards", "failed_shards_cut")
+    }
+    if recorded:
+        table.update_run(run.run_id, execution, recorded)
+    return run
+
+
+def _number(item: dict[str, Any]) -> int:
+    return int(item["shard"])
 
 
 def _run_id(state: dict[str, Any], execution_name: str) -> str:

@@ -46,6 +46,9 @@ ANNOUNCED_PREFIX = "announced_"  # + the channel: event, sns
 WAITING_FOR_INSTANCES = "waiting for instances"
 ADMITTED = "instances leased"
 INSTANCE_LEASE = "instance_lease"
+# On a RUN item from the failure recorder's first write until it has announced the end: a
+# retry of the end-of-run rule's recording finishes it instead of leaving a closed run alone.
+RECORDING_FAILURE = "recording_failure"
 
 
 class RunAlreadyExists(BatchInferError):
@@ -302,6 +305,40 @@ class StatusTable:
         condition = Key(PARTITION_KEY).eq(run_id) & Key(SORT_KEY).begins_with(SHARD_SK_PREFIX)
         items = self._query(KeyConditionExpression=condition, ConsistentRead=True)
         return sorted(items, key=lambda item: item["shard"])
+
+    def shards_with_status(
+        self, run_id: str, status: str, *, most: int, read: int, page: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """The ``shard`` and ``name`` of up to ``most`` SHARD items of the run whose status is
+        ``status``, in key order, found reading at most ``read`` items, ``page`` a request
+        (Query's ``Limit`` counts the items read before the filter:
+        https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.Other.html);
+        and whether more may have that status (items left unread, or more than ``most``)."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key(PARTITION_KEY).eq(run_id)
+            & Key(SORT_KEY).begins_with(SHARD_SK_PREFIX),
+            "FilterExpression": Attr("status").eq(status),
+            "ProjectionExpression": "#shard, #name",
+            "ExpressionAttributeNames": {"#shard": "shard", "#name": "name"},
+            "ConsistentRead": True,
+        }
+        found: list[dict[str, Any]] = []
+        while read > 0:
+            answer = self.table.query(Limit=min(page, read), **kwargs)
+            read -= answer["ScannedCount"]
+            found.extend(answer.get("Items", []))
+            if len(found) > most:
+                return found[:most], True
+            if "LastEvaluatedKey" not in answer:
+                return found, False
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return found, True
+
+    def remove_run_attribute(self, run_id: str, execution_arn: str, attribute: str) -> None:
+        """Remove ``attribute`` from the RUN item owned by ``execution_arn``."""
+        self._update_owned(
+            run_id, execution_arn, "REMOVE #attribute", {"#attribute": attribute}, {}
+        )
 
     def runs(self, status: str, limit: int | None = None) -> list[dict[str, Any]]:
         """RUN items with ``status``, newest first (through the ``by-status`` index)."""

@@ -16,7 +16,12 @@ from stacks.nag import flatten
 from .conftest import ENVIRONMENTS, REPO_ROOT, of_type
 
 # The condition keys a service's request carries about the resource it acts for.
-SOURCE_KEYS = {"aws:SourceAccount", "aws:SourceArn", "kms:EncryptionContext:aws:logs:arn"}
+SOURCE_KEYS = {
+    "aws:SourceAccount",
+    "aws:SourceArn",
+    "kms:EncryptionContext:aws:logs:arn",
+    "kms:EncryptionContext:aws:sqs:arn",
+}
 # The only KMS actions whose requests carry kms:GrantIsForAWSResource.
 GRANT_ACTIONS = {"kms:CreateGrant", "kms:ListGrants", "kms:RevokeGrant"}
 

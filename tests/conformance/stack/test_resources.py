@@ -293,6 +293,57 @@ def test_schedule_and_s3_arrival_trigger(synthesized, resources):
     )
 
 
+def test_the_end_of_run_rule_keeps_what_it_could_not_record(resources):
+    """An ended execution's event is never dropped: EventBridge's failed deliveries and the
+    recorder's failures (after Lambda's retries of the asynchronous invocation) go to a
+    dead-letter queue under the stack's key, TLS only, whose messages raise an alarm."""
+    (rule,) = [
+        r["Properties"]
+        for r in of_type(resources, "AWS::Events::Rule").values()
+        if r["Properties"]["EventPattern"]["source"] == ["aws.states"]
+    ]
+    (target,) = rule["Targets"]
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 8, "MaximumEventAgeInSeconds": 7200}
+    queue_id = target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0]
+    queue = resources[queue_id]["Properties"]
+    (key_id,) = of_type(resources, "AWS::KMS::Key")
+    assert queue["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert queue["MessageRetentionPeriod"] == 14 * 86400
+    (invoke_config,) = of_type(resources, "AWS::Lambda::EventInvokeConfig").values()
+    config = invoke_config["Properties"]
+    assert config["FunctionName"] == {"Ref": target["Arn"]["Fn::GetAtt"][0]}
+    assert config["Qualifier"] == "$LATEST", "the function the rule invokes"
+    assert config["DestinationConfig"] == {
+        "OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}
+    }
+    assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (2, 21600)
+    (policy,) = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for p in of_type(resources, "AWS::SQS::QueuePolicy").values()
+        if p["Properties"]["Queues"] == [{"Ref": queue_id}]
+    ]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in policy
+    ), "TLS only"
+    assert any(
+        s["Principal"] == {"Service": "events.amazonaws.com"} and s["Action"] == "sqs:SendMessage"
+        for s in policy
+    )
+    key_statements = resources[key_id]["Properties"]["KeyPolicy"]["Statement"]
+    (key_use,) = [s for s in key_statements if s.get("Sid") == "EventBridgeEndOfRunDeadLetters"]
+    assert sorted(key_use["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert key_use["Condition"]["StringEquals"]["aws:SourceAccount"] == ACCOUNT
+    (alarm,) = [
+        a["Properties"]
+        for a in of_type(resources, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["Dimensions"]
+        == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}]
+    ]
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible" and alarm["Threshold"] == 1
+    assert alarm["AlarmActions"], "it notifies the topic"
+
+
 def test_outputs_are_exported_and_mirrored_in_ssm(synthesized):
     outputs = synthesized.template_json["Outputs"]
     stack_name = synthesized.stack.stack_name

@@ -266,6 +266,14 @@ def test_status_shows_the_run_and_its_shards(invoke, deployed):
     assert "run nope" in unknown.output and "test-runs" in unknown.output
 
 
+def test_status_says_when_the_failed_shards_named_are_not_all(invoke, deployed):
+    cut = {"failed_shards": ["b.csv"], "failed_shards_cut": True}
+    _record_run(deployed, "c1", FAILED, shards=100_000, error="ShardsMissing", **cut)
+    result = invoke("status", "c1", "--stack", STACK)
+    assert result.exit_code == 0, result.output
+    assert "b.csv, and maybe more" in " ".join(result.output.split())
+
+
 def test_status_watch_refreshes_until_the_run_ends(invoke, deployed, monkeypatch):
     _record_run(deployed, "w1", RUNNING, shards=1, shards_done=0)
     slept = []

@@ -34,7 +34,10 @@ so while the stack is open:
 - five divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
   explained there);
 - an ended execution's "Step Functions Execution Status Change" event is delivered to the
-  targets of the template's rules that match it, as EventBridge would (:mod:`.stack`).
+  targets of the template's rules that match it, as EventBridge would, and a Lambda target
+  takes it as an asynchronous invocation: tried again as its EventInvokeConfig says, then
+  its invocation record sent to the on-failure destination with the function's role
+  (:mod:`.stack`, :meth:`.Lambdas.invoke_event`).
 
 Relies on internals of moto 5.2.5, pinned in requirements-dev.txt: importing the package
 with another version raises ImportError.

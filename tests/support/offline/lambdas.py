@@ -167,12 +167,39 @@ class Lambdas:
         the response, with ``FunctionError`` when the handler raised."""
         return self._invoke({"FunctionName": arn, "Payload": json.dumps(event)})
 
-    def invoke_event(self, arn: str, event: dict[str, Any]) -> Any:
-        """An asynchronous invocation (an EventBridge target): the handler's result."""
-        response = self._invoke({"FunctionName": arn, "Payload": json.dumps(event)})
-        if response.get("FunctionError"):
+    def invoke_event(
+        self,
+        arn: str,
+        event: dict[str, Any],
+        *,
+        retries: int = 0,
+        on_failure: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Any:
+        """An asynchronous invocation (an EventBridge target): the handler's result. As
+        Lambda does, an invocation that fails is tried ``retries`` more times; then its
+        invocation record goes to ``on_failure`` (the function's on-failure destination,
+        sent with the function's role), or, without one, the failure is raised.
+        https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html"""
+        for _ in range(1 + retries):
+            response = self._invoke({"FunctionName": arn, "Payload": json.dumps(event)})
+            if not response.get("FunctionError"):
+                return response["Payload"]
+        if on_failure is None:
             raise AssertionError(f"{arn} failed on {event['detail-type']}: {response['Payload']}")
-        return response["Payload"]
+        record = {
+            "version": "1.0",
+            "requestContext": {
+                "functionArn": f"{arn}:$LATEST",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": 1 + retries,
+            },
+            "requestPayload": event,
+            "responseContext": {"statusCode": 200, "functionError": response["FunctionError"]},
+            "responsePayload": response["Payload"],
+        }
+        with self.as_role(self.functions[arn.split(":function:")[-1]].role):
+            on_failure(record)
+        return None
 
     def events_of(self, module_name: str) -> list[Any]:
         """The events the handler module ``module_name`` was invoked with, in order."""

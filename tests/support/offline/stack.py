@@ -522,7 +522,31 @@ class OfflineStack:
             if execution.status not in pattern["detail"]["status"]:
                 continue
             for target in props["Targets"]:
-                self.lambdas.invoke_event(self._render(target["Arn"]), event)
+                arn = self._render(target["Arn"])
+                self.lambdas.invoke_event(arn, event, **self._async_invocation(arn))
+
+    def _async_invocation(self, arn: str) -> dict[str, Any]:
+        """How Lambda takes an asynchronous invocation of the function ``arn``: its retries
+        (2 unless configured) and, where configured, its on-failure SQS destination."""
+        function_id = arn.split(":function:")[-1]  # the harness's functions are named so
+        config: dict[str, Any] = next(
+            (
+                self._render(c["Properties"])
+                for c in self.of_type("AWS::Lambda::EventInvokeConfig").values()
+                if c["Properties"]["FunctionName"] == {"Ref": function_id}
+            ),
+            {},
+        )
+        queue = config.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+        if queue is None:
+            return {"retries": config.get("MaximumRetryAttempts", 2)}
+
+        url = self.sqs.get_queue_url(QueueName=queue.rsplit(":", 1)[-1])["QueueUrl"]
+
+        def send(record: dict[str, Any]) -> None:
+            self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(record))
+
+        return {"retries": config.get("MaximumRetryAttempts", 2), "on_failure": send}
 
     def run(self, request: Any, name: str) -> Execution:
         """Start an execution and wait for its end."""
