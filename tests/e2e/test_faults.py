@@ -16,6 +16,7 @@ from batchinfer.pipeline.storage.status_table import (
     StatusTable,
 )
 from tests.support.offline import (
+    AnswerLost,
     ApiError,
     FailInputs,
     LambdaFault,
@@ -120,6 +121,22 @@ def test_a_throttled_create_is_retried_with_a_new_name(stack):
     assert execution.status == "SUCCEEDED", execution.cause
     assert len(stack.jobs.requests) == 2, "refused once, then accepted"
     assert outcome(stack, "throttled-create") == succeeded_once()
+
+
+@pytest.mark.parametrize("code", ["SdkClientException", "InternalFailure"])
+def test_a_create_whose_answer_was_lost_is_adopted_not_run_again(stack, code):
+    """CreateTransformJob went through but its answer was lost (no response, or a 5xx): the
+    job the attempt named runs; it is found by that name and waited for, not created again
+    under a new name, so one job runs and is paid for, and the run succeeds once."""
+    stack.jobs.faults.append(AnswerLost(code))
+    run_id = f"lost-{code.lower()}"
+    execution = stack.run(put_input(stack, run_id), run_id)
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(stack.jobs.requests) == 1, "the job is not created again"
+    assert stack.jobs.looked_up[0] == stack.jobs.started[0], "found by its name"
+    assert outcome(stack, run_id) == succeeded_once()
+    assert stack.get(f"s3://{stack.bucket}/output/{run_id}/a.csv.out").count(b"\n") == 30
+    assert InstanceLeases(StatusTable.named(stack.table_name).table).held(INSTANCE_TYPE) == {}
 
 
 def test_a_validation_error_of_the_api_is_not_retried(stack):

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT
+from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT, SPLIT_NAME_MARK
 from batchinfer.pipeline.storage.status_table import FAILED, StatusTable
-from tests.support.offline import OfflineStack, ThrottledWait, offline_stack
+from tests.support.offline import AnswerLost, OfflineStack, ThrottledWait, offline_stack
 
 from .conftest import synthesize
 from .test_happy_path import csv_rows
@@ -92,26 +92,35 @@ def test_sizes_above_the_threshold_go_to_a_split_job_with_the_same_results(
     assert len(big_shards) > 1, "the big object is cut into several shards"
 
 
-def test_a_split_job_run_again_after_it_ran_leaves_the_same_shards(
-    split_job_template, row_sum_archive, aws_env
+@pytest.mark.parametrize(
+    "fault",
+    [ThrottledWait(), AnswerLost("SdkClientException"), AnswerLost("ServiceUnavailable")],
+    ids=["throttled-poll", "no-response", "5xx"],
+)
+def test_a_split_job_whose_answer_was_lost_is_adopted_not_run_again(
+    split_job_template, row_sum_archive, aws_env, fault
 ):
-    """The job splits the object, then the .sync poll is throttled: the SplitJob step runs
-    again under a new name (R1) and writes the same keys over the first ones."""
+    """The split job was created and runs, but the task's answer was lost (its Create's
+    response, or the .sync task's poll throttled after the job did its work): the job is
+    found by the attempt's name and waited for, so one split job runs, is paid for, and
+    leaves the shards a plain run leaves; the run succeeds and is announced once."""
     with offline_stack(split_job_template, row_sum_archive) as stack:
         execution = run(stack, "once", {"big.csv.gz": INPUTS["big.csv.gz"]})
         assert execution.status == "SUCCEEDED", execution.cause
         once = objects(stack, "shards/once/")
     with offline_stack(split_job_template, row_sum_archive) as stack:
-        stack.jobs.faults.append(ThrottledWait())
+        stack.jobs.faults.append(fault)
         execution = run(stack, "once", {"big.csv.gz": INPUTS["big.csv.gz"]})
         assert execution.status == "SUCCEEDED", execution.cause
-        first, second = split_jobs(stack)
-        assert first["ProcessingJobName"] != second["ProcessingJobName"]
-        assert all(stack.jobs.described[job["ProcessingJobName"]] for job in (first, second))
+        (job,) = split_jobs(stack)
+        split_started = [n for n in stack.jobs.started if f"-{SPLIT_NAME_MARK}-" in n]
+        assert split_started == [job["ProcessingJobName"]], "one split job started"
+        assert job["ProcessingJobName"] in stack.jobs.looked_up, "found by its name"
         twice = objects(stack, "shards/once/")
-        shards = [key for key in twice if key.startswith("big.part-")]
-        assert len(shards) == len([key for key in once if key.startswith("big.part-")]) > 1
+        assert len([key for key in twice if key.startswith("big.part-")]) > 1
         assert twice == once
+        notifications, events = stack.announced()
+        assert len(notifications) == 1 and len(events) == 1
 
 
 def test_a_failed_split_job_fails_the_run_naming_the_object(

@@ -60,7 +60,15 @@ def test_the_split_job_is_named_per_attempt_retried_like_run_job_and_fails_namin
     assert parameters["NetworkConfig"]["EnableNetworkIsolation"] is False, "it calls S3"
     cluster = parameters["ProcessingResources"]["ClusterConfig"]
     assert cluster["InstanceType"] == synthesized.stack.config.split_instance_type
-    assert task["Catch"][0]["Next"] == "ClassifySplitApiError"
+    no_response, generic = task["Catch"]
+    assert no_response["ErrorEquals"] == ["SageMaker.SdkClientException"]
+    assert no_response["Next"] == "FindSplitJob", "the job may have been created"
+    assert generic["Next"] == "ClassifySplitApiError"
+    find = branch["States"]["FindSplitJob"]
+    assert find["Resource"].endswith(":states:::aws-sdk:sagemaker:describeProcessingJob")
+    assert find["Parameters"] == {"ProcessingJobName.$": "$.attempt.name"}
+    assert find["Catch"][0]["Next"] == "SplitTransientApiError", "not found: a new name"
+    assert branch["States"]["AdoptedSplitJobFailed"]["Error"] == "BatchInfer.AdoptedJobFailed"
     (catch,) = split_job["Catch"]
     assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "SplitJobFailed"
     cause = processor["States"]["SplitJobFailed"]["Parameters"]["Cause.$"]

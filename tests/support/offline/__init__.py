@@ -26,7 +26,9 @@ so while the stack is open:
   whose context reports its time running out);
 - the ``sagemaker`` integration runs Create*Job ``.sync`` with the local engine over moto
   S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
-  :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
+  :class:`ApiError` (a refused create), :class:`AnswerLost` (a create that went through
+  with its answer lost: the job runs and is found by the AWS SDK integration's
+  Describe*Job), :class:`FailInputs` (a lost instance),
   :class:`ThrottledWait` (a job that ran, then a throttled poll), :class:`StopJob` and
   :class:`StopExecution`; a split job runs the ``batchinfer split`` command;
 - five divergences of moto's interpreter from AWS are corrected (:mod:`.moto_fixes`, each
@@ -41,6 +43,7 @@ with another version raises ImportError.
 from tests.support.offline.endpoints import Endpoints, Throttle
 from tests.support.offline.lambdas import Dies, LambdaFault, OutOfTime
 from tests.support.offline.sagemaker import (
+    AnswerLost,
     ApiError,
     FailInputs,
     SageMakerJobs,
@@ -60,6 +63,7 @@ from tests.support.offline.template import REGION
 __all__ = [
     "MOTO_CONFIG",
     "REGION",
+    "AnswerLost",
     "ApiError",
     "Dies",
     "Endpoints",
