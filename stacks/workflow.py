@@ -12,7 +12,10 @@ result manifest, which Verify reads; Finalize sets ``$.result``; every Catch put
 
 Admission: AcquireInstances leases the job's instances from the stack's budget (or the run
 waits in the WaitForInstances loop), ReleaseInstances returns them when the job has ended,
-completed or Failed; the failure path returns them when the run fails.
+completed or Failed; the failure path returns them when the run fails. A split job leases
+its instance the same way (AcquireSplitInstance, the WaitForSplitInstance loop) and returns
+it when it has ended, completed or failed (ReleaseSplitInstance, on the item's failure path
+too); the failure path returns those the stopped split Map left.
 
 One job name per attempt (R1): the Retry for SageMaker throttling and quota errors sits on
 the ``RunJob`` Parallel, so every retry re-runs PrepareJob, which names the job anew. An
@@ -27,6 +30,7 @@ and the same Cause): that goes to CountShards and Verify, which resubmit only th
 without output; any other error of the job task goes to the failure path.
 """
 
+from dataclasses import replace
 from typing import Any
 
 from aws_cdk import Duration, Stack
@@ -271,12 +275,17 @@ def _retry_sagemaker_errors(
 
 
 def _split_job(
-    scope: Construct, config: PipelineConfig, storage: Storage, model: Model, jobs: SplitJobs
+    scope: Construct,
+    config: PipelineConfig,
+    storage: Storage,
+    model: Model,
+    jobs: SplitJobs,
+    release_failed: tasks.LambdaInvoke,
 ) -> sfn.Parallel:
     """The split Map's branch for a large object: a ``batchinfer split`` Processing job
     named anew each attempt (R1), retried like RunJob (and, like it, adopted when its
-    Create's answer was lost); when it fails, the item fails with a Cause that names the
-    object."""
+    Create's answer was lost); when it fails, ``release_failed`` returns its instance and
+    the item fails with a Cause that names the object."""
     stack = Stack.of(scope)
     token = "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 0)"
     name = sfn.Pass(
@@ -361,7 +370,11 @@ def _split_job(
             cause_path="$.split_error.Cause",
         )
     )
-    split_job.add_catch(failed, errors=["States.ALL"], result_path="$.split_error")
+    # The lease is returned first; failing that, the lease's expiry and the failure path
+    # return it, and the item still fails with its own error.
+    release_failed.add_catch(failed, errors=["States.ALL"], result_path="$.release_error")
+    release_failed.next(failed)
+    split_job.add_catch(release_failed, errors=["States.ALL"], result_path="$.split_error")
     return split_job
 
 
@@ -469,10 +482,12 @@ class Workflow(Construct):
         if split_jobs is None:
             split_inputs.item_processor(split_object)
         else:
-            split_job = _split_job(self, self._config, self._storage, model, split_jobs)
             split_inputs.item_processor(
                 sfn.Choice(self, "ChooseSplitter")
-                .when(sfn.Condition.string_equals("$.splitter", JOB), split_job)
+                .when(
+                    sfn.Condition.string_equals("$.splitter", JOB),
+                    self._leased_split_job(model, split_jobs),
+                )
                 .otherwise(split_object)
             )
         self._on_error(split_inputs)
@@ -480,6 +495,30 @@ class Workflow(Construct):
         collect = self._invoke(steps.COLLECT)
         self._on_error(collect)
         return plan.next(split_inputs).next(collect)
+
+    def _leased_split_job(self, model: Model, split_jobs: SplitJobs) -> tasks.LambdaInvoke:
+        """AcquireSplitInstance (or the WaitForSplitInstance loop), the SplitJob, then
+        ReleaseSplitInstance: a split job's instance is leased from the budget the runs'
+        jobs draw on and returned when the job ended, completed or failed."""
+        acquire = steps.ACQUIRE_SPLIT_INSTANCE
+        acquire_split = self._invoke(acquire)
+        release_failed = self._invoke(
+            replace(steps.RELEASE_SPLIT_INSTANCE, state="ReleaseFailedSplitInstance")
+        )
+        split_job = _split_job(self, self._config, self._storage, model, split_jobs, release_failed)
+        split_job.next(self._invoke(steps.RELEASE_SPLIT_INSTANCE))
+        wait = sfn.Wait(
+            self,
+            "WaitForSplitInstance",
+            time=sfn.WaitTime.duration(Duration.seconds(self._config.admission.poll_seconds)),
+        )
+        wait.next(acquire_split)
+        acquire_split.next(
+            sfn.Choice(self, "SplitInstanceGranted")
+            .when(sfn.Condition.boolean_equals("$.admission.granted", True), split_job)
+            .otherwise(wait)
+        )
+        return acquire_split
 
     def _job(self) -> sfn.Parallel:
         """RunJob: PrepareJob names and builds the job, ChooseJob runs it as a transform or

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT, SPLIT_NAME_MARK
+from batchinfer.pipeline.storage.instance_leases import InstanceLeases
 from batchinfer.pipeline.storage.status_table import FAILED, StatusTable
 from tests.support.offline import AnswerLost, OfflineStack, ThrottledWait, offline_stack
 
-from .conftest import synthesize
+from .conftest import ADMISSION, INSTANCE_TYPE, synthesize
 from .test_happy_path import csv_rows
 
 # Streamed bytes (gzip: compressed size x 5) above this go to a split job.
@@ -136,3 +137,67 @@ def test_a_failed_split_job_fails_the_run_naming_the_object(
         assert run_item["run_status"] == FAILED
         assert "broken.csv.gz" in run_item["cause"]
         assert stack.jobs.requests == [("CreateProcessingJob", split_jobs(stack)[0])]
+
+
+# A budget of 2 instances of the split jobs' type, which the runs' jobs use too.
+SPLIT_BUDGET = 2
+
+
+@pytest.fixture(scope="session")
+def budgeted_split_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    admission = ADMISSION | {"instance_budget": {INSTANCE_TYPE: SPLIT_BUDGET}}
+    return synthesize(
+        "dev",
+        tmp_path_factory.mktemp("cdk.out"),
+        split_job_threshold="16KiB",
+        split_instance_type=INSTANCE_TYPE,
+        admission=admission,
+    )
+
+
+def big_objects(count: int) -> dict[str, bytes]:
+    return {
+        f"big-{n}.csv.gz": gzip.compress(csv_rows(6000, offset=10_000 * n), mtime=0)
+        for n in range(count)
+    }
+
+
+def test_split_jobs_lease_their_instances_from_the_budget_the_runs_share(
+    budgeted_split_template, row_sum_archive, aws_env
+):
+    """Four split jobs (the Map would start them all at once) and the run's own job of 2
+    instances, on a budget of 2 instances of that type: each split job leases its instance
+    first, so no more than 2 ever run; every lease is returned when the run ends."""
+    with offline_stack(budgeted_split_template, row_sum_archive) as stack:
+        inputs = big_objects(4)
+        for name, data in inputs.items():
+            stack.put(f"input/leased/{name}", data)
+        request = {
+            "input": f"s3://{stack.bucket}/input/leased/",
+            "run_id": "leased",
+            "instance_count": SPLIT_BUDGET,
+            **REQUEST,
+        }
+        execution = stack.run(request, "leased")
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert len(split_jobs(stack)) == 4
+        assert stack.jobs.most_in_flight[INSTANCE_TYPE] <= SPLIT_BUDGET
+        assert stack.jobs.in_flight[INSTANCE_TYPE] == 0
+        leases = InstanceLeases(StatusTable.named(stack.table_name).table)
+        assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []
+
+
+def test_a_failed_split_job_returns_every_lease_of_the_run(
+    budgeted_split_template, row_sum_archive, aws_env
+):
+    """One object's split job fails beside others that lease and run: the item's own
+    lease is returned on its failure path, and the failure recorder returns whatever the
+    run's other split jobs still held when the Map was stopped."""
+    broken = b"\x1f\x8b\x08\x00" + bytes(range(256)) * 20
+    with offline_stack(budgeted_split_template, row_sum_archive) as stack:
+        execution = run(stack, "fails", big_objects(3) | {"broken.csv.gz": broken})
+        assert execution.status == "FAILED"
+        assert "broken.csv.gz" in execution.cause, execution.cause
+        assert stack.jobs.most_in_flight[INSTANCE_TYPE] <= SPLIT_BUDGET
+        leases = InstanceLeases(StatusTable.named(stack.table_name).table)
+        assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []
