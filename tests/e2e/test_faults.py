@@ -139,6 +139,18 @@ def test_a_create_whose_answer_was_lost_is_adopted_not_run_again(stack, code):
     assert InstanceLeases(StatusTable.named(stack.table_name).table).held(INSTANCE_TYPE) == {}
 
 
+def test_an_adopted_job_that_fails_is_handled_as_a_failed_job(stack):
+    """The adopted job (its Create's answer lost) loses an instance: it fails the attempt as
+    a Failed .sync job does (BatchInfer.AdoptedJobFailed, its Describe response as the
+    Cause), so its instances go back and Verify resubmits the shard without output."""
+    stack.jobs.faults.append(AnswerLost("InternalFailure", then=FailInputs(1)))
+    execution = stack.run(put_input(stack, "lost-failed"), "lost-failed")
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert "AdoptedTransformJobFailed" in execution.states_entered()
+    assert outcome(stack, "lost-failed") == succeeded_once(jobs=2)
+    assert InstanceLeases(StatusTable.named(stack.table_name).table).held(INSTANCE_TYPE) == {}
+
+
 def test_a_validation_error_of_the_api_is_not_retried(stack):
     """A permanent API error (here an instance type the job cannot use) fails the run at
     once with SageMaker's message; nothing is retried or started."""

@@ -13,7 +13,13 @@ import pytest
 from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT, SPLIT_NAME_MARK
 from batchinfer.pipeline.storage.instance_leases import InstanceLeases
 from batchinfer.pipeline.storage.status_table import FAILED, StatusTable
-from tests.support.offline import AnswerLost, OfflineStack, ThrottledWait, offline_stack
+from tests.support.offline import (
+    AnswerLost,
+    LambdaFault,
+    OfflineStack,
+    ThrottledWait,
+    offline_stack,
+)
 
 from .conftest import ADMISSION, INSTANCE_TYPE, synthesize
 from .test_happy_path import csv_rows
@@ -199,5 +205,22 @@ def test_a_failed_split_job_returns_every_lease_of_the_run(
         assert execution.status == "FAILED"
         assert "broken.csv.gz" in execution.cause, execution.cause
         assert stack.jobs.most_in_flight[INSTANCE_TYPE] <= SPLIT_BUDGET
+        leases = InstanceLeases(StatusTable.named(stack.table_name).table)
+        assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []
+
+
+@pytest.mark.parametrize("step", ["acquire_split_instance", "release_split_instance"])
+def test_a_split_lease_step_run_again_takes_and_returns_its_instance_once(
+    budgeted_split_template, row_sum_archive, aws_env, step
+):
+    """Lambda.ServiceException after the handler ran (its answer lost): Step Functions runs
+    the step again; the object's lease key makes the second acquire take nothing more and
+    the second release return nothing twice, so the budget ends whole."""
+    with offline_stack(budgeted_split_template, row_sum_archive) as stack:
+        stack.lambdas.faults.append(LambdaFault(step, "after"))
+        execution = run(stack, "again", big_objects(1))
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert len(stack.lambdas.events_of(step)) >= 2, "the step ran again"
+        assert len(split_jobs(stack)) == 1
         leases = InstanceLeases(StatusTable.named(stack.table_name).table)
         assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []

@@ -85,19 +85,6 @@ class ThrottledWait:
 
 
 @dataclass(frozen=True)
-class AnswerLost:
-    """The next Create*Job call creates the job, which runs, but its answer is lost on the
-    way back: Step Functions reports ``SageMaker.SdkClientException`` (no response came
-    back) or the 5xx an intermediary answered with (``code``, as :class:`ApiError` has it),
-    while SageMaker holds the job under the name asked for."""
-
-    code: str = "SdkClientException"
-    message: str = (
-        "Unable to execute HTTP request: Read timed out (injected by the offline harness)"
-    )
-
-
-@dataclass(frozen=True)
 class StopJob:
     """The next job is stopped from outside the pipeline (StopTransformJob by a person):
     it ends Stopped with no output."""
@@ -107,6 +94,20 @@ class StopJob:
 class StopExecution:
     """The execution is stopped while the next job runs: Step Functions then stops the job
     (best effort, spec S6), which ends Stopped with no output."""
+
+
+@dataclass(frozen=True)
+class AnswerLost:
+    """The next Create*Job call creates the job, which runs, but its answer is lost on the
+    way back: Step Functions reports ``SageMaker.SdkClientException`` (no response came
+    back) or the 5xx an intermediary answered with (``code``, as :class:`ApiError` has it),
+    while SageMaker holds the job under the name asked for; the job meets ``then``."""
+
+    code: str = "SdkClientException"
+    message: str = (
+        "Unable to execute HTTP request: Read timed out (injected by the offline harness)"
+    )
+    then: FailInputs | StopJob | None = None  # what the job that runs meets
 
 
 @dataclass
@@ -173,7 +174,8 @@ class SageMakerJobs:
             )
         if isinstance(fault, AnswerLost):
             threading.Thread(
-                target=self._run_to_end, args=(kind, name, request, None, instance_type, count)
+                target=self._run_to_end,
+                args=(kind, name, request, fault.then, instance_type, count),
             ).start()
             if fault.code == "SdkClientException":
                 raise _NoResponse(fault.message)
