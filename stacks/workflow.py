@@ -79,6 +79,9 @@ NO_RESPONSE = "SageMaker.SdkClientException"
 # (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html:
 # ServiceName.ErrorName in PascalCase, with the Exception suffix).
 JOB_NOT_FOUND = "SageMaker.ResourceNotFoundException"
+# Lookups again after the first (a fixed number: each attempt of a job that was not created
+# writes them into the history, stacks/execution_history.py).
+FIND_JOB_RETRIES = 2
 # An adopted job that ended Failed or Stopped (its Cause: the Describe*Job response, as a
 # .sync task's States.TaskFailed has it).
 ADOPTED_JOB_FAILED = "BatchInfer.AdoptedJobFailed"
@@ -201,10 +204,11 @@ def _find_job(
     not_created: sfn.IChainable,
 ) -> sfn.CustomState:
     """``Find<label>``: after an error that leaves it unknown whether the ``kind`` job
-    named at ``name_path`` was created, Describe*Job by that name (retried like the job on
-    any error, a name not found included, so a job that takes a moment to appear is
-    found). Not found: ``not_created``, so the attempt is retried under a new name. Found:
-    polled every ``retry.max_delay_seconds`` until it ends; Completed answers ``{"name",
+    named at ``name_path`` was created, Describe*Job by that name (retried
+    :data:`FIND_JOB_RETRIES` times on any error with the job's backoff, a name not found
+    included, so a job that takes a moment to appear is found). Not found:
+    ``not_created``, so the attempt is retried under a new name. Found: polled every
+    ``retry.max_delay_seconds`` until it ends; Completed answers ``{"name",
     "status"}`` as the ``.sync`` task does, Failed or Stopped fails the branch with
     :data:`ADOPTED_JOB_FAILED` and its Describe*Job response as the Cause."""
     stack = Stack.of(scope)
@@ -223,7 +227,14 @@ def _find_job(
             "ResultPath": "$.adopted",
         },
     )
-    _retry_sagemaker_errors(find, config, ["States.ALL"])
+    find.add_retry(
+        errors=["States.ALL"],
+        interval=Duration.seconds(config.retry.interval_seconds),
+        backoff_rate=config.retry.backoff_rate,
+        max_attempts=FIND_JOB_RETRIES,
+        max_delay=Duration.seconds(config.retry.max_delay_seconds),
+        jitter_strategy=sfn.JitterType.FULL,
+    )
     find.add_catch(not_created, errors=[JOB_NOT_FOUND], result_path="$.lookup")
     wait = sfn.Wait(
         scope,
@@ -257,15 +268,11 @@ def _find_job(
     return find
 
 
-def _retry_sagemaker_errors(
-    state: sfn.Parallel | sfn.CustomState,
-    config: PipelineConfig,
-    errors: list[str] = RETRYABLE_SAGEMAKER_ERRORS,
-) -> None:
-    """Retry ``state`` (a Parallel that names its job anew, or a lookup) on ``errors``:
-    quota, throttling and service faults unless told."""
+def _retry_sagemaker_errors(state: sfn.Parallel, config: PipelineConfig) -> None:
+    """Retry ``state`` (a Parallel that names its job anew) on quota, throttling and
+    service faults."""
     state.add_retry(
-        errors=errors,
+        errors=RETRYABLE_SAGEMAKER_ERRORS,
         interval=Duration.seconds(config.retry.interval_seconds),
         backoff_rate=config.retry.backoff_rate,
         max_attempts=config.retry.max_attempts,

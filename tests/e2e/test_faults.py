@@ -15,6 +15,8 @@ from batchinfer.pipeline.storage.status_table import (
     SUCCEEDED,
     StatusTable,
 )
+from stacks.execution_history import EVENTS_PER_JOB_RETRY
+from stacks.workflow import FIND_JOB_RETRIES
 from tests.support.offline import (
     AnswerLost,
     ApiError,
@@ -121,6 +123,11 @@ def test_a_throttled_create_is_retried_with_a_new_name(stack):
     assert execution.status == "SUCCEEDED", execution.cause
     assert len(stack.jobs.requests) == 2, "refused once, then accepted"
     assert outcome(stack, "throttled-create") == succeeded_once()
+    # Looked for first (not found: it was refused); the attempt with its lookup stays
+    # within what stacks/execution_history.py counts for a retry.
+    assert len(stack.jobs.looked_up) == 1 + FIND_JOB_RETRIES
+    starts = [i for i, e in enumerate(execution.history) if e["type"] == "ParallelStateStarted"]
+    assert len(starts) == 2 and starts[1] - starts[0] <= EVENTS_PER_JOB_RETRY
 
 
 @pytest.mark.parametrize("code", ["SdkClientException", "InternalFailure"])

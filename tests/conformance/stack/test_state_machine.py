@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from batchinfer.pipeline.contract.registry import STEPS
-from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
+from stacks.workflow import FIND_JOB_RETRIES, RETRYABLE_SAGEMAKER_ERRORS
 
 from .conftest import REPO_ROOT
 from .definition import all_states, definitions
@@ -188,7 +188,8 @@ def test_a_job_whose_create_may_have_gone_through_is_found_and_adopted(states, s
         assert find["Parameters"] == {f"{kind}JobName.$": "$.job.name"}
         (rule,) = find["Retry"]
         assert rule["ErrorEquals"] == ["States.ALL"]
-        assert rule["MaxAttempts"] == retry.max_attempts
+        assert rule["MaxAttempts"] == FIND_JOB_RETRIES
+        assert rule["IntervalSeconds"] == retry.interval_seconds
         (not_found,) = find["Catch"]
         assert not_found["ErrorEquals"] == ["SageMaker.ResourceNotFoundException"]
         assert not_found["Next"] == "TransientApiError"
