@@ -12,7 +12,11 @@ that ``tests/e2e/test_admission.py`` checks against the events of real execution
 - one job round without waiting: AcquireInstances, InstancesGranted, RunJob (the Parallel,
   PrepareJob, ChooseJob, the .sync job task), ReleaseInstances, Verify, AllShardsDone, and
   CheckJobError when the job failed, WaitForCapacity when it failed for want of capacity;
-- one more attempt of RunJob (its Retry on SageMaker quota and throttling errors);
+- one more attempt of RunJob (its Retry on SageMaker quota and throttling errors): the
+  branch again (ParallelStateStarted, PrepareJob, ChooseJob, the job task,
+  ClassifyApiError), the lookup of the job whose Create may have gone through (FindJob,
+  then FindTransformJob or FindProcessingJob: entered, exited and 3 events a try, tried
+  ``1 + FIND_JOB_RETRIES`` times), and TransientApiError: 29 events;
 - the rest: the execution's start and end, Plan, SplitInputs, Collect, Finalize or the
   failure path.
 """
@@ -25,7 +29,7 @@ HISTORY_LIMIT = 25_000
 HISTORY_SHARE = 0.8
 EVENTS_PER_WAIT = 9
 EVENTS_PER_ROUND = 42
-EVENTS_PER_JOB_RETRY = 20
+EVENTS_PER_JOB_RETRY = 30
 EVENTS_OUTSIDE_ROUNDS = 40
 
 

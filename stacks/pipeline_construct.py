@@ -69,6 +69,7 @@ class BatchInferencePipeline(Construct):
             split_job_threshold=parse_size(config.split_job_threshold)
             if config.split_jobs and config.split_job_threshold
             else None,
+            split_instance_type=config.split_instance_type if config.split_jobs else "",
             max_rounds=config.max_rounds,
             model_name=self.model.model_name,
             model_data_url=self.model.model_data_url,

@@ -15,17 +15,27 @@ ScoringOutcome the same way); Finalize sets ``$.result``; every Catch puts
 
 Admission: AcquireInstances leases the job's instances from the stack's budget (or the run
 waits in the WaitForInstances loop), ReleaseInstances returns them when the job has ended,
-completed or Failed; the failure path returns them when the run fails.
+completed or Failed; the failure path returns them when the run fails. A split job leases
+its instance the same way (AcquireSplitInstance, the WaitForSplitInstance loop) and returns
+it when it has ended, completed or failed (ReleaseSplitInstance, on the item's failure path
+too); the failure path returns those the stopped split Map left.
 
 One job name per attempt (R1): the Retry for SageMaker throttling and quota errors sits on
-the ``RunJob`` Parallel, so every retry re-runs PrepareJob, which names the job anew. A job
-that ends Failed fails its task with ``States.TaskFailed`` (the Cause is the Describe*Job
-response): that goes to CountShards and Verify, which resubmit only the shards without
-output; any other error of the job task goes to the failure path. When the job failed for
-want of capacity, Verify sets ``$.round.wait_seconds`` and the next round starts after the
-WaitForCapacity Wait.
+the ``RunJob`` Parallel, so every retry re-runs PrepareJob, which names the job anew. An
+error after which the job may exist all the same (no response, a 5xx, a throttled call: the
+Create may have gone through, or the ``.sync`` task's own polling failed) is not retried
+blindly: the attempt's job is looked for by its name (Describe*Job through the AWS SDK
+integration) and, when found, adopted: polled until it ends and then taken as the ``.sync``
+task's answer, so no second job is started beside it. Only a job not found is created again
+under a new name. A job that ends Failed fails its task with ``States.TaskFailed`` (the
+Cause is the Describe*Job response; an adopted one fails with ``BatchInfer.AdoptedJobFailed``
+and the same Cause): that goes to CountShards and Verify, which resubmit only the shards
+without output; any other error of the job task goes to the failure path. When the job
+failed for want of capacity, Verify sets ``$.round.wait_seconds`` and the next round starts
+after the WaitForCapacity Wait.
 """
 
+from dataclasses import replace
 from typing import Any
 
 from aws_cdk import Duration, Stack
@@ -65,10 +75,22 @@ TRANSIENT_API_ERROR = "BatchInfer.TransientApiError"
 PERMANENT_API_ERROR = "BatchInfer.PermanentApiError"
 RETRYABLE_SAGEMAKER_ERRORS = [
     "SageMaker.ResourceLimitExceededException",
-    "SageMaker.SdkClientException",
     TRANSIENT_API_ERROR,
 ]
-# Cause patterns (StringMatches) of a generic SageMaker error worth another attempt.
+# No response came back from SageMaker: the Create may have gone through.
+NO_RESPONSE = "SageMaker.SdkClientException"
+# The AWS SDK integration's error for a Describe*Job of a name SageMaker does not hold
+# (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html:
+# ServiceName.ErrorName in PascalCase, with the Exception suffix).
+JOB_NOT_FOUND = "SageMaker.ResourceNotFoundException"
+# Lookups again after the first (a fixed number: each attempt of a job that was not created
+# writes them into the history, stacks/execution_history.py).
+FIND_JOB_RETRIES = 2
+# An adopted job that ended Failed or Stopped (its Cause: the Describe*Job response, as a
+# .sync task's States.TaskFailed has it).
+ADOPTED_JOB_FAILED = "BatchInfer.AdoptedJobFailed"
+# Cause patterns (StringMatches) of a generic SageMaker error worth another attempt; the
+# job of the attempt is looked for first (the Create may have gone through).
 TRANSIENT_API_CAUSES = (
     "*Error Code: ThrottlingException*",
     "*Rate exceeded*",
@@ -153,15 +175,20 @@ def _payload(step: Step) -> sfn.TaskInput | None:
     )
 
 
-def _api_error_classifier(scope: Construct, prefix: str) -> sfn.Choice:
-    """A Choice that reads a generic SageMaker error's Cause at ``$.api_error`` and fails
-    its branch as transient (retried) or permanent."""
-    transient = sfn.Fail(
+def _transient_api_error(scope: Construct, prefix: str) -> sfn.Fail:
+    """Fails the job branch as transient (retried under a new name), with the Cause of the
+    API error at ``$.api_error``."""
+    return sfn.Fail(
         scope,
         f"{prefix}TransientApiError",
         error=TRANSIENT_API_ERROR,
         cause_path="$.api_error.Cause",
     )
+
+
+def _api_error_classifier(scope: Construct, prefix: str, transient: sfn.IChainable) -> sfn.Choice:
+    """A Choice that reads a generic SageMaker error's Cause at ``$.api_error`` and goes on
+    to ``transient`` for a transient one, or fails its branch as permanent."""
     permanent = sfn.Fail(
         scope,
         f"{prefix}PermanentApiError",
@@ -172,6 +199,79 @@ def _api_error_classifier(scope: Construct, prefix: str) -> sfn.Choice:
     for pattern in TRANSIENT_API_CAUSES:
         classify.when(sfn.Condition.string_matches("$.api_error.Cause", pattern), transient)
     return classify
+
+
+def _find_job(
+    scope: Construct,
+    config: PipelineConfig,
+    label: str,
+    kind: str,
+    name_path: str,
+    not_created: sfn.IChainable,
+) -> sfn.CustomState:
+    """``Find<label>``: after an error that leaves it unknown whether the ``kind`` job
+    named at ``name_path`` was created, Describe*Job by that name (retried
+    :data:`FIND_JOB_RETRIES` times on any error with the job's backoff, a name not found
+    included, so a job that takes a moment to appear is found). Not found:
+    ``not_created``, so the attempt is retried under a new name. Found: polled every
+    ``retry.max_delay_seconds`` until it ends; Completed answers ``{"name",
+    "status"}`` as the ``.sync`` task does, Failed or Stopped fails the branch with
+    :data:`ADOPTED_JOB_FAILED` and its Describe*Job response as the Cause."""
+    stack = Stack.of(scope)
+    find = sfn.CustomState(
+        scope,
+        f"Find{label}",
+        state_json={
+            "Type": "Task",
+            "Resource": f"arn:{stack.partition}:states:::aws-sdk:sagemaker:describe{kind}Job",
+            "Parameters": {f"{kind}JobName.$": name_path},
+            "ResultSelector": {
+                "name.$": f"$.{kind}JobName",
+                "status.$": f"$.{kind}JobStatus",
+                "described.$": "$",
+            },
+            "ResultPath": "$.adopted",
+        },
+    )
+    find.add_retry(
+        errors=["States.ALL"],
+        interval=Duration.seconds(config.retry.interval_seconds),
+        backoff_rate=config.retry.backoff_rate,
+        max_attempts=FIND_JOB_RETRIES,
+        max_delay=Duration.seconds(config.retry.max_delay_seconds),
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+    find.add_catch(not_created, errors=[JOB_NOT_FOUND], result_path="$.lookup")
+    wait = sfn.Wait(
+        scope,
+        f"WaitFor{label}",
+        time=sfn.WaitTime.duration(Duration.seconds(config.retry.max_delay_seconds)),
+    )
+    wait.next(find)
+    adopted = sfn.Pass(
+        scope,
+        f"{label}Adopted",
+        parameters={"name.$": "$.adopted.name", "status.$": "$.adopted.status"},
+    )
+    failed = sfn.Fail(
+        scope,
+        f"Adopted{label}Failed",
+        error=ADOPTED_JOB_FAILED,
+        cause_path="States.JsonToString($.adopted.described)",
+    )
+    find.next(
+        sfn.Choice(scope, f"{label}Ended")
+        .when(sfn.Condition.string_equals("$.adopted.status", "Completed"), adopted)
+        .when(
+            sfn.Condition.or_(
+                sfn.Condition.string_equals("$.adopted.status", "Failed"),
+                sfn.Condition.string_equals("$.adopted.status", "Stopped"),
+            ),
+            failed,
+        )
+        .otherwise(wait)
+    )
+    return find
 
 
 def _retry_sagemaker_errors(state: sfn.Parallel, config: PipelineConfig) -> None:
@@ -188,11 +288,17 @@ def _retry_sagemaker_errors(state: sfn.Parallel, config: PipelineConfig) -> None
 
 
 def _split_job(
-    scope: Construct, config: PipelineConfig, storage: Storage, model: Model, jobs: SplitJobs
+    scope: Construct,
+    config: PipelineConfig,
+    storage: Storage,
+    model: Model,
+    jobs: SplitJobs,
+    release_failed: tasks.LambdaInvoke,
 ) -> sfn.Parallel:
     """The split Map's branch for a large object: a ``batchinfer split`` Processing job
-    named anew each attempt (R1), retried like RunJob; when it fails, the item fails with
-    a Cause that names the object."""
+    named anew each attempt (R1), retried like RunJob (and, like it, adopted when its
+    Create's answer was lost); when it fails, ``release_failed`` returns its instance and
+    the item fails with a Cause that names the object."""
     stack = Stack.of(scope)
     token = "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), 0)"
     name = sfn.Pass(
@@ -241,8 +347,17 @@ def _split_job(
             },
         },
     )
+    find = _find_job(
+        scope,
+        config,
+        "SplitJob",
+        "Processing",
+        "$.attempt.name",
+        _transient_api_error(scope, "Split"),
+    )
+    task.add_catch(find, errors=[NO_RESPONSE], result_path="$.api_error")
     task.add_catch(
-        _api_error_classifier(scope, "Split"),
+        _api_error_classifier(scope, "Split", find),
         errors=[GENERIC_SAGEMAKER_ERROR],
         result_path="$.api_error",
     )
@@ -268,7 +383,11 @@ def _split_job(
             cause_path="$.split_error.Cause",
         )
     )
-    split_job.add_catch(failed, errors=["States.ALL"], result_path="$.split_error")
+    # The lease is returned first; failing that, the lease's expiry and the failure path
+    # return it, and the item still fails with its own error.
+    release_failed.add_catch(failed, errors=["States.ALL"], result_path="$.release_error")
+    release_failed.next(failed)
+    split_job.add_catch(release_failed, errors=["States.ALL"], result_path="$.split_error")
     return split_job
 
 
@@ -396,10 +515,12 @@ class Workflow(Construct):
         if split_jobs is None:
             split_inputs.item_processor(split_object)
         else:
-            split_job = _split_job(self, self._config, self._storage, model, split_jobs)
             split_inputs.item_processor(
                 sfn.Choice(self, "ChooseSplitter")
-                .when(sfn.Condition.string_equals("$.splitter", JOB), split_job)
+                .when(
+                    sfn.Condition.string_equals("$.splitter", JOB),
+                    self._leased_split_job(model, split_jobs),
+                )
                 .otherwise(split_object)
             )
         self._on_error(split_inputs)
@@ -410,14 +531,50 @@ class Workflow(Construct):
         self._on_error(collect)
         return plan.next(split_inputs).next(check_splits).next(collect)
 
+    def _leased_split_job(self, model: Model, split_jobs: SplitJobs) -> tasks.LambdaInvoke:
+        """AcquireSplitInstance (or the WaitForSplitInstance loop), the SplitJob, then
+        ReleaseSplitInstance: a split job's instance is leased from the budget the runs'
+        jobs draw on and returned when the job ended, completed or failed."""
+        acquire = steps.ACQUIRE_SPLIT_INSTANCE
+        acquire_split = self._invoke(acquire)
+        release_failed = self._invoke(
+            replace(steps.RELEASE_SPLIT_INSTANCE, state="ReleaseFailedSplitInstance")
+        )
+        split_job = _split_job(self, self._config, self._storage, model, split_jobs, release_failed)
+        split_job.next(self._invoke(steps.RELEASE_SPLIT_INSTANCE))
+        wait = sfn.Wait(
+            self,
+            "WaitForSplitInstance",
+            time=sfn.WaitTime.duration(Duration.seconds(self._config.admission.poll_seconds)),
+        )
+        wait.next(acquire_split)
+        acquire_split.next(
+            sfn.Choice(self, "SplitInstanceGranted")
+            .when(sfn.Condition.boolean_equals("$.admission.granted", True), split_job)
+            .otherwise(wait)
+        )
+        return acquire_split
+
     def _job(self) -> sfn.Parallel:
         """RunJob: PrepareJob names and builds the job, ChooseJob runs it as a transform or
-        processing job or an endpoint round; the whole is retried on SageMaker's transient
-        errors (R1: a new name each attempt)."""
+        processing job or an endpoint round; after an error that may have left the job
+        created, FindJob looks for it and adopts it; the whole is retried on SageMaker's
+        transient errors (R1: a new name each attempt)."""
         prepare_job = self._invoke(steps.PREPARE_JOB)
-        classify = _api_error_classifier(self, "")
+        not_created = _transient_api_error(self, "")
+        find = {
+            kind: _find_job(self, self._config, f"{kind}Job", kind, "$.job.name", not_created)
+            for kind in ("Transform", "Processing")
+        }
+        find_job = (
+            sfn.Choice(self, "FindJob")
+            .when(sfn.Condition.string_equals("$.job.engine", "processing"), find["Processing"])
+            .otherwise(find["Transform"])
+        )
+        classify = _api_error_classifier(self, "", find_job)
         jobs = {key: _job_task(self, task) for key, task in JOB_TASKS.items()}
         for job in jobs.values():
+            job.add_catch(find_job, errors=[NO_RESPONSE], result_path="$.api_error")
             job.add_catch(classify, errors=[GENERIC_SAGEMAKER_ERROR], result_path="$.api_error")
         score_shards = self._endpoint_round()
         choose_job = (
@@ -497,7 +654,13 @@ class Workflow(Construct):
         ).next(self._record_failure)
         check_job_error = (
             sfn.Choice(self, "CheckJobError")
-            .when(sfn.Condition.string_equals("$.job.Error", JOB_FAILED), release)
+            .when(
+                sfn.Condition.or_(
+                    sfn.Condition.string_equals("$.job.Error", JOB_FAILED),
+                    sfn.Condition.string_equals("$.job.Error", ADOPTED_JOB_FAILED),
+                ),
+                release,
+            )
             .otherwise(job_api_error)
         )
         # States.TaskFailed matches every error but States.Timeout (no state here has a

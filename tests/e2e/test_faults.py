@@ -16,7 +16,10 @@ from batchinfer.pipeline.storage.status_table import (
     SUCCEEDED,
     StatusTable,
 )
+from stacks.execution_history import EVENTS_PER_JOB_RETRY
+from stacks.workflow import FIND_JOB_RETRIES
 from tests.support.offline import (
+    AnswerLost,
     ApiError,
     FailInputs,
     LambdaFault,
@@ -122,6 +125,39 @@ def test_a_throttled_create_is_retried_with_a_new_name(stack):
     assert execution.status == "SUCCEEDED", execution.cause
     assert len(stack.jobs.requests) == 2, "refused once, then accepted"
     assert outcome(stack, "throttled-create") == succeeded_once()
+    # Looked for first (not found: it was refused); the attempt with its lookup stays
+    # within what stacks/execution_history.py counts for a retry.
+    assert len(stack.jobs.looked_up) == 1 + FIND_JOB_RETRIES
+    starts = [i for i, e in enumerate(execution.history) if e["type"] == "ParallelStateStarted"]
+    assert len(starts) == 2 and starts[1] - starts[0] <= EVENTS_PER_JOB_RETRY
+
+
+@pytest.mark.parametrize("code", ["SdkClientException", "InternalFailure"])
+def test_a_create_whose_answer_was_lost_is_adopted_not_run_again(stack, code):
+    """CreateTransformJob went through but its answer was lost (no response, or a 5xx): the
+    job the attempt named runs; it is found by that name and waited for, not created again
+    under a new name, so one job runs and is paid for, and the run succeeds once."""
+    stack.jobs.faults.append(AnswerLost(code))
+    run_id = f"lost-{code.lower()}"
+    execution = stack.run(put_input(stack, run_id), run_id)
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(stack.jobs.requests) == 1, "the job is not created again"
+    assert stack.jobs.looked_up[0] == stack.jobs.started[0], "found by its name"
+    assert outcome(stack, run_id) == succeeded_once()
+    assert stack.get(f"s3://{stack.bucket}/output/{run_id}/a.csv.out").count(b"\n") == 30
+    assert InstanceLeases(StatusTable.named(stack.table_name).table).held(INSTANCE_TYPE) == {}
+
+
+def test_an_adopted_job_that_fails_is_handled_as_a_failed_job(stack):
+    """The adopted job (its Create's answer lost) loses an instance: it fails the attempt as
+    a Failed .sync job does (BatchInfer.AdoptedJobFailed, its Describe response as the
+    Cause), so its instances go back and Verify resubmits the shard without output."""
+    stack.jobs.faults.append(AnswerLost("InternalFailure", then=FailInputs(1)))
+    execution = stack.run(put_input(stack, "lost-failed"), "lost-failed")
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert "AdoptedTransformJobFailed" in execution.states_entered()
+    assert outcome(stack, "lost-failed") == succeeded_once(jobs=2)
+    assert InstanceLeases(StatusTable.named(stack.table_name).table).held(INSTANCE_TYPE) == {}
 
 
 def test_a_validation_error_of_the_api_is_not_retried(stack):

@@ -10,11 +10,18 @@ from typing import Any
 
 import pytest
 
-from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT
+from batchinfer.pipeline.jobs.split_job import SPLIT_ENTRYPOINT, SPLIT_NAME_MARK
+from batchinfer.pipeline.storage.instance_leases import InstanceLeases
 from batchinfer.pipeline.storage.status_table import FAILED, StatusTable
-from tests.support.offline import OfflineStack, ThrottledWait, offline_stack
+from tests.support.offline import (
+    AnswerLost,
+    LambdaFault,
+    OfflineStack,
+    ThrottledWait,
+    offline_stack,
+)
 
-from .conftest import synthesize
+from .conftest import ADMISSION, INSTANCE_TYPE, synthesize
 from .test_happy_path import csv_rows
 
 # Streamed bytes (gzip: compressed size x 5) above this go to a split job.
@@ -92,26 +99,35 @@ def test_sizes_above_the_threshold_go_to_a_split_job_with_the_same_results(
     assert len(big_shards) > 1, "the big object is cut into several shards"
 
 
-def test_a_split_job_run_again_after_it_ran_leaves_the_same_shards(
-    split_job_template, row_sum_archive, aws_env
+@pytest.mark.parametrize(
+    "fault",
+    [ThrottledWait(), AnswerLost("SdkClientException"), AnswerLost("ServiceUnavailable")],
+    ids=["throttled-poll", "no-response", "5xx"],
+)
+def test_a_split_job_whose_answer_was_lost_is_adopted_not_run_again(
+    split_job_template, row_sum_archive, aws_env, fault
 ):
-    """The job splits the object, then the .sync poll is throttled: the SplitJob step runs
-    again under a new name (R1) and writes the same keys over the first ones."""
+    """The split job was created and runs, but the task's answer was lost (its Create's
+    response, or the .sync task's poll throttled after the job did its work): the job is
+    found by the attempt's name and waited for, so one split job runs, is paid for, and
+    leaves the shards a plain run leaves; the run succeeds and is announced once."""
     with offline_stack(split_job_template, row_sum_archive) as stack:
         execution = run(stack, "once", {"big.csv.gz": INPUTS["big.csv.gz"]})
         assert execution.status == "SUCCEEDED", execution.cause
         once = objects(stack, "shards/once/")
     with offline_stack(split_job_template, row_sum_archive) as stack:
-        stack.jobs.faults.append(ThrottledWait())
+        stack.jobs.faults.append(fault)
         execution = run(stack, "once", {"big.csv.gz": INPUTS["big.csv.gz"]})
         assert execution.status == "SUCCEEDED", execution.cause
-        first, second = split_jobs(stack)
-        assert first["ProcessingJobName"] != second["ProcessingJobName"]
-        assert all(stack.jobs.described[job["ProcessingJobName"]] for job in (first, second))
+        (job,) = split_jobs(stack)
+        split_started = [n for n in stack.jobs.started if f"-{SPLIT_NAME_MARK}-" in n]
+        assert split_started == [job["ProcessingJobName"]], "one split job started"
+        assert job["ProcessingJobName"] in stack.jobs.looked_up, "found by its name"
         twice = objects(stack, "shards/once/")
-        shards = [key for key in twice if key.startswith("big.part-")]
-        assert len(shards) == len([key for key in once if key.startswith("big.part-")]) > 1
+        assert len([key for key in twice if key.startswith("big.part-")]) > 1
         assert twice == once
+        notifications, events = stack.announced()
+        assert len(notifications) == 1 and len(events) == 1
 
 
 def test_a_failed_split_job_fails_the_run_naming_the_object(
@@ -127,3 +143,84 @@ def test_a_failed_split_job_fails_the_run_naming_the_object(
         assert run_item["run_status"] == FAILED
         assert "broken.csv.gz" in run_item["cause"]
         assert stack.jobs.requests == [("CreateProcessingJob", split_jobs(stack)[0])]
+
+
+# A budget of 2 instances of the split jobs' type, which the runs' jobs use too.
+SPLIT_BUDGET = 2
+
+
+@pytest.fixture(scope="session")
+def budgeted_split_template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    admission = ADMISSION | {"instance_budget": {INSTANCE_TYPE: SPLIT_BUDGET}}
+    return synthesize(
+        "dev",
+        tmp_path_factory.mktemp("cdk.out"),
+        split_job_threshold="16KiB",
+        split_instance_type=INSTANCE_TYPE,
+        admission=admission,
+    )
+
+
+def big_objects(count: int) -> dict[str, bytes]:
+    return {
+        f"big-{n}.csv.gz": gzip.compress(csv_rows(6000, offset=10_000 * n), mtime=0)
+        for n in range(count)
+    }
+
+
+def test_split_jobs_lease_their_instances_from_the_budget_the_runs_share(
+    budgeted_split_template, row_sum_archive, aws_env
+):
+    """Four split jobs (the Map would start them all at once) and the run's own job of 2
+    instances, on a budget of 2 instances of that type: each split job leases its instance
+    first, so no more than 2 ever run; every lease is returned when the run ends."""
+    with offline_stack(budgeted_split_template, row_sum_archive) as stack:
+        inputs = big_objects(4)
+        for name, data in inputs.items():
+            stack.put(f"input/leased/{name}", data)
+        request = {
+            "input": f"s3://{stack.bucket}/input/leased/",
+            "run_id": "leased",
+            "instance_count": SPLIT_BUDGET,
+            **REQUEST,
+        }
+        execution = stack.run(request, "leased")
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert len(split_jobs(stack)) == 4
+        assert stack.jobs.most_in_flight[INSTANCE_TYPE] <= SPLIT_BUDGET
+        assert stack.jobs.in_flight[INSTANCE_TYPE] == 0
+        leases = InstanceLeases(StatusTable.named(stack.table_name).table)
+        assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []
+
+
+def test_a_failed_split_job_returns_every_lease_of_the_run(
+    budgeted_split_template, row_sum_archive, aws_env
+):
+    """One object's split job fails beside others that lease and run: the item's own
+    lease is returned on its failure path, and the failure recorder returns whatever the
+    run's other split jobs still held when the Map was stopped."""
+    broken = b"\x1f\x8b\x08\x00" + bytes(range(256)) * 20
+    with offline_stack(budgeted_split_template, row_sum_archive) as stack:
+        execution = run(stack, "fails", big_objects(3) | {"broken.csv.gz": broken})
+        assert execution.status == "FAILED"
+        assert "broken.csv.gz" in execution.cause, execution.cause
+        assert stack.jobs.most_in_flight[INSTANCE_TYPE] <= SPLIT_BUDGET
+        leases = InstanceLeases(StatusTable.named(stack.table_name).table)
+        assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []
+
+
+@pytest.mark.parametrize("step", ["acquire_split_instance", "release_split_instance"])
+def test_a_split_lease_step_run_again_takes_and_returns_its_instance_once(
+    budgeted_split_template, row_sum_archive, aws_env, step
+):
+    """Lambda.ServiceException after the handler ran (its answer lost): Step Functions runs
+    the step again; the object's lease key makes the second acquire take nothing more and
+    the second release return nothing twice, so the budget ends whole."""
+    with offline_stack(budgeted_split_template, row_sum_archive) as stack:
+        stack.lambdas.faults.append(LambdaFault(step, "after"))
+        execution = run(stack, "again", big_objects(1))
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert len(stack.lambdas.events_of(step)) >= 2, "the step ran again"
+        assert len(split_jobs(stack)) == 1
+        leases = InstanceLeases(StatusTable.named(stack.table_name).table)
+        assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []

@@ -1,9 +1,12 @@
 """moto's DynamoDB checks a write's ConditionExpression and then applies the write with
 nothing to keep another thread out in between, so two conditional writes racing in threads
-can both pass their condition. DynamoDB never allows that: a write to an item, its condition
-included, is atomic. While :func:`atomic_writes` is open, moto's item writes run one at a
-time, as DynamoDB's do for one item (the offline stack, whose executions run in threads,
-keeps it open; ``tests/integration/pipeline/test_instance_leases.py`` shows the divergence)."""
+can both pass their condition; and it applies an update's actions to the stored item one by
+one, so a read in another thread can see half of it (a new version without the lease written
+with it). DynamoDB never allows either: a write to an item, its condition included, is
+atomic, and a read sees it whole or not at all. While :func:`atomic_writes` is open, moto's
+item writes and reads run one at a time, as DynamoDB's do for one item (the offline stack,
+whose executions run in threads, keeps it open; ``tests/integration/pipeline/
+test_instance_leases.py`` shows both divergences)."""
 
 import threading
 from collections.abc import Iterator
@@ -14,11 +17,12 @@ from unittest import mock
 from moto.dynamodb.models import DynamoDBBackend
 
 WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+READS = ("get_item", "batch_get_item", "query", "scan")
 
 
 @contextmanager
 def atomic_writes() -> Iterator[None]:
-    """moto's DynamoDB item writes one at a time while open."""
+    """moto's DynamoDB item writes and reads one at a time while open."""
     lock = threading.RLock()
 
     def atomic(name: str) -> Any:
@@ -31,6 +35,6 @@ def atomic_writes() -> Iterator[None]:
         return write
 
     with ExitStack() as stack:
-        for name in WRITES:
+        for name in (*WRITES, *READS):
             stack.enter_context(mock.patch.object(DynamoDBBackend, name, atomic(name)))
         yield

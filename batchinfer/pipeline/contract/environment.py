@@ -61,6 +61,8 @@ class PipelineEnvironment:
     # Bytes a split may stream (gzip: compressed size x GZIP_EXPANSION) before the object
     # goes to a split job instead of the SplitObject Lambda; None: never (split_job.py).
     split_job_threshold: int | None = _setting(None, _NUMBER_OR_NONE)
+    # The split jobs' instance type, whose budget their leases draw on ("": no split jobs).
+    split_instance_type: str = ""
     max_rounds: int = _setting(3, _NUMBER)
     model_name: str = ""
     model_data_url: str = ""

@@ -173,6 +173,26 @@ RELEASE_INSTANCES = Step(
     result_path=DISCARD,
     table=("UpdateItem",),
 )
+ACQUIRE_SPLIT_INSTANCE = Step(
+    name="acquire_split_instance",
+    state="AcquireSplitInstance",
+    description="Lease a split job's instance from the stack's budget, or wait",
+    memory_mb=256,
+    timeout_seconds=60,
+    payload={"job": "$.job", "input": "$.input", **EXECUTION},
+    result_path="$.admission",
+    table=("GetItem", "PutItem", "UpdateItem"),  # the lease item
+)
+RELEASE_SPLIT_INSTANCE = Step(
+    name="release_split_instance",
+    state="ReleaseSplitInstance",
+    description="Return an ended split job's instance to the stack's budget",
+    memory_mb=256,
+    timeout_seconds=60,
+    payload={"job": "$.job", "input": "$.input"},
+    result_path=DISCARD,
+    table=("UpdateItem",),
+)
 COUNT_SHARD = Step(
     name="count_shard",
     state="CountShard",
@@ -235,6 +255,8 @@ STEPS = (
     PLAN,
     SPLIT_OBJECT,
     CHECK_SPLITS,
+    ACQUIRE_SPLIT_INSTANCE,
+    RELEASE_SPLIT_INSTANCE,
     COLLECT,
     ACQUIRE_INSTANCES,
     PREPARE_JOB,

@@ -1,8 +1,8 @@
 """The failure recorder: close a run with the cause and the failing job, return the
-instances its job leased to the budget and delete its model, then name its first failed
-shards (from a bounded read of its SHARD items) and announce it once. Called by the state
-machine's Catch path and, for executions that ended without it (timed out, aborted, or
-failed with an error no Catch can take), by an EventBridge rule.
+instances its job and its split jobs leased to the budget and delete its model, then name
+its first failed shards (from a bounded read of its SHARD items) and announce it once.
+Called by the state machine's Catch path and, for executions that ended without it (timed
+out, aborted, or failed with an error no Catch can take), by an EventBridge rule.
 
 How the run ends: REJECTED when the request failed before Plan accepted it (the run id is
 not taken), ABORTED when a job or the execution was stopped on purpose, FAILED otherwise.
@@ -18,7 +18,7 @@ from batchinfer.pipeline.contract.run_errors import JobStopped
 from batchinfer.pipeline.contract.state import Failure, JobOutcome, RunEnd, RunPlan
 from batchinfer.pipeline.jobs.run_model import delete_run_model
 from batchinfer.pipeline.jobs.run_request import run_id_of
-from batchinfer.pipeline.storage.instance_leases import InstanceLeases
+from batchinfer.pipeline.storage.instance_leases import InstanceLeases, split_prefix
 from batchinfer.pipeline.storage.notify import announce
 from batchinfer.pipeline.storage.status_table import (
     ABORTED,
@@ -182,6 +182,9 @@ def _record(
     if item.get(INSTANCE_LEASE):
         # The job's instances go back to the budget (ReleaseInstances did not run).
         InstanceLeases(table.table).release(item[INSTANCE_LEASE], run_id)
+    if env.split_instance_type:
+        # So do those of split jobs the failed split Map stopped before they released them.
+        InstanceLeases(table.table).release_all(env.split_instance_type, split_prefix(run_id))
     if item.get("run_model"):
         delete_run_model(item["run_model"], sagemaker)
     run = _with_failed_shards(run, execution, table)

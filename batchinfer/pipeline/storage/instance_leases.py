@@ -15,8 +15,13 @@ ones that happen to ask just after instances come back. A run not granted joins 
 or refreshes its place there (its ``since_ms`` kept, its ``expires_at`` pushed on). A key
 that already holds a live lease is granted without taking more (a step run again);
 releasing removes the key from both maps, so releasing twice returns the instances once.
+
+A run's job leases under its run id; each of its split jobs under its own key,
+:func:`split_key` (the run id, ``#split#`` and a digest of the object), so the failure
+recorder can return every split lease of a run by that prefix (:meth:`release_all`).
 """
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,18 +38,30 @@ LEASES_SK = "LEASES"
 ATTEMPTS = 20
 # How long a waiter keeps its place without asking again, unless the caller says.
 DEFAULT_WAIT_SECONDS = 600
+SPLIT_MARK = "#split#"
+
+
+def split_key(run_id: str, object_uri: str) -> str:
+    """The lease key of the split job of ``object_uri`` in run ``run_id``."""
+    return split_prefix(run_id) + hashlib.sha256(object_uri.encode()).hexdigest()[:16]
+
+
+def split_prefix(run_id: str) -> str:
+    """What the lease keys of every split job of run ``run_id`` start with."""
+    return run_id + SPLIT_MARK
 
 
 @dataclass(frozen=True)
 class Grant:
     """The answer to an acquire: whether the lease is held, the instances of the type
     leased when it was decided (this lease included when granted), and how many waiting
-    runs are ahead of a run not granted."""
+    runs are ahead of a run not granted and since when (epoch ms) it has waited."""
 
     granted: bool
     in_use: int
     budget: int
     ahead: int = 0
+    since_ms: int | None = None
 
 
 @dataclass
@@ -107,7 +124,7 @@ class InstanceLeases:
                 continue
             waiter = {"count": count, "since_ms": since_ms, "expires_at": int(now) + wait_seconds}
             if self._write(instance_type, item, {("waiting", key): waiter}, stale):
-                return Grant(False, used, budget, ahead)
+                return Grant(False, used, budget, ahead, since_ms)
         return Grant(False, used, budget, ahead)
 
     def release(self, instance_type: str, key: str) -> bool:
@@ -115,6 +132,18 @@ class InstanceLeases:
         it held none (released already, expired and dropped, or never granted)."""
         self._remove_if_there(instance_type, "waiting", key)
         return self._remove_if_there(instance_type, "leases", key)
+
+    def release_all(self, instance_type: str, prefix: str) -> list[str]:
+        """Release every key of ``instance_type`` that starts with ``prefix`` (leased or
+        waiting); the keys whose lease this returned."""
+        item = self._read(instance_type)
+        for key in [k for k in item.waiting if k.startswith(prefix)]:
+            self._remove_if_there(instance_type, "waiting", key)
+        return [
+            key
+            for key in item.leases
+            if key.startswith(prefix) and self._remove_if_there(instance_type, "leases", key)
+        ]
 
     def _remove_if_there(self, instance_type: str, field: str, key: str) -> bool:
         try:

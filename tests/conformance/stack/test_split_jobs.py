@@ -36,9 +36,36 @@ def test_the_split_map_chooses_the_job_for_items_plan_gave_to_it(processor):
     assert processor["StartAt"] == "ChooseSplitter"
     choose = processor["States"]["ChooseSplitter"]
     assert choose["Choices"] == [
-        {"Variable": "$.splitter", "StringEquals": "job", "Next": "SplitJob"}
+        {"Variable": "$.splitter", "StringEquals": "job", "Next": "AcquireSplitInstance"}
     ]
     assert choose["Default"] == "SplitObject"
+
+
+def test_a_split_job_leases_its_instance_first_and_returns_it_however_it_ends(
+    processor, synthesized
+):
+    """Its instance comes from the budget the runs' jobs share: AcquireSplitInstance (or
+    the WaitForSplitInstance loop) before the job, ReleaseSplitInstance after it, and on
+    the failure path before the item fails (a release that fails does not hide the job's
+    error)."""
+    states = processor["States"]
+    granted = states[states["AcquireSplitInstance"]["Next"]]
+    assert granted["Choices"] == [
+        {"Variable": "$.admission.granted", "BooleanEquals": True, "Next": "SplitJob"}
+    ]
+    assert granted["Default"] == "WaitForSplitInstance"
+    wait = states["WaitForSplitInstance"]
+    assert wait["Seconds"] == synthesized.stack.config.admission.poll_seconds
+    assert wait["Next"] == "AcquireSplitInstance"
+    assert states["SplitJob"]["Next"] == "ReleaseSplitInstance"
+    assert states["ReleaseSplitInstance"]["End"] is True
+    (catch,) = states["SplitJob"]["Catch"]
+    assert catch["Next"] == "ReleaseFailedSplitInstance"
+    release_failed = states["ReleaseFailedSplitInstance"]
+    assert release_failed["Next"] == "SplitJobFailed"
+    assert release_failed["Catch"][0]["Next"] == "SplitJobFailed"
+    assert release_failed["Catch"][0]["ResultPath"] == "$.release_error"
+    assert release_failed["Resource"] == states["ReleaseSplitInstance"]["Resource"]
 
 
 def test_the_split_job_is_named_per_attempt_retried_like_run_job_and_fails_naming_the_object(
@@ -60,9 +87,18 @@ def test_the_split_job_is_named_per_attempt_retried_like_run_job_and_fails_namin
     assert parameters["NetworkConfig"]["EnableNetworkIsolation"] is False, "it calls S3"
     cluster = parameters["ProcessingResources"]["ClusterConfig"]
     assert cluster["InstanceType"] == synthesized.stack.config.split_instance_type
-    assert task["Catch"][0]["Next"] == "ClassifySplitApiError"
+    no_response, generic = task["Catch"]
+    assert no_response["ErrorEquals"] == ["SageMaker.SdkClientException"]
+    assert no_response["Next"] == "FindSplitJob", "the job may have been created"
+    assert generic["Next"] == "ClassifySplitApiError"
+    find = branch["States"]["FindSplitJob"]
+    assert find["Resource"].endswith(":states:::aws-sdk:sagemaker:describeProcessingJob")
+    assert find["Parameters"] == {"ProcessingJobName.$": "$.attempt.name"}
+    assert find["Catch"][0]["Next"] == "SplitTransientApiError", "not found: a new name"
+    assert branch["States"]["AdoptedSplitJobFailed"]["Error"] == "BatchInfer.AdoptedJobFailed"
     (catch,) = split_job["Catch"]
-    assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == "SplitJobFailed"
+    assert catch["ErrorEquals"] == ["States.ALL"]
+    assert processor["States"][catch["Next"]]["Next"] == "SplitJobFailed"
     cause = processor["States"]["SplitJobFailed"]["Parameters"]["Cause.$"]
     assert "$.input" in cause, "the failure names the object"
     assert processor["States"]["SplitFailed"]["Type"] == "Fail"

@@ -11,7 +11,7 @@ import pytest
 
 from batchinfer.pipeline.contract.layout import MAP_RESULTS_FORMAT
 from batchinfer.pipeline.contract.registry import STEPS
-from stacks.workflow import RETRYABLE_SAGEMAKER_ERRORS
+from stacks.workflow import FIND_JOB_RETRIES, RETRYABLE_SAGEMAKER_ERRORS
 
 from .conftest import REPO_ROOT
 from .definition import all_states, definitions
@@ -151,8 +151,14 @@ def test_failed_job_goes_to_verify_and_api_errors_to_the_failure_path(states):
     assert len(catches) == 1, "TaskFailed takes every error a state without a timeout has"
     check = states["CheckJobError"]
     assert check["Choices"] == [
-        {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed", "Next": "ReleaseInstances"}
-    ], "a Failed job returns its instances, then Verify resubmits its missing shards"
+        {
+            "Or": [
+                {"Variable": "$.job.Error", "StringEquals": "States.TaskFailed"},
+                {"Variable": "$.job.Error", "StringEquals": "BatchInfer.AdoptedJobFailed"},
+            ],
+            "Next": "ReleaseInstances",
+        }
+    ], "a Failed job (or adopted job) returns its instances, then Verify resubmits its shards"
     assert check["Default"] == "JobApiError"
     assert states["JobApiError"]["Next"] == "RecordFailure"
 
@@ -161,13 +167,15 @@ def test_generic_sagemaker_errors_are_retried_only_when_transient_S3(states):
     """SageMaker.AmazonSageMakerException covers throttling and 5xx but also validation and
     access errors: the branch classifies it by the Cause and fails as one or the other."""
     for job in ("TransformJob", "TransformJobWithDataProcessing", "ProcessingJob"):
-        (catch,) = states[job]["Catch"]
-        assert catch["ErrorEquals"] == ["SageMaker.AmazonSageMakerException"]
-        assert catch["Next"] == "ClassifyApiError"
+        no_response, generic = states[job]["Catch"]
+        assert no_response["ErrorEquals"] == ["SageMaker.SdkClientException"]
+        assert no_response["Next"] == "FindJob"
+        assert generic["ErrorEquals"] == ["SageMaker.AmazonSageMakerException"]
+        assert generic["Next"] == "ClassifyApiError"
     classify = states["ClassifyApiError"]
     transient = {c["StringMatches"] for c in classify["Choices"]}
     assert "*Error Code: ThrottlingException*" in transient and "*Status Code: 5*" in transient
-    assert {c["Next"] for c in classify["Choices"]} == {"TransientApiError"}
+    assert {c["Next"] for c in classify["Choices"]} == {"FindJob"}, "the job may exist"
     assert classify["Default"] == "PermanentApiError"
     assert states["TransientApiError"]["Error"] == "BatchInfer.TransientApiError"
     assert states["PermanentApiError"]["Error"] == "BatchInfer.PermanentApiError"
@@ -175,11 +183,54 @@ def test_generic_sagemaker_errors_are_retried_only_when_transient_S3(states):
     assert "BatchInfer.TransientApiError" in retry["ErrorEquals"]
     assert "BatchInfer.PermanentApiError" not in retry["ErrorEquals"]
     assert "SageMaker.AmazonSageMakerException" not in retry["ErrorEquals"]
+    assert "SageMaker.SdkClientException" not in retry["ErrorEquals"], "looked for first"
+
+
+def test_a_job_whose_create_may_have_gone_through_is_found_and_adopted(states, synthesized):
+    """After no response or a transient error, the attempt's job is looked for by its name
+    (the AWS SDK integration's Describe*Job, retried: a name not found included); not found,
+    the branch fails as transient (retried under a new name); found, it is polled until it
+    ends and answers as the .sync task would."""
+    retry = synthesized.stack.config.retry
+    find_job = states["FindJob"]
+    assert find_job["Choices"] == [
+        {"Variable": "$.job.engine", "StringEquals": "processing", "Next": "FindProcessingJob"}
+    ]
+    assert find_job["Default"] == "FindTransformJob"
+    for kind in ("Transform", "Processing"):
+        find = states[f"Find{kind}Job"]
+        assert find["Resource"].endswith(f":states:::aws-sdk:sagemaker:describe{kind}Job")
+        assert find["Parameters"] == {f"{kind}JobName.$": "$.job.name"}
+        (rule,) = find["Retry"]
+        assert rule["ErrorEquals"] == ["States.ALL"]
+        assert rule["MaxAttempts"] == FIND_JOB_RETRIES
+        assert rule["IntervalSeconds"] == retry.interval_seconds
+        (not_found,) = find["Catch"]
+        assert not_found["ErrorEquals"] == ["SageMaker.ResourceNotFoundException"]
+        assert not_found["Next"] == "TransientApiError"
+        ended = states[find["Next"]]
+        assert [c["Next"] for c in ended["Choices"]] == [
+            f"{kind}JobAdopted",
+            f"Adopted{kind}JobFailed",
+        ]
+        assert ended["Default"] == f"WaitFor{kind}Job"
+        assert states[f"WaitFor{kind}Job"]["Next"] == f"Find{kind}Job"
+        assert states[f"WaitFor{kind}Job"]["Seconds"] == retry.max_delay_seconds
+        assert states[f"{kind}JobAdopted"]["Parameters"] == {
+            "name.$": "$.adopted.name",
+            "status.$": "$.adopted.status",
+        }
+        failed = states[f"Adopted{kind}JobFailed"]
+        assert failed["Error"] == "BatchInfer.AdoptedJobFailed"
+        assert failed["CausePath"] == "States.JsonToString($.adopted.described)"
 
 
 def test_every_lambda_task_retries_throttling_and_service_errors(states):
     lambdas = [n for n, s in states.items() if ":lambda:" in s.get("Resource", "")]
-    assert len(lambdas) == len(STEPS), "one task per step of the registry"
+    functions = {json.dumps(states[n]["Resource"]) for n in lambdas}
+    assert len(functions) == len(STEPS), "every step of the registry has its tasks"
+    # ReleaseSplitInstance has a second task, on the split item's failure path.
+    assert len(lambdas) == len(STEPS) + 1
     for name in lambdas:
         retried = {e for r in states[name]["Retry"] for e in r["ErrorEquals"]}
         assert {"Lambda.TooManyRequestsException", "Lambda.ServiceException"} <= retried, name
@@ -216,9 +267,12 @@ def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(state
         "DuplicateRun",
         "TransientApiError",
         "PermanentApiError",
+        "AdoptedTransformJobFailed",
+        "AdoptedProcessingJobFailed",
         # the split job's, inside the split Map's item processor
         "SplitTransientApiError",
         "SplitPermanentApiError",
+        "AdoptedSplitJobFailed",
         "SplitFailed",
     }
 

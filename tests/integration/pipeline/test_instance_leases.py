@@ -14,9 +14,11 @@ from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
 
 from batchinfer.pipeline.contract.run_errors import InstancesUnavailable
 from batchinfer.pipeline.steps.acquire_instances import acquire_instances
+from batchinfer.pipeline.steps.acquire_split_instance import acquire_split_instance
 from batchinfer.pipeline.steps.record_failure import record_ended_execution, record_failure
 from batchinfer.pipeline.steps.release_instances import release_instances
-from batchinfer.pipeline.storage.instance_leases import InstanceLeases
+from batchinfer.pipeline.steps.release_split_instance import release_split_instance
+from batchinfer.pipeline.storage.instance_leases import InstanceLeases, split_key
 from batchinfer.pipeline.storage.status_table import ADMITTED, WAITING_FOR_INSTANCES
 from tests.support.atomic_dynamodb import atomic_writes
 from tests.support.run_state import example_plan, example_round
@@ -252,17 +254,54 @@ def test_moto_lets_a_racing_conditional_write_through_unless_writes_are_atomic(a
         assert in_use == 9, "over the budget of 8"
 
 
+@pytest.mark.parametrize("atomic", [True, False])
+def test_moto_lets_a_read_see_half_an_update_unless_writes_are_atomic(account, atomic):
+    """A consistent read while an acquirer's update is half applied (moto's
+    UpdateExpressionExecutor sets the version and the lease one after the other): moto alone
+    answers the item with one and not the other, so a rival would count the budget without
+    the lease yet write on the new version; DynamoDB, and moto under atomic_writes, answers
+    the item once the whole update is in."""
+    table = account.table.table
+    _acquire(InstanceLeases(table), "first", count=1)  # the item exists, version 1
+    original = UpdateExpressionExecutor.execute
+    reader: list[threading.Thread] = []
+    seen = {}
+
+    def read():
+        item = table.get_item(Key=InstanceLeases.key_of(TYPE), ConsistentRead=True)["Item"]
+        seen.update(version=int(item["version"]), lease="late" in item["leases"])
+
+    def execute(self, node=None):
+        action = node is not None and self.get_specific_execution(node) is not None
+        original(self, node)
+        if action and not reader:  # one action of the update applied, the other not yet
+            reader.append(threading.Thread(target=read))
+            reader[0].start()
+            # Without the lock the read ends here; with it, it waits for the whole write.
+            reader[0].join(timeout=1 if atomic else None)
+
+    with ExitStack() as stack:
+        if atomic:
+            stack.enter_context(atomic_writes())
+        stack.enter_context(mock.patch.object(UpdateExpressionExecutor, "execute", execute))
+        assert _acquire(InstanceLeases(table), "late", count=4).granted
+        reader[0].join()
+    if atomic:
+        assert seen == {"version": 2, "lease": True}, "the whole update"
+    else:
+        assert (seen["version"] == 2) != seen["lease"], f"half of it: {seen}"
+
+
 # --- the admission steps ---
 
 
 def _env(account, **changes):
-    return replace(
-        account.env,
-        instance_budget={"ml.m5.xlarge": 8},
-        admission_max_wait_seconds=HOUR,
-        lease_seconds=2 * HOUR,
-        **changes,
-    )
+    admission = {
+        "instance_budget": {"ml.m5.xlarge": 8},
+        "admission_max_wait_seconds": HOUR,
+        "lease_seconds": 2 * HOUR,
+    }
+    return replace(account.env, **(admission | changes))
 
 
 def _plan(run_id, count=4):
@@ -398,3 +437,78 @@ def test_an_endpoint_run_takes_no_instances_from_the_budget(account):
     )
     assert admission.granted and admission.instance_count == 0, "the budget is full, yet granted"
     assert "instance_lease" not in account.table.get_run("scored")
+
+
+def _split_job(run_id):
+    return {"base": f"bi-{run_id}", "run_id": run_id, "arguments": []}
+
+
+def test_split_jobs_lease_from_the_budget_their_run_shares(account):
+    """A run's job of 4 and two split jobs of 1 on a budget of 5 (scaling.md): the second
+    split job waits, then runs once the first returned its instance; each object has a
+    lease of its own, returned once however often it is released."""
+    env = _env(account, split_instance_type=TYPE, instance_budget={TYPE: 5})
+    account.table.create_run("r", EXECUTION + "r")
+    acquire_instances(
+        _plan("r"), example_round(), execution=EXECUTION + "r", env=env, table=account.table
+    )
+    first = acquire_split_instance(
+        _split_job("r"), "s3://b/input/r/a.gz", execution=EXECUTION, env=env, table=account.table
+    )
+    assert first.granted and first.in_use == 5 and first.instance_type == TYPE
+    second = acquire_split_instance(
+        _split_job("r"), "s3://b/input/r/b.gz", execution=EXECUTION, env=env, table=account.table
+    )
+    assert not second.granted and second.waiting_since is not None
+    assert release_split_instance(
+        _split_job("r"), "s3://b/input/r/a.gz", env=env, table=account.table
+    )
+    assert not release_split_instance(
+        _split_job("r"), "s3://b/input/r/a.gz", env=env, table=account.table
+    ), "released once"
+    second = acquire_split_instance(
+        _split_job("r"), "s3://b/input/r/b.gz", execution=EXECUTION, env=env, table=account.table
+    )
+    assert second.granted
+    leases = InstanceLeases(account.table.table)
+    assert set(leases.held(TYPE)) == {"r", split_key("r", "s3://b/input/r/b.gz")}
+
+
+def test_a_split_job_waiting_past_the_bound_fails_naming_its_object(account):
+    """Its place in the queue (kept while it asks again within ``queue_seconds``) says since
+    when it waits."""
+    env = _env(account, split_instance_type=TYPE, admission_max_wait_seconds=100)
+    assert _acquire(InstanceLeases(account.table.table), "hog", count=8).granted
+    first = acquire_split_instance(
+        _split_job("r"), "s3://b/input/r/a.gz", execution=EXECUTION, env=env, table=account.table
+    )
+    since = datetime.fromisoformat(first.waiting_since)
+    later = Clock((since + timedelta(seconds=101)).timestamp())
+    assert env.queue_seconds > 101, "it kept its place"
+    with pytest.raises(InstancesUnavailable, match=r"split job of s3://b/input/r/a\.gz waited 101"):
+        acquire_split_instance(
+            _split_job("r"), "s3://b/input/r/a.gz", execution=EXECUTION, env=env,
+            table=account.table, clock=later,
+        )  # fmt: skip
+    assert InstanceLeases(account.table.table, later).queue(TYPE) == []
+
+
+def test_a_failed_run_returns_the_leases_of_its_split_jobs(account):
+    """The failure recorder returns every split lease of the run, held or queued, and
+    leaves other runs' alone."""
+    env = _env(account, split_instance_type=TYPE, instance_budget={TYPE: 2})
+    account.table.create_run("r", EXECUTION + "r")
+    for run_id, name in (("r", "a"), ("other", "a"), ("r", "b")):
+        acquire_split_instance(
+            _split_job(run_id), f"s3://b/input/{run_id}/{name}.gz", execution=EXECUTION,
+            env=env, table=account.table,
+        )  # fmt: skip
+    leases = InstanceLeases(account.table.table)
+    assert leases.queue(TYPE) == [split_key("r", "s3://b/input/r/b.gz")]
+    state = {"plan": _plan("r").to_state(), "error": {"Error": "States.Timeout", "Cause": "x"}}
+    record_failure(
+        state, execution=EXECUTION + "r", execution_name="r",
+        **(account.failure_clients() | {"env": env}),
+    )  # fmt: skip
+    assert set(leases.held(TYPE)) == {split_key("other", "s3://b/input/other/a.gz")}
+    assert leases.queue(TYPE) == []

@@ -26,7 +26,9 @@ so while the stack is open:
   whose context reports its time running out);
 - the ``sagemaker`` integration runs Create*Job ``.sync`` with the local engine over moto
   S3 and answers the Describe*Job response (:mod:`.sagemaker`); ``stack.jobs.faults`` takes
-  :class:`ApiError` (a refused create), :class:`FailInputs` (a lost instance),
+  :class:`ApiError` (a refused create), :class:`AnswerLost` (a create that went through
+  with its answer lost: the job runs and is found by the AWS SDK integration's
+  Describe*Job), :class:`FailInputs` (a lost instance),
   :class:`ThrottledWait` (a job that ran, then a throttled poll), :class:`StopJob`,
   :class:`StopExecution`, :class:`CapacityShortage` (no instances to be had) and
   :class:`RuntimeLimit` (a processing job stopped at its MaxRuntimeInSeconds); a split
@@ -46,6 +48,7 @@ with another version raises ImportError.
 from tests.support.offline.endpoints import Endpoints, Throttle
 from tests.support.offline.lambdas import Dies, LambdaFault, OutOfTime
 from tests.support.offline.sagemaker import (
+    AnswerLost,
     ApiError,
     CapacityShortage,
     FailInputs,
@@ -67,6 +70,7 @@ from tests.support.offline.template import REGION
 __all__ = [
     "MOTO_CONFIG",
     "REGION",
+    "AnswerLost",
     "ApiError",
     "CapacityShortage",
     "Dies",

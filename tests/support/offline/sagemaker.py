@@ -36,6 +36,9 @@ from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import (
     ResourceCondition,
 )
+from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (  # noqa: E501
+    StateTaskServiceAwsSdk,
+)
 from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (  # noqa: E501
     StateTaskServiceCallback,
 )
@@ -94,6 +97,20 @@ class StopExecution:
 
 
 @dataclass(frozen=True)
+class AnswerLost:
+    """The next Create*Job call creates the job, which runs, but its answer is lost on the
+    way back: Step Functions reports ``SageMaker.SdkClientException`` (no response came
+    back) or the 5xx an intermediary answered with (``code``, as :class:`ApiError` has it),
+    while SageMaker holds the job under the name asked for; the job meets ``then``."""
+
+    code: str = "SdkClientException"
+    message: str = (
+        "Unable to execute HTTP request: Read timed out (injected by the offline harness)"
+    )
+    then: "RunFault | None" = None  # what the job that runs meets
+
+
+@dataclass(frozen=True)
 class CapacityShortage:
     """The next job ends Failed before it starts, with no output: SageMaker could not
     provision its instances. The FailureReason begins with ``CapacityError``, as AWS Batch's
@@ -117,15 +134,9 @@ class RuntimeLimit:
     have it. Transform jobs have no runtime limit."""
 
 
-JobFault = (
-    ApiError
-    | FailInputs
-    | ThrottledWait
-    | StopJob
-    | StopExecution
-    | CapacityShortage
-    | RuntimeLimit
-)
+# What a job that runs meets, and every fault a Create*Job call can meet.
+RunFault = FailInputs | ThrottledWait | StopJob | StopExecution | CapacityShortage | RuntimeLimit
+JobFault = ApiError | AnswerLost | RunFault
 
 
 @dataclass
@@ -149,10 +160,13 @@ class SageMakerJobs:
     # Instances of jobs running now, by instance type, and the most there ever were.
     in_flight: dict[str, int] = field(default_factory=dict)
     most_in_flight: dict[str, int] = field(default_factory=dict)
+    # The names the AWS SDK integration's Describe*Job asked for, in order.
+    looked_up: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._model = botocore.session.get_session().get_service_model("sagemaker")
         self._lock = threading.Lock()
+        self._accepted: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> (kind, request)
 
     @property
     def started(self) -> list[str]:
@@ -179,11 +193,48 @@ class SageMakerJobs:
             if isinstance(fault, ApiError):
                 raise _client_error(fault.code, fault.message, operation)
             self.described[name] = {}  # the name is taken, whatever happens next
+            self._accepted[name] = (kind, request)
             instance_type, count = _instances(request)
             self.in_flight[instance_type] = self.in_flight.get(instance_type, 0) + count
             self.most_in_flight[instance_type] = max(
                 self.most_in_flight.get(instance_type, 0), self.in_flight[instance_type]
             )
+        if isinstance(fault, AnswerLost):
+            threading.Thread(
+                target=self._run_to_end,
+                args=(kind, name, request, fault.then, instance_type, count),
+            ).start()
+            if fault.code == "SdkClientException":
+                raise _NoResponse(fault.message)
+            raise _client_error(fault.code, fault.message, operation)
+        return self._run_to_end(kind, name, request, fault, instance_type, count)
+
+    def describe(self, operation: str, name: str) -> dict[str, Any]:
+        """Describe*Job of a job SageMaker accepted: InProgress until it ends, then its
+        response; ResourceNotFound for a name it never accepted."""
+        self.on_api_call(operation, {operation.removeprefix("Describe") + "Name": name})
+        with self._lock:
+            self.looked_up.append(name)
+            if name not in self._accepted:
+                raise _client_error(
+                    "ResourceNotFound", f"Could not find job to describe: {name}", operation
+                )
+            kind, request = self._accepted[name]
+            return self.described[name] or {
+                **request,
+                f"{kind}JobStatus": "InProgress",
+                f"{kind}JobArn": _job_arn(kind, name),
+            }
+
+    def _run_to_end(
+        self,
+        kind: str,
+        name: str,
+        request: dict[str, Any],
+        fault: RunFault | None,
+        instance_type: str,
+        count: int,
+    ) -> dict[str, Any]:
         try:
             return self._run(kind, name, request, fault)
         finally:
@@ -195,7 +246,7 @@ class SageMakerJobs:
         kind: str,
         name: str,
         request: dict[str, Any],
-        fault: JobFault | None,
+        fault: RunFault | None,
     ) -> dict[str, Any]:
         """Run the accepted job to its end; its Describe*Job response."""
         started = _millis()
@@ -228,8 +279,7 @@ class SageMakerJobs:
         self.on_api_call(f"Describe{kind}Job", {f"{kind}JobName": name})
         described = {
             **request,
-            f"{kind}JobArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:"
-            f"{kind.lower()}-job/{name.lower()}",
+            f"{kind}JobArn": _job_arn(kind, name),
             f"{kind}JobStatus": status,
             "CreationTime": started,
             f"{kind}StartTime" if kind == "Transform" else "ProcessingStartTime": started,
@@ -405,6 +455,14 @@ def _ending(missing: list[str], errors: list[str], kind: str) -> tuple[str, str 
     )[:1024]
 
 
+def _job_arn(kind: str, name: str) -> str:
+    return f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:{kind.lower()}-job/{name.lower()}"
+
+
+class _NoResponse(Exception):
+    """No response came back from SageMaker (the SDK's SdkClientException)."""
+
+
 def _millis() -> int:
     return int(time.time() * 1000)
 
@@ -443,7 +501,10 @@ class SageMakerTask(StateTaskServiceCallback):
     def _from_error(self, env: Any, ex: Exception) -> FailureEvent:
         """A rejected Create*Job as Step Functions reports it: the errors the SageMaker API
         models keep their SDK class name (SageMaker.ResourceLimitExceededException), every
-        other one is SageMaker.AmazonSageMakerException; the Cause is the SDK's message."""
+        other one is SageMaker.AmazonSageMakerException; the Cause is the SDK's message. A
+        call that got no response is SageMaker.SdkClientException."""
+        if isinstance(ex, _NoResponse):
+            return _failure(self, env, "SageMaker.SdkClientException", str(ex))
         if not isinstance(ex, ClientError):
             return super()._from_error(env=env, ex=ex)
         code = ex.response["Error"]["Code"]
@@ -454,19 +515,7 @@ class SageMakerTask(StateTaskServiceCallback):
             f"{ex.response['Error']['Message']} (Service: AmazonSageMaker; Status Code: "
             f"{status}; Error Code: {code}; Request ID: offline; Proxy: null)"
         )
-        return FailureEvent(
-            env=env,
-            error_name=CustomErrorName(error),
-            event_type=HistoryEventType.TaskFailed,
-            event_details=EventDetails(
-                taskFailedEventDetails=TaskFailedEventDetails(
-                    error=error,
-                    cause=cause,
-                    resource=self._get_sfn_resource(),
-                    resourceType=self._get_sfn_resource_type(),
-                )
-            ),
-        )
+        return _failure(self, env, error, cause)
 
     def _eval_service_task(
         self, env: Any, resource_runtime_part: Any, normalised_parameters: dict, state_credentials
@@ -510,3 +559,52 @@ class SageMakerTask(StateTaskServiceCallback):
             )
 
         return resolve
+
+
+class SageMakerSdkTask(StateTaskServiceAwsSdk):
+    """The AWS SDK integration's SageMaker Describe*Job calls, answered for the jobs the
+    ``sagemaker`` integration accepted (moto's SageMaker does not hold them). An error is
+    ``SageMaker.<code>Exception``: the service and error names in PascalCase, with the
+    Exception suffix, as https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html
+    says (``SageMaker.ResourceNotFoundException`` for a name SageMaker never accepted)."""
+
+    def __init__(self, jobs: SageMakerJobs) -> None:
+        self.jobs = jobs
+        super().__init__()
+
+    def _from_error(self, env: Any, ex: Exception) -> FailureEvent:
+        if not isinstance(ex, ClientError):
+            return super()._from_error(env=env, ex=ex)
+        error = ex.response["Error"]
+        cause = f"{error['Message']} (Service: SageMaker, Status Code: 400, Request ID: offline)"
+        return _failure(self, env, f"SageMaker.{error['Code']}Exception", cause)
+
+    def _eval_service_task(
+        self, env: Any, resource_runtime_part: Any, normalised_parameters: dict, state_credentials
+    ) -> None:
+        action = self.resource.api_action
+        operation = action[0].upper() + action[1:]
+        if self.resource.api_name != "sagemaker" or operation not in (
+            "DescribeTransformJob",
+            "DescribeProcessingJob",
+        ):
+            raise AssertionError(f"no offline AWS SDK integration for {self.resource.api_name}")
+        name = normalised_parameters[operation.removeprefix("Describe") + "Name"]
+        env.stack.append(self.jobs.describe(operation, name))
+
+
+def _failure(task: Any, env: Any, error: str, cause: str) -> FailureEvent:
+    """The TaskFailed event of ``task`` with ``error`` and ``cause``."""
+    return FailureEvent(
+        env=env,
+        error_name=CustomErrorName(error),
+        event_type=HistoryEventType.TaskFailed,
+        event_details=EventDetails(
+            taskFailedEventDetails=TaskFailedEventDetails(
+                error=error,
+                cause=cause,
+                resource=task._get_sfn_resource(),
+                resourceType=task._get_sfn_resource_type(),
+            )
+        ),
+    )

@@ -35,7 +35,7 @@ from tests.support.offline.arrivals import (
 from tests.support.offline.endpoints import Endpoints
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.moto_fixes import corrected
-from tests.support.offline.sagemaker import SageMakerJobs, SageMakerTask
+from tests.support.offline.sagemaker import SageMakerJobs, SageMakerSdkTask, SageMakerTask
 from tests.support.offline.template import ACCOUNT, REGION, Function, render
 from tests.support.permissions.audit import Audit
 from tests.support.permissions.needs import Keys
@@ -345,6 +345,8 @@ class OfflineStack:
         def service_for(service_name: str) -> Any:
             if service_name == "sagemaker":
                 return SageMakerTask(self.jobs)
+            if service_name == "aws-sdk":  # the definition's only SDK calls are SageMaker's
+                return SageMakerSdkTask(self.jobs)
             return original(service_name)
 
         self._exit.enter_context(
