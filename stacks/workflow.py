@@ -1,5 +1,6 @@
 """The state machine of one run: Plan, Split, Collect, Infer (transform or processing, with
-retries and missing-shard resubmission), Verify, Finalize, and the failure path.
+retries and missing-shard resubmission), Verify, the merge of a merged run, Finalize, and
+the failure path.
 
 Data flow (everything per shard lives in S3 and DynamoDB; the state holds only small
 objects): ``$`` is the request; Plan adds ``$.plan``; Collect and Verify set ``$.round``
@@ -7,8 +8,10 @@ objects): ``$`` is the request; Plan adds ``$.plan``; Collect and Verify set ``$
 ``$.admission``; each job attempt sets ``$.job`` (``name``, ``status``, or the
 ``Error``/``Cause`` of a failed job); the CountShards Map checks each shard of the round
 (one CountShard a shard, items from ``$.round.shards_key``) and sets ``$.counts`` to its
-result manifest, which Verify reads; Finalize sets ``$.result``; every Catch puts
-``Error``/``Cause`` in ``$.error`` and leads to RecordFailure, then RunFailed.
+result manifest, which Verify reads; a merged run's MergeOutputs Map merges each input
+object's shard outputs (one MergeObject per line of Plan's split tasks); Finalize sets
+``$.result``; every Catch puts ``Error``/``Cause`` in ``$.error`` and leads to
+RecordFailure, then RunFailed.
 
 Admission: AcquireInstances leases the job's instances from the stack's budget (or the run
 waits in the WaitForInstances loop), ReleaseInstances returns them when the job has ended,
@@ -371,6 +374,7 @@ class Workflow(Construct):
             split_inputs.item_processor(split_object)
         else:
             split_job = _split_job(self, self._config, self._storage, model, split_jobs)
+            split_job.next(self._invoke(steps.COPY_UNSPLIT))
             split_inputs.item_processor(
                 sfn.Choice(self, "ChooseSplitter")
                 .when(sfn.Condition.string_equals("$.splitter", JOB), split_job)
@@ -477,12 +481,38 @@ class Workflow(Construct):
         run_job.add_catch(check_job_error, errors=[JOB_FAILED], result_path="$.job")
         run_job.next(release)
 
-    def _finalize(self) -> tasks.LambdaInvoke:
-        """Finalize, then Done."""
+    def _finalize(self) -> sfn.Choice:
+        """A merged run's MergeOutputs Map (one MergeObject per input object, the items from
+        Plan's split tasks at ``$.plan.inputs_key``, ``split_concurrency`` at once), then
+        Finalize, then Done. A MergeObject that died or timed out is run again: it writes the
+        same object again."""
         finalize = self._invoke(steps.FINALIZE)
         self._on_error(finalize)
         finalize.next(sfn.Succeed(self, "Done"))
-        return finalize
+        merge_object = self._invoke(steps.MERGE_OBJECT)
+        merge_object.add_retry(
+            errors=LAMBDA_DIED, interval=Duration.seconds(5), backoff_rate=2, max_attempts=2
+        )
+        merge_outputs = _run_map(
+            self,
+            "MergeOutputs",
+            self._storage,
+            "$.plan.inputs_key",
+            self._config.split_concurrency,
+            item_selector={
+                "input": sfn.JsonPath.string_at("$$.Map.Item.Value.input"),
+                "folder": sfn.JsonPath.string_at("$$.Map.Item.Value.output"),
+                "plan": sfn.JsonPath.object_at("$.plan"),
+            },
+        )
+        merge_outputs.item_processor(merge_object)
+        self._on_error(merge_outputs)
+        merge_outputs.next(finalize)
+        return (
+            sfn.Choice(self, "MergeChosen")
+            .when(sfn.Condition.boolean_equals("$.plan.merge", True), merge_outputs)
+            .otherwise(finalize)
+        )
 
     def _state_machine(
         self, definition: sfn.IChainable, model: Model, split_jobs: SplitJobs | None

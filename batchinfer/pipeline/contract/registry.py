@@ -94,6 +94,19 @@ SPLIT_OBJECT = Step(
     pins_versions=True,
     multipart=True,
 )
+COPY_UNSPLIT = Step(
+    name="copy_unsplit",
+    state="CopyUnsplit",
+    description="After a split job: copy an object it left whole under the shard prefix",
+    memory_mb=256,
+    # One server-side copy: a multipart copy of parts side by side above 5 GB.
+    timeout_seconds=900,
+    payload={"input": "$.input", "output": "$.output"},
+    result_path=DISCARD,
+    reads=(INPUT_PREFIX, SHARDS_PREFIX),  # the object, its shard index
+    writes=(SHARDS_PREFIX,),
+    multipart=True,
+)
 COLLECT = Step(
     name="collect",
     state="Collect",
@@ -102,8 +115,8 @@ COLLECT = Step(
     timeout_seconds=900,
     payload={"plan": "$.plan", **EXECUTION},
     result_path="$.round",
-    reads=(INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX),
-    writes=(SHARDS_PREFIX, RUNS_PREFIX),
+    reads=(SHARDS_PREFIX, RUNS_PREFIX),  # the shard indexes, the split tasks
+    writes=(RUNS_PREFIX,),
     table=("BatchWriteItem", "UpdateItem"),
 )
 PREPARE_JOB = Step(
@@ -193,17 +206,29 @@ VERIFY = Step(
     writes=(RUNS_PREFIX,),
     table=("BatchWriteItem", "UpdateItem"),
 )
+MERGE_OBJECT = Step(
+    name="merge_object",
+    state="MergeObject",
+    description="Merge one input object's shard outputs in order into its output",
+    memory_mb=1024,
+    # One multipart upload: part copies run inside S3, small outputs are gathered in memory.
+    timeout_seconds=900,
+    payload=None,  # the MergeOutputs Map's item: {"input", "folder", "plan"}
+    result_path=None,
+    reads=(SHARDS_PREFIX, RUNS_PREFIX),  # the shard index; the shard outputs (parts)
+    writes=(OUTPUT_PREFIX,),
+    multipart=True,
+)
 FINALIZE = Step(
     name="finalize",
     state="Finalize",
-    description="Merge outputs, write _manifest.json and _SUCCESS, announce",
+    description="Write _manifest.json and _SUCCESS, record the run, announce",
     memory_mb=1024,
     timeout_seconds=900,
     payload={"plan": "$.plan", **EXECUTION},
     result_path="$.result",
     reads=(RUNS_PREFIX,),
     writes=(OUTPUT_PREFIX,),
-    multipart=True,
     table=("Query", "UpdateItem"),
     announces=True,
     deletes_run_models=True,
@@ -224,6 +249,7 @@ RECORD_FAILURE = Step(
 STEPS = (
     PLAN,
     SPLIT_OBJECT,
+    COPY_UNSPLIT,
     COLLECT,
     ACQUIRE_INSTANCES,
     PREPARE_JOB,
@@ -232,6 +258,7 @@ STEPS = (
     SCORE_SHARD,
     SCORING_OUTCOME,
     VERIFY,
+    MERGE_OBJECT,
     FINALIZE,
     RECORD_FAILURE,
 )
