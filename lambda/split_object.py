@@ -6,7 +6,8 @@ from typing import Any
 
 from batchinfer.pipeline.contract.state import SplitTask
 from batchinfer.pipeline.steps.split_object import split_object
+from batchinfer.pipeline.storage.clients import services
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return split_object(SplitTask.from_state(event)).to_state()
+    return split_object(SplitTask.from_state(event), s3=services().s3).to_state()

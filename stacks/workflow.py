@@ -1,6 +1,6 @@
 """The state machine of one run: Plan, Split, CheckSplits, Collect, Infer (transform or
-processing, with retries and missing-shard resubmission), Verify, Finalize, and the failure
-path.
+processing, with retries and missing-shard resubmission), Verify, the merge of a merged run,
+Finalize, and the failure path.
 
 Data flow (everything per shard lives in S3 and DynamoDB; the state holds only small
 objects): ``$`` is the request; Plan adds ``$.plan``; the SplitInputs Map sets ``$.splits``
@@ -10,8 +10,10 @@ to its result manifest, which CheckSplits reads; Collect and Verify set ``$.roun
 ``Error``/``Cause`` of a failed job); the CountShards Map checks each shard of the round
 (one CountShard a shard, items from ``$.round.shards_key``) and sets ``$.counts`` to its
 result manifest, which Verify reads (the ScoreShards Map sets ``$.scores`` for
-ScoringOutcome the same way); Finalize sets ``$.result``; every Catch puts
-``Error``/``Cause`` in ``$.error`` and leads to RecordFailure, then RunFailed.
+ScoringOutcome the same way); a merged run's MergeOutputs Map merges each input object's
+shard outputs (one MergeObject per line of Plan's split tasks); Finalize sets
+``$.result``; every Catch puts ``Error``/``Cause`` in ``$.error`` and leads to
+RecordFailure, then RunFailed.
 
 Admission: AcquireInstances leases the job's instances from the stack's budget (or the run
 waits in the WaitForInstances loop), ReleaseInstances returns them when the job has ended,
@@ -541,7 +543,11 @@ class Workflow(Construct):
             replace(steps.RELEASE_SPLIT_INSTANCE, state="ReleaseFailedSplitInstance")
         )
         split_job = _split_job(self, self._config, self._storage, model, split_jobs, release_failed)
-        split_job.next(self._invoke(steps.RELEASE_SPLIT_INSTANCE))
+        # The instance goes back as soon as the job ended; then an object the job left whole
+        # is copied under the shard prefix.
+        split_job.next(self._invoke(steps.RELEASE_SPLIT_INSTANCE)).next(
+            self._invoke(steps.COPY_UNSPLIT)
+        )
         wait = sfn.Wait(
             self,
             "WaitForSplitInstance",
@@ -668,12 +674,43 @@ class Workflow(Construct):
         run_job.add_catch(check_job_error, errors=[JOB_FAILED], result_path="$.job")
         run_job.next(release)
 
-    def _finalize(self) -> tasks.LambdaInvoke:
-        """Finalize, then Done."""
+    def _finalize(self) -> sfn.Choice:
+        """A merged run's MergeOutputs Map (one MergeObject per input object, the items from
+        Plan's split tasks at ``$.plan.inputs_key``, ``split_concurrency`` at once) and
+        CheckMerges, then Finalize, then Done. A MergeObject that died or timed out is run
+        again: it writes the same object again."""
         finalize = self._invoke(steps.FINALIZE)
         self._on_error(finalize)
         finalize.next(sfn.Succeed(self, "Done"))
-        return finalize
+        merge_object = self._invoke(steps.MERGE_OBJECT)
+        merge_object.add_retry(
+            errors=LAMBDA_DIED, interval=Duration.seconds(5), backoff_rate=2, max_attempts=2
+        )
+        merge_outputs = _run_map(
+            self,
+            "MergeOutputs",
+            self._storage,
+            "$.plan.inputs_key",
+            self._config.split_concurrency,
+            item_selector={
+                "input": sfn.JsonPath.string_at("$$.Map.Item.Value.input"),
+                "folder": sfn.JsonPath.string_at("$$.Map.Item.Value.output"),
+                "plan": sfn.JsonPath.object_at("$.plan"),
+            },
+            result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
+            result_path="$.merges",
+        )
+        merge_outputs.item_processor(merge_object)
+        self._on_error(merge_outputs)
+        # The Map tolerates a failed merge: CheckMerges fails the run naming its input.
+        check_merges = self._invoke(steps.CHECK_MERGES)
+        self._on_error(check_merges)
+        merge_outputs.next(check_merges).next(finalize)
+        return (
+            sfn.Choice(self, "MergeChosen")
+            .when(sfn.Condition.boolean_equals("$.plan.merge", True), merge_outputs)
+            .otherwise(finalize)
+        )
 
     def _state_machine(
         self, definition: sfn.IChainable, model: Model, split_jobs: SplitJobs | None

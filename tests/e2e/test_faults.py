@@ -21,6 +21,7 @@ from stacks.workflow import FIND_JOB_RETRIES
 from tests.support.offline import (
     AnswerLost,
     ApiError,
+    Dies,
     FailInputs,
     LambdaFault,
     OfflineStack,
@@ -42,6 +43,7 @@ STEPS = (
     "release_instances",
     "count_shard",
     "verify",
+    "merge_object",
     "finalize",
 )
 
@@ -90,6 +92,54 @@ def test_a_lambda_service_error_is_retried_and_the_run_completes_once(stack, ste
     assert stack.get(f"s3://{stack.bucket}/output/{run_id}/a.csv.out").count(b"\n") == 30
     leases = InstanceLeases(StatusTable.named(stack.table_name).table)
     assert leases.held(INSTANCE_TYPE) == {}
+
+
+@pytest.mark.parametrize(
+    ("run_id", "fault"),
+    [
+        # Dead right after its upload completed (Lambda.Unknown, as out of memory).
+        ("merge-died", Dies("merge_object", "s3.CompleteMultipartUpload")),
+        # Out of its 900 s after it ran (the error Lambda reports for a timeout).
+        ("merge-timed-out", LambdaFault("merge_object", "after", "Sandbox.Timedout")),
+    ],
+)
+def test_a_merge_run_again_after_it_ran_writes_each_output_once_and_whole(stack, run_id, fault):
+    """MergeObject retried after it merged (R12: each input object gives one output named
+    after it): it merges the same parts into the same key again, so each input object has
+    one whole output with every record, no upload is left open, and the run succeeds once."""
+    stack.lambdas.faults.append(fault)
+    stack.put(f"input/{run_id}/b.csv", csv_rows(12, offset=100))
+    execution = stack.run(put_input(stack, run_id), run_id)
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(stack.lambdas.events_of("merge_object")) == 3, "one of the two run twice"
+    assert outcome(stack, run_id) == succeeded_once()
+    output = f"output/{run_id}/"
+    assert stack.keys(output) == [
+        f"{output}{name}" for name in ("_SUCCESS", "_manifest.json", "a.csv.out", "b.csv.out")
+    ]
+    assert stack.get(f"s3://{stack.bucket}/{output}a.csv.out").count(b"\n") == 30
+    assert stack.get(f"s3://{stack.bucket}/{output}b.csv.out").count(b"\n") == 12
+    assert execution.output["result"]["records_out"] == 42
+    uploads = stack.s3.list_multipart_uploads(Bucket=stack.bucket, Prefix=output)
+    assert uploads.get("Uploads", []) == []
+
+
+def test_a_merge_that_fails_every_try_fails_the_run_naming_its_input(stack):
+    """MergeObject dead on each of its 3 tries for both inputs: the MergeOutputs Map
+    tolerates the failed children (on AWS its own failure would name no input), and
+    CheckMerges fails the run naming each input with its error; no _SUCCESS is written."""
+    stack.lambdas.faults += [LambdaFault("merge_object", "before", "Lambda.Unknown")] * 6
+    stack.put("input/merge-fails/b.csv", csv_rows(12, offset=100))
+    execution = stack.run(put_input(stack, "merge-fails"), "merge-fails")
+    assert execution.status == "FAILED" and execution.error == "MapItemFailed", execution.cause
+    assert "merging outputs failed" in execution.cause
+    for name in ("a.csv", "b.csv"):
+        assert f"input/merge-fails/{name} (Lambda.Unknown)" in execution.cause
+    assert len(stack.lambdas.events_of("merge_object")) == 6
+    assert "Finalize" not in execution.states_entered()
+    assert "output/merge-fails/_SUCCESS" not in stack.keys("output/merge-fails/")
+    run = StatusTable.named(stack.table_name).get_run("merge-fails")
+    assert run["run_status"] == FAILED
 
 
 @pytest.mark.parametrize("when", ["before", "after"])

@@ -66,7 +66,8 @@ def assert_succeeded(stack: OfflineStack, run_id: str, records: int, shards: int
 
 def test_csv_sharded_on_two_instances_merged_equals_local_run(stack, row_sum_model_dir, tmp_path):
     """Two CSV objects split into 3 shards each, one transform job on 2 instances, merged
-    back in order: each ``<name>.out`` equals the local engine's (R5, R12-R14)."""
+    back in order by the MergeOutputs Map, one MergeObject per input object: each
+    ``<name>.out`` equals the local engine's (R5, R12-R14)."""
     inputs = {"a.csv": csv_rows(240), "nested/b.csv": csv_rows(90, offset=500)}
     for name, data in inputs.items():
         stack.put(f"input/daily/{name}", data)
@@ -98,6 +99,10 @@ def test_csv_sharded_on_two_instances_merged_equals_local_run(stack, row_sum_mod
     }
     assert_succeeded(stack, "daily-csv", records=330, shards=6)
     assert execution.output["result"]["records_out"] == 330
+    merged = [event["input"] for event in stack.lambdas.events_of("merge_object")]
+    assert sorted(merged) == [
+        f"s3://{stack.bucket}/input/daily/{name}" for name in ("a.csv", "nested/b.csv")
+    ], "one MergeObject per input object"
 
 
 def test_jsonlines_with_processing_engine_equals_local_run(stack, row_sum_model_dir, tmp_path):

@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from tests.support.offline import MOTO_CONFIG, REGION
 from tests.support.offline.moto_fixes import (
     CORRECTIONS,
+    copy_source_if_match,
     definite_paths,
     json_lines_item_reader,
     keyword_path_bindings,
@@ -177,6 +178,31 @@ CASES = {
         distributed_map(),
         [{"n": 1}, {"n": 2}, {"n": 3}],
         {"status": "FAILED", "error": "States.ExceedToleratedFailureThreshold"},
+    ),
+    # SplitObject's copy of an object that needed no split, by the ETag its split measured.
+    "copy-source-if-match": Case(
+        copy_source_if_match,
+        {
+            "StartAt": "Copy",
+            "States": {
+                "Copy": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::aws-sdk:s3:copyObject",
+                    "Parameters": {
+                        "Bucket": BUCKET,
+                        "Key": "copies/source",
+                        "CopySource": f"{BUCKET}/source",
+                        "CopySourceIfMatch": '"an-earlier-version"',
+                    },
+                    "ResultSelector": {"copied": True},
+                    "End": True,
+                },
+            },
+        },
+        {},
+        {"status": "FAILED", "output": None, "written": []},
+        objects={"source": b"a newer version"},
+        written="copies/",
     ),
 }
 

@@ -224,3 +224,22 @@ def test_a_split_lease_step_run_again_takes_and_returns_its_instance_once(
         assert len(split_jobs(stack)) == 1
         leases = InstanceLeases(StatusTable.named(stack.table_name).table)
         assert leases.held(INSTANCE_TYPE) == {} and leases.queue(INSTANCE_TYPE) == []
+
+
+def test_an_object_a_split_job_leaves_whole_is_copied_under_the_shard_prefix(
+    split_job_template, row_sum_archive, aws_env
+):
+    """A split job that leaves its object whole (one shard, no header line): CopyUnsplit
+    copies it under the run's shard prefix (R4: one ManifestFile prefix), by the ETag the job
+    measured, and the job scores every record of it."""
+    with offline_stack(split_job_template, row_sum_archive) as stack:
+        stack.put("input/whole/big.csv.gz", INPUTS["big.csv.gz"])
+        source = f"s3://{stack.bucket}/input/whole/big.csv.gz"
+        request = {"input": source, "run_id": "whole", "shards": 1, "compression_type": "Gzip"}
+        execution = stack.run(request, "whole")
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert len(split_jobs(stack)) == 1
+        assert [event["input"] for event in stack.lambdas.events_of("copy_unsplit")] == [source]
+        assert stack.get(f"s3://{stack.bucket}/shards/whole/big.csv.gz") == INPUTS["big.csv.gz"]
+        output = stack.get(f"s3://{stack.bucket}/output/whole/big.csv.gz.out")
+        assert output.count(b"\n") == 6000

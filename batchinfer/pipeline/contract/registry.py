@@ -8,7 +8,7 @@ A step ``name`` is the module ``lambda/<name>.py`` (its ``handler``: parse the e
 ``batchinfer/pipeline/<name>.py``.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from batchinfer.pipeline.contract.layout import (
     INPUT_PREFIX,
@@ -104,6 +104,23 @@ CHECK_SPLITS = Step(
     result_path=DISCARD,
     reads=(RUNS_PREFIX,),
 )
+# The same function after the MergeOutputs Map: the inputs whose merge failed.
+CHECK_MERGES = replace(
+    CHECK_SPLITS, state="CheckMerges", payload={"plan": "$.plan", "merges": "$.merges.manifest"}
+)
+COPY_UNSPLIT = Step(
+    name="copy_unsplit",
+    state="CopyUnsplit",
+    description="After a split job: copy an object it left whole under the shard prefix",
+    memory_mb=256,
+    # One server-side copy: a multipart copy of parts side by side above 5 GB.
+    timeout_seconds=900,
+    payload={"input": "$.input", "output": "$.output"},
+    result_path=DISCARD,
+    reads=(INPUT_PREFIX, SHARDS_PREFIX),  # the object, its shard index
+    writes=(SHARDS_PREFIX,),
+    multipart=True,
+)
 COLLECT = Step(
     name="collect",
     state="Collect",
@@ -112,8 +129,8 @@ COLLECT = Step(
     timeout_seconds=900,
     payload={"plan": "$.plan", **EXECUTION},
     result_path="$.round",
-    reads=(INPUT_PREFIX, SHARDS_PREFIX, RUNS_PREFIX),
-    writes=(SHARDS_PREFIX, RUNS_PREFIX),
+    reads=(SHARDS_PREFIX, RUNS_PREFIX),  # the shard indexes, the split tasks
+    writes=(RUNS_PREFIX,),
     table=("BatchWriteItem", "UpdateItem"),
 )
 PREPARE_JOB = Step(
@@ -223,17 +240,29 @@ VERIFY = Step(
     writes=(RUNS_PREFIX,),
     table=("BatchWriteItem", "UpdateItem"),
 )
+MERGE_OBJECT = Step(
+    name="merge_object",
+    state="MergeObject",
+    description="Merge one input object's shard outputs in order into its output",
+    memory_mb=1024,
+    # One multipart upload: part copies run inside S3, small outputs are gathered in memory.
+    timeout_seconds=900,
+    payload=None,  # the MergeOutputs Map's item: {"input", "folder", "plan"}
+    result_path=None,
+    reads=(SHARDS_PREFIX, RUNS_PREFIX),  # the shard index; the shard outputs (parts)
+    writes=(OUTPUT_PREFIX,),
+    multipart=True,
+)
 FINALIZE = Step(
     name="finalize",
     state="Finalize",
-    description="Merge outputs, write _manifest.json and _SUCCESS, announce",
+    description="Write _manifest.json and _SUCCESS, record the run, announce",
     memory_mb=1024,
     timeout_seconds=900,
     payload={"plan": "$.plan", **EXECUTION},
     result_path="$.result",
     reads=(RUNS_PREFIX,),
     writes=(OUTPUT_PREFIX,),
-    multipart=True,
     table=("Query", "UpdateItem"),
     announces=True,
     deletes_run_models=True,
@@ -257,6 +286,7 @@ STEPS = (
     CHECK_SPLITS,
     ACQUIRE_SPLIT_INSTANCE,
     RELEASE_SPLIT_INSTANCE,
+    COPY_UNSPLIT,
     COLLECT,
     ACQUIRE_INSTANCES,
     PREPARE_JOB,
@@ -265,6 +295,7 @@ STEPS = (
     SCORE_SHARD,
     SCORING_OUTCOME,
     VERIFY,
+    MERGE_OBJECT,
     FINALIZE,
     RECORD_FAILURE,
 )

@@ -7,6 +7,7 @@ written by Plan), ``$.round`` (:class:`Round`, by Collect and Verify), ``$.job``
 job), ``$.counts`` (where the CountShards Map's results are), ``$.result`` (:class:`RunEnd`,
 by Finalize) and ``$.failure`` (:class:`Failure`, by RecordFailure). The split Map's items
 are :class:`SplitTask` objects in S3 and each SplitObject answers a :class:`SplitResult`;
+each item of the MergeOutputs Map is a :class:`MergeTask`;
 each item of the CountShards Map is a :class:`ShardCheck` and CountShard answers a
 :class:`ShardCount`.
 
@@ -377,6 +378,20 @@ class SplitResult(StatePart):
     etag: str | None
     compression_type: str
     copied: bool
+
+
+@dataclass(frozen=True)
+class MergeTask(StatePart):
+    """One item of the MergeOutputs Map (a line of Plan's split tasks, with the plan): merge
+    the shard outputs of ``input``, whose split wrote its index in ``folder``."""
+
+    input: str
+    folder: str
+    plan: RunPlan
+
+    @classmethod
+    def from_state(cls, state: Any) -> "MergeTask":
+        return cls(state["input"], state["folder"], RunPlan.from_state(state["plan"]))
 
 
 @dataclass(frozen=True)

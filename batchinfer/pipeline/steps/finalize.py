@@ -1,9 +1,10 @@
-"""Finalize: the optional ordered merge, ``_manifest.json`` and ``_SUCCESS`` in the output
-prefix, the RUN item SUCCEEDED with counts, and the run-finished announcements.
+"""Finalize: ``_manifest.json`` and ``_SUCCESS`` in the output prefix, the RUN item
+SUCCEEDED with counts, and the run-finished announcements.
 
 The output prefix then looks as ``batchinfer run`` leaves a local output directory: one
 ``<name>.out`` per input object when merged (R12: each input object gives one output named after
-it), else one per shard.
+it; the MergeOutputs Map wrote them, one MergeObject per input object), else one per shard.
+Finalize reads the shard list and the SHARD items' counts; it copies nothing.
 """
 
 from itertools import groupby
@@ -12,7 +13,6 @@ from typing import Any
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.state import RunEnd, RunPlan, ShardEntry
 from batchinfer.pipeline.jobs.run_model import delete_run_model
-from batchinfer.pipeline.storage.merge import merge_objects
 from batchinfer.pipeline.storage.notify import announce
 from batchinfer.pipeline.storage.s3io import read_json_lines, run_settings, write_json
 from batchinfer.pipeline.storage.status_table import SUCCEEDED, StatusTable, now
@@ -41,12 +41,10 @@ def finalize(
     files = []
     for input_name, grouped in groupby(shards, key=lambda s: s.input_name):
         group = list(grouped)
-        outputs = [parts.child(output_name(s.name)) for s in group]
         if plan.merge:
-            target = output.child(output_name(input_name))
-            merge_objects(s3, outputs, target)
-            names = [target.key[len(output.key) :]]
+            names = [output_name(input_name)]
         else:
+            outputs = (parts.child(output_name(s.name)) for s in group)
             names = [o.key[len(output.key) :] for o in outputs]
         counts = [items.get(s.number, {}) for s in group]
         files.append(

@@ -8,6 +8,11 @@ from batchinfer.endpoints.scoring import REALTIME_TIMEOUT_SECONDS
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.storage.status_table import StatusTable
 
+# Connections of the S3 client's pool: as many as the threads of one step that share it (Collect
+# reads 32 shard indexes at once; a merge and a split send 8 parts side by side). boto3's
+# default of 10 would keep the others waiting for a connection.
+S3_CONNECTIONS = 32
+
 
 @dataclass(frozen=True)
 class Services:
@@ -29,7 +34,7 @@ def services() -> Services:
     env = PipelineEnvironment.from_variables()
     return Services(
         env=env,
-        s3=boto3.client("s3"),
+        s3=boto3.client("s3", config=Config(max_pool_connections=S3_CONNECTIONS)),
         events=boto3.client("events"),
         sns=boto3.client("sns"),
         sagemaker=boto3.client("sagemaker"),

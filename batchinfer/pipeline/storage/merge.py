@@ -5,14 +5,26 @@ Copy parts are UploadPartCopy requests with ``CopySourceRange``; upload parts ar
 GETs concatenated in memory. Every read and copy carries the ETag seen when the sizes were
 taken, so an output replaced meanwhile fails the merge instead of mixing versions. The
 upload is completed only when every part is in and aborted on any error, so the target
-appears whole or not at all.
+appears whole or not at all. :func:`copy_pinned` copies one object whole the same way (or by
+one CopyObject), pinned to an ETag measured earlier.
 """
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from batchinfer.errors import InputError
-from batchinfer.multipart import S3_LIMITS, CopyPart, Part, PartLimits, Piece, plan_concatenation
+from batchinfer.multipart import (
+    MAX_PART_SIZE,
+    S3_LIMITS,
+    CopyPart,
+    Part,
+    PartLimits,
+    Piece,
+    plan_concatenation,
+)
 from batchinfer.uris import S3Location
 
 # Parts sent at once: copies run inside S3, and each upload part holds at most
@@ -21,10 +33,16 @@ WORKERS = 8
 
 
 def merge_objects(
-    s3: Any, sources: list[S3Location], target: S3Location, limits: PartLimits = S3_LIMITS
+    s3: Any,
+    sources: list[S3Location],
+    target: S3Location,
+    limits: PartLimits = S3_LIMITS,
+    *,
+    etags: list[str] | None = None,
 ) -> None:
     """Concatenate ``sources`` in order into ``target``; InputError naming ``target`` when
-    S3 cannot hold the result in one object."""
+    S3 cannot hold the result in one object. ``etags``: the versions of the sources to read
+    (default: those their HEAD answers); any other version fails the merge."""
     heads = [s3.head_object(Bucket=s.bucket, Key=s.key) for s in sources]
     try:
         plan = plan_concatenation([head["ContentLength"] for head in heads], limits)
@@ -37,13 +55,32 @@ def merge_objects(
     upload_id = s3.create_multipart_upload(Bucket=target.bucket, Key=target.key, **kept)["UploadId"]
     request = {"Bucket": target.bucket, "Key": target.key, "UploadId": upload_id}
     try:
-        sender = _PartSender(s3, sources, [head["ETag"] for head in heads], request)
-        etags = sender.send_all(plan)
-        parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(etags, 1)]
+        pinned = etags or [head["ETag"] for head in heads]
+        sender = _PartSender(s3, sources, pinned, request)
+        sent = sender.send_all(plan)
+        parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(sent, 1)]
         s3.complete_multipart_upload(**request, MultipartUpload={"Parts": parts})
     except BaseException:
-        s3.abort_multipart_upload(**request)
+        # The first error is the one to tell: an upload that was completed after all (its
+        # answer lost) cannot be aborted, and NoSuchUpload would hide why the merge failed.
+        with contextlib.suppress(ClientError):
+            s3.abort_multipart_upload(**request)
         raise
+
+
+def copy_pinned(s3: Any, source: S3Location, target: S3Location, etag: str, size: int) -> None:
+    """Copy ``source`` server-side to ``target`` if it is still the version ``etag`` (S3
+    answers PreconditionFailed otherwise): one CopyObject up to 5 GB, the largest it copies,
+    else a multipart copy of parts side by side."""
+    if size <= MAX_PART_SIZE:
+        s3.copy_object(
+            CopySource={"Bucket": source.bucket, "Key": source.key},
+            CopySourceIfMatch=etag,
+            Bucket=target.bucket,
+            Key=target.key,
+        )
+    else:
+        merge_objects(s3, [source], target, etags=[etag])
 
 
 class _PartSender:

@@ -71,11 +71,12 @@ def _objects(*paths: str) -> list[str] | str:
     return arns if len(arns) > 1 else arns[0]
 
 
-@pytest.mark.parametrize("step", ["SplitObject", "Collect"])
+@pytest.mark.parametrize("step", ["SplitObject", "CopyUnsplit"])
 def test_steps_that_read_inputs_may_read_every_source_with_its_key(synthesized, step):
     statements = _statements(synthesized.template_json, f"{step}Role")
     read = statements["ReadSources"]
-    # SplitObject copies the version it measured; Collect copies whole small objects.
+    # SplitObject copies the version it measured; CopyUnsplit copies a whole object by the
+    # ETag the split job measured.
     versions = ["s3:GetObjectVersion"] if step == "SplitObject" else []
     assert read["Action"] == (["s3:GetObject", *versions] if versions else "s3:GetObject")
     assert read["Resource"] == _objects("acme-archive/*", "example-data-lake/scoring/*")
@@ -103,10 +104,20 @@ def test_plan_lists_the_sources_and_reads_them_for_a_header(synthesized):
     assert not {"ReadDestinations", "WriteDestinations"} & set(statements)
 
 
-def test_count_shard_reads_and_finalize_writes_the_destination_with_its_key(synthesized):
+def test_collect_reads_no_input(synthesized):
+    """Collect reads the shard indexes only: the objects that needed no split were copied by
+    their own split Map items."""
+    statements = _statements(synthesized.template_json, "CollectRole")
+    assert not {"ReadSources", "ReadDestinations", "WriteDestinations"} & set(statements)
+
+
+@pytest.mark.parametrize("writer", ["MergeObjectRole", "FinalizeRole"])
+def test_count_shard_reads_and_the_merge_and_finalize_write_the_destination_with_its_key(
+    synthesized, writer
+):
     count = _statements(synthesized.template_json, "CountShardRole")
     verify = _statements(synthesized.template_json, "VerifyRole")
-    finalize = _statements(synthesized.template_json, "FinalizeRole")
+    finalize = _statements(synthesized.template_json, writer)
     assert count["ReadDestinations"]["Resource"] == _objects("example-reports/batchinfer/*")
     assert "WriteDestinations" not in count
     assert not [sid for sid in verify if "Destinations" in sid], "Verify reads no output"
@@ -193,7 +204,7 @@ def test_a_model_package_gives_runs_their_own_models(synthesized):
             "Action": "sagemaker:DeleteModel",
             "Resource": models,
         }
-    for step in ("SplitObject", "Collect", "PrepareJob", "CountShard", "Verify"):
+    for step in ("SplitObject", "Collect", "PrepareJob", "CountShard", "Verify", "MergeObject"):
         statements = _statements(synthesized.template_json, f"{step}Role")
         assert not {"CreateRunModels", "DeleteRunModels", "PassJobRole"} & set(statements)
     jobs = _statements(synthesized.template_json, "ExecutionRole")

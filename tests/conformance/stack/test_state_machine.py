@@ -57,7 +57,7 @@ def test_run_flow_plan_split_collect_job_verify_finalize(definition, states):
     assert states["Verify"]["Next"] == "AllShardsDone"
     choice = states["AllShardsDone"]
     assert choice["Choices"] == [
-        {"Variable": "$.round.complete", "BooleanEquals": True, "Next": "Finalize"},
+        {"Variable": "$.round.complete", "BooleanEquals": True, "Next": "MergeChosen"},
         {
             "And": [
                 {"Variable": "$.round.wait_seconds", "IsPresent": True},
@@ -73,7 +73,35 @@ def test_run_flow_plan_split_collect_job_verify_finalize(definition, states):
         "SecondsPath": "$.round.wait_seconds",
         "Next": "AcquireInstances",
     }
+    merge = states["MergeChosen"]
+    assert merge["Choices"] == [
+        {"Variable": "$.plan.merge", "BooleanEquals": True, "Next": "MergeOutputs"}
+    ]
+    assert merge["Default"] == "Finalize"
+    # A failed merge is named by CheckMerges (the Map tolerates it), before Finalize.
+    assert states["MergeOutputs"]["Next"] == "CheckMerges"
+    assert states["CheckMerges"]["Next"] == "Finalize"
     assert states["Finalize"]["Next"] == "Done" and states["Done"]["Type"] == "Succeed"
+
+
+def test_the_merge_is_one_child_per_input_object_retried_when_it_died(states):
+    """The MergeOutputs Map reads Plan's split tasks (one line per input object) and gives each
+    MergeObject its object, its shard folder and the plan; a MergeObject that died or timed
+    out runs again (R12: each input object gives one output named after it)."""
+    merge = states["MergeOutputs"]
+    assert merge["ItemReader"]["Parameters"]["Key.$"] == "$.plan.inputs_key"
+    assert merge["ItemReader"]["ReaderConfig"]["InputType"] == "JSONL"
+    assert merge["ItemSelector"] == {
+        "input.$": "$$.Map.Item.Value.input",
+        "folder.$": "$$.Map.Item.Value.output",
+        "plan.$": "$.plan",
+    }
+    assert merge["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
+    assert merge["ResultPath"] is None
+    assert merge.get("ToleratedFailurePercentage", 0) == 0, "one failed merge fails the Map"
+    task = merge["ItemProcessor"]["States"]["MergeObject"]
+    retried = {e for r in task["Retry"] for e in r["ErrorEquals"]}
+    assert {"Lambda.Unknown", "Sandbox.Timedout", "Runtime.ExitError"} <= retried
 
 
 def test_timeout_logging_and_tracing(synthesized, definition):
@@ -245,6 +273,7 @@ def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(state
         "ReleaseInstances",
         "CountShards",
         "Verify",
+        "MergeOutputs",
         "Finalize",
     ):
         last = states[name]["Catch"][-1]

@@ -1,18 +1,24 @@
 """A run through the real Lambda handlers over moto: Plan, Split (lambda/split_object.py), Collect,
 PrepareJob, a transform job that leaves one shard without output, Verify resubmitting only
-that shard (spec R4), the second job, Verify, Finalize with an ordered merge."""
+that shard (spec R4), the second job, Verify, the ordered merge (one MergeObject per input
+object), Finalize."""
 
 import json
 from typing import Any
 
 import pytest
 
+from batchinfer.errors import InputError
 from batchinfer.pipeline.contract.state import CAUSE_LIMIT, JobOutcome
 from batchinfer.pipeline.jobs.job_requests import TRANSFORM_FIELDS
+from batchinfer.pipeline.steps.collect import PARALLEL_INDEXES
+from batchinfer.pipeline.storage.merge import WORKERS
 from batchinfer.pipeline.storage.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
+from batchinfer.sharding.s3 import S3Source
 from batchinfer.transform.settings import validate_job_name
 from tests.support.lambdas import load_handler
 from tests.support.map_results import count_shards
+from tests.support.offline.moto_fixes import copy_source_if_match
 
 from .conftest import BUCKET
 
@@ -74,6 +80,12 @@ def collected(
     return plan, handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
 
 
+def merge_events(account, plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The MergeOutputs Map's items: one per line of Plan's split tasks, with the plan."""
+    tasks = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
+    return [{"input": task["input"], "folder": task["output"], "plan": plan} for task in tasks]
+
+
 def verify_event(account, handlers, plan, round_, outcome) -> dict[str, Any]:
     """Verify's event after the CountShards Map checked each shard of ``round_``."""
     counts = count_shards(account.s3, BUCKET, handlers["count_shard"].handler, plan, round_)
@@ -99,6 +111,7 @@ def handlers(account, monkeypatch):
             "prepare_job",
             "count_shard",
             "verify",
+            "merge_object",
             "finalize",
             "record_failure",
         )
@@ -166,8 +179,13 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     done = handlers["verify"].handler(verify_event(account, handlers, plan, round_2, outcome), None)
     assert done["complete"] is True
 
-    result = handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
     output = f"s3://{BUCKET}/output/exec-1/"
+    merged = [handlers["merge_object"].handler(e, None) for e in merge_events(account, plan)]
+    assert merged == [
+        {"output": output + "a.csv.out", "shards": 3},
+        {"output": output + "sub/b.csv.out", "shards": 3},
+    ]
+    result = handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
     assert result == {
         "run_id": "exec-1",
         "status": SUCCEEDED,
@@ -201,7 +219,11 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     }
 
 
-def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(account, handlers):
+def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied_by_their_split(
+    account, handlers
+):
+    """An object that needed no split is copied under the shard prefix by its own split Map
+    item (R4: one ManifestFile prefix), not by Collect."""
     account.put("input/one.csv", rows(4))
     plan = handlers["plan"].handler(
         {
@@ -214,8 +236,8 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(accou
     )
     (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
     assert handlers["split_object"].handler(item, None)["copied"] is False
+    assert "shards/r-1/one.csv" in account.keys("shards/r-1/"), "copied by its split"
     round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
-    assert account.keys("shards/r-1/one.csv") != [], "the unsplit object was copied"
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
     handlers["verify"].handler(
         verify_event(account, handlers, plan, round_1, run_job(account, job)),
@@ -223,6 +245,41 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied(accou
     )
     handlers["finalize"].handler({"plan": plan, "execution": EXECUTION}, None)
     assert account.get(f"s3://{BUCKET}/output/r-1/one.csv.out") == row_sums(rows(4))
+
+
+def test_an_unsplit_object_replaced_after_its_split_measured_it_fails_naming_it(
+    account, handlers, monkeypatch
+):
+    """A newer version written between the split's measure and the copy of an object that
+    needed no split: the copy (CopySourceIfMatch with the ETag the split recorded) fails,
+    naming the object, and neither version is copied under the shard prefix."""
+    account.put("input/moved/one.csv", rows(4))
+    start = {"execution": EXECUTION, "execution_name": "moved", "started_at": "t"}
+    request = {"input": f"s3://{BUCKET}/input/moved/", "run_id": "moved"}
+    plan = handlers["plan"].handler({"request": request, **start}, None)
+    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
+    measured = S3Source.check_unchanged
+
+    def replaced_after_measure(source: S3Source) -> None:
+        measured(source)
+        account.put("input/moved/one.csv", rows(5))
+
+    monkeypatch.setattr(S3Source, "check_unchanged", replaced_after_measure)
+    with copy_source_if_match(), pytest.raises(InputError) as failed:
+        handlers["split_object"].handler(item, None)
+        handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    assert f"s3://{BUCKET}/input/moved/one.csv changed" in str(failed.value)
+    assert "shards/moved/one.csv" not in account.keys("shards/moved/")
+
+
+def test_the_s3_client_has_a_connection_for_each_thread_that_shares_it(handlers):
+    """Collect reads PARALLEL_INDEXES shard indexes at once and a merge or a split sends 8
+    parts side by side, each through the Lambda's one S3 client: its pool holds a connection
+    for each thread (boto3's default of 10 would keep the others waiting)."""
+    from batchinfer.pipeline.storage.clients import services
+
+    threads = max(PARALLEL_INDEXES, WORKERS, S3Source.copy_workers)
+    assert services().s3.meta.config.max_pool_connections >= threads
 
 
 def test_last_round_without_output_fails_naming_shard_and_job(account, handlers):
@@ -453,6 +510,8 @@ def test_every_step_run_again_after_it_ran_gives_the_same_result_once(account, h
     assert twice("count_shard", check)["records"] == {"records_in": lines, "records_out": lines}
     done = twice("verify", verify_event(account, handlers, plan, round_, outcome))
     assert done["complete"] is True
+    (merge,) = merge_events(account, plan)
+    assert twice("merge_object", merge)["shards"] == 2
     result = twice("finalize", {"plan": plan, "execution": EXECUTION})
     assert result["status"] == SUCCEEDED and result["records_out"] == 40
     assert account.get(f"s3://{BUCKET}/output/again/d.csv.out") == row_sums(data)

@@ -56,7 +56,7 @@ def test_gzip_object_streams_into_multipart_shards_the_lambda_would_write(s3, bu
     assert max(bodies) <= 5 * MIB + OUT_CHUNK
     assert bucket.open_uploads() == []
     lambda_task = SplitTask(source, f"s3://{bucket.name}/lambda/", shard_size=12 * MIB)
-    split_object(lambda_task)
+    split_object(lambda_task, s3=s3)
     for job_uri, lambda_uri in zip(
         index.uris,
         ShardIndex.load(f"s3://{bucket.name}/lambda/big.csv.gz.index.json", s3_client=s3).uris,

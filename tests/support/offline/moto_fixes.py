@@ -1,5 +1,6 @@
-"""The corrections the offline stack makes to moto's Step Functions interpreter, where it
-departs from AWS in ways this project's definition meets.
+"""The corrections the offline stack makes to moto's Step Functions interpreter (and to its
+S3, where the steps meet it), where it departs from AWS in ways this project's definition
+meets.
 
 Each correction is a context manager that replaces one internal of moto's parser while it is
 open; :func:`corrected` applies them all, as the offline stack does. Each is needed only as
@@ -18,9 +19,12 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 from unittest import mock
+from urllib.parse import parse_qs, unquote, urlparse
 
 import moto
 from jsonpath_ng.ext import parse as parse_json_path
+from moto.s3.exceptions import PreconditionFailed
+from moto.s3.responses import S3Response
 from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
 from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
     CustomErrorName,
@@ -391,6 +395,48 @@ def tolerated_failures() -> Iterator[None]:
         yield
 
 
+def _honouring_copy_source_if_match(copy: Callable[[S3Response], Any]) -> Callable[..., Any]:
+    """moto's ``copy`` (CopyObject or UploadPartCopy) that first checks the source's ETag."""
+
+    def checked(response: S3Response) -> Any:
+        expected = response.headers.get("x-amz-copy-source-if-match")
+        if expected is not None:
+            source = urlparse(response.headers["x-amz-copy-source"])
+            bucket, key = unquote(source.path).lstrip("/").split("/", 1)
+            version = parse_qs(source.query).get("versionId", [None])[0]
+            found = response.backend.get_object(bucket, key, version_id=version)
+            if found is not None and expected.strip('"') != found.etag.strip('"'):
+                raise PreconditionFailed(failed_condition="x-amz-copy-source-If-Match")
+        return copy(response)
+
+    return checked
+
+
+@contextmanager
+def copy_source_if_match() -> Iterator[None]:
+    """CopyObject and UploadPartCopy copy only the version ``CopySourceIfMatch`` names.
+
+    AWS: a copy whose source's ETag is not the one in ``x-amz-copy-source-if-match`` fails
+    with 412 PreconditionFailed
+    (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html,
+    https://docs.aws.amazon.com/AmazonS3/latest/API/API_UploadPartCopy.html). The split Map
+    copies an object that needed no split by the ETag its split measured, so a newer version
+    fails the run instead of being scored. moto ignores the header and copies whatever is
+    there. Here both copies check it first.
+    """
+    with (
+        mock.patch.object(
+            S3Response, "copy_object", _honouring_copy_source_if_match(S3Response.copy_object)
+        ),
+        mock.patch.object(
+            S3Response,
+            "upload_part_copy",
+            _honouring_copy_source_if_match(S3Response.upload_part_copy),
+        ),
+    ):
+        yield
+
+
 CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
     definite_paths,
     keyword_path_bindings,
@@ -398,6 +444,7 @@ CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
     json_lines_item_reader,
     map_result_files,
     tolerated_failures,
+    copy_source_if_match,
 )
 
 

@@ -50,6 +50,10 @@ ACKNOWLEDGED: dict[str, str] = {
         "A model package group's newest approved version: the e2e package scenario names a "
         "version; the group path runs in tests/integration/pipeline/test_run_model.py."
     ),
+    "FunctionsCopyUnsplitRole*ReadSources*": (
+        "CopyUnsplit runs only after a split job, which the prod example (the one with data "
+        "sources) has none of; the split-job scenarios read the data bucket's input/."
+    ),
     "FunctionsSplitObjectRole*ReadSources* s3:GetObjectVersion on *": (
         "A versioned data source is copied by the version the split measured; the "
         "scenarios' data lake bucket is unversioned."

@@ -28,7 +28,14 @@ from batchinfer.pipeline.contract import registry
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.layout import MAP_RESULTS_FORMAT, MAP_RESULTS_PREFIX
 from batchinfer.pipeline.contract.state import JobOutcome, ShardCount, ShardEntry
-from batchinfer.pipeline.storage.status_table import StatusTable
+from batchinfer.pipeline.storage.status_table import (
+    MISSING,
+    PARTITION_KEY,
+    SORT_KEY,
+    SUCCEEDED,
+    StatusTable,
+    shard_sk,
+)
 from batchinfer.sharding.names import shard_name
 from stacks.triggers import ARRIVALS_MEMORY_MB, ARRIVALS_TIMEOUT_SECONDS
 from tests.support.aws import create_status_table
@@ -249,6 +256,71 @@ def verify_round(shards: int, trace: bool = True) -> Outcome:
         )
 
 
+def made_up_shards(missing_every: int) -> Callable[[str, int], Iterator[dict[str, Any]]]:
+    """SHARD items as Collect and Verify write them, one in ``missing_every`` MISSING."""
+
+    def items(run_id: str, first: int) -> Iterator[dict[str, Any]]:
+        for number in itertools.count(first):
+            shard = shard_entry(number)
+            missing = number % missing_every == missing_every - 1
+            yield {
+                PARTITION_KEY: run_id,
+                SORT_KEY: shard_sk(number),
+                "shard": number,
+                "name": shard.name,
+                "input": shard.input,
+                "status": MISSING if missing else SUCCEEDED,
+                "attempts": 3,
+                "records_in": 1000,
+                "records_out": 1000,
+            }
+
+    return items
+
+
+def record_failure_run(shards: int, trace: bool = True) -> Outcome:
+    """RecordFailure closing a run of ``shards`` shards that failed in its last round, one
+    shard in 10,000 without output (the SHARD items it reads are made up as it reads)."""
+    from batchinfer.pipeline.steps.record_failure import record_failure
+
+    def items(run_id: str, first: int) -> Iterator[dict[str, Any]]:
+        return itertools.islice(made_up_shards(10_000)(run_id, first), max(0, shards - first))
+
+    with account(items) as aws:
+        plan = example_plan(run_id="scale")
+        aws.status.create_run("scale", EXECUTION, objects=shards // 10)
+        events = boto3.client("events", region_name=REGION)
+        sns = boto3.client("sns", region_name=REGION)
+        for client in (events, sns):
+            aws.meter.attach(client, lambda _: STATES_REQUEST_SECONDS)
+        env = replace(
+            ENV,
+            topic_arn=sns.create_topic(Name="runs")["TopicArn"],
+            event_bus_name=events.create_event_bus(Name="runs")["EventBusArn"].split("/")[-1],
+        )
+        state = {
+            "plan": plan.to_state(),
+            "error": {"Error": "ShardsMissing", "Cause": "shards have no valid output"},
+        }
+        aws.meter.calls.clear()
+        return run_step(
+            aws,
+            registry.RECORD_FAILURE,
+            f"{shards:,} shards",
+            lambda: record_failure(
+                state,
+                execution=EXECUTION,
+                execution_name="scale",
+                env=env,
+                table=aws.status,
+                events=events,
+                sns=sns,
+                sagemaker=None,
+            ),
+            trace,
+        )
+
+
 def _states_seconds(starts: Iterator[int]) -> Callable[[str], float]:
     """Step Functions' charge: StartExecution beyond the token bucket waits for its refill."""
 
@@ -309,4 +381,5 @@ CASES: dict[str, Case] = {
     "plan": Case(plan_objects, 100_000, 10_000, "plan"),
     "arrivals": Case(arrivals_batch, 3_000, 300, "arrivals"),
     "verify": Case(verify_round, 1_000_000, 50_000, "verify"),
+    "record_failure": Case(record_failure_run, 1_000_000, 100_000, "record_failure"),
 }
