@@ -104,8 +104,11 @@ def test_keys_s3_url_encodes_in_its_events_are_scored_under_their_own_names(prod
 
 
 def test_a_message_that_is_no_arrival_is_a_batch_item_failure_then_a_dead_letter(prod_stack):
-    (queue,) = [u for u in prod_stack.queue_urls.values() if "deadletters" not in u]
-    (dead_letters,) = [u for u in prod_stack.queue_urls.values() if "deadletters" in u]
+    arrival_queues = [
+        u for k, u in prod_stack.queue_urls.items() if k.startswith("TriggersArrivals")
+    ]
+    (queue,) = [u for u in arrival_queues if "deadletters" not in u]
+    (dead_letters,) = [u for u in arrival_queues if "deadletters" in u]
     bad = prod_stack.sqs.send_message(QueueUrl=queue, MessageBody="not an event")["MessageId"]
     arrive(prod_stack, "shop-a/", ["a.csv"])
 
