@@ -5,7 +5,8 @@ peak of Python allocations (docs/scaling.md)."""
 
 import pytest
 
-from tests.support.scale.cases import plan_objects, verify_round
+from batchinfer.pipeline.storage.s3io import SPOOL_MEMORY
+from tests.support.scale.cases import finalize_run, plan_objects, verify_round
 
 # What ten times the run may add to a bounded step's peak: buffers that fill to a fixed size
 # (the spools' 8 MiB in memory, boto3's transfer parts) reach it at one size and not the other.
@@ -31,3 +32,14 @@ def test_plan_lists_objects_a_page_at_a_time_in_bounded_memory():
     assert large.result.objects == 10_000
     assert large.figures.calls["s3:ListObjectsV2"] == 10
     assert large.figures.peak_mib < small.figures.peak_mib + GROWTH_MIB
+
+
+def test_finalize_holds_16_bytes_a_shard_past_its_fixed_buffers():
+    """Past 50,000 shards a Query page is full, so twice the shards may add only the
+    manifest's spool and the part its upload reads filling up (to 8 MiB each at most) and
+    16 bytes a shard for the counts: nothing a shard or an input object holds."""
+    small, large = finalize_run(50_000), finalize_run(100_000)
+    assert (large.result.shards, large.result.records_in) == (100_000, 100_000 * 1000)
+    assert large.figures.calls["dynamodb:Query"] <= 100_000 // 5_000 + 1  # 1 MB pages
+    allowance = (2 * SPOOL_MEMORY + 16 * 50_000) / 2**20
+    assert large.figures.peak_mib < small.figures.peak_mib + allowance

@@ -278,6 +278,54 @@ def made_up_shards(missing_every: int) -> Callable[[str, int], Iterator[dict[str
     return items
 
 
+def announcing(aws: Account) -> tuple[PipelineEnvironment, Any, Any]:
+    """The pipeline's environment with a topic and an event bus in the moto server, and
+    their clients, charged as Step Functions' requests are."""
+    events = boto3.client("events", region_name=REGION)
+    sns = boto3.client("sns", region_name=REGION)
+    for client in (events, sns):
+        aws.meter.attach(client, lambda _: STATES_REQUEST_SECONDS)
+    env = replace(
+        ENV,
+        topic_arn=sns.create_topic(Name="runs")["TopicArn"],
+        event_bus_name=events.create_event_bus(Name="runs")["EventBusArn"].split("/")[-1],
+    )
+    return env, events, sns
+
+
+def finalize_run(shards: int, trace: bool = True) -> Outcome:
+    """Finalize recording a merged run of ``shards`` shards, 10 an input object: the shard
+    list streamed, the SHARD items' counts read (made up as they are read)."""
+    from batchinfer.pipeline.steps.finalize import finalize
+
+    def items(run_id: str, first: int) -> Iterator[dict[str, Any]]:
+        return itertools.islice(made_up_shards(shards + 1)(run_id, first), max(0, shards - first))
+
+    with account(items) as aws:
+        plan = replace(example_plan(run_id="scale"), merge=True)
+        aws.status.create_run("scale", EXECUTION, objects=shards // 10)
+        lines = (json.dumps(shard_entry(n).to_line()) + "\n" for n in range(shards))
+        aws.s3.seed_lines_of(BUCKET, plan.layout.shard_list.key, lines)
+        env, events, sns = announcing(aws)
+        aws.meter.calls.clear()
+        return run_step(
+            aws,
+            registry.FINALIZE,
+            f"{shards:,} shards, {shards // 10:,} objects",
+            lambda: finalize(
+                plan,
+                execution=EXECUTION,
+                env=env,
+                s3=aws.s3,
+                table=aws.status,
+                events=events,
+                sns=sns,
+                sagemaker=None,
+            ),
+            trace,
+        )
+
+
 def record_failure_run(shards: int, trace: bool = True) -> Outcome:
     """RecordFailure closing a run of ``shards`` shards that failed in its last round, one
     shard in 10,000 without output (the SHARD items it reads are made up as it reads)."""
@@ -289,15 +337,7 @@ def record_failure_run(shards: int, trace: bool = True) -> Outcome:
     with account(items) as aws:
         plan = example_plan(run_id="scale")
         aws.status.create_run("scale", EXECUTION, objects=shards // 10)
-        events = boto3.client("events", region_name=REGION)
-        sns = boto3.client("sns", region_name=REGION)
-        for client in (events, sns):
-            aws.meter.attach(client, lambda _: STATES_REQUEST_SECONDS)
-        env = replace(
-            ENV,
-            topic_arn=sns.create_topic(Name="runs")["TopicArn"],
-            event_bus_name=events.create_event_bus(Name="runs")["EventBusArn"].split("/")[-1],
-        )
+        env, events, sns = announcing(aws)
         state = {
             "plan": plan.to_state(),
             "error": {"Error": "ShardsMissing", "Cause": "shards have no valid output"},
@@ -382,4 +422,5 @@ CASES: dict[str, Case] = {
     "arrivals": Case(arrivals_batch, 3_000, 300, "arrivals"),
     "verify": Case(verify_round, 1_000_000, 50_000, "verify"),
     "record_failure": Case(record_failure_run, 1_000_000, 100_000, "record_failure"),
+    "finalize": Case(finalize_run, 1_000_000, 50_000, "finalize"),
 }

@@ -10,7 +10,7 @@ import io
 import itertools
 import threading
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -125,6 +125,14 @@ class FakeS3:
     # Seeding, outside the meter
     def seed(self, bucket: str, key: str, body: bytes) -> None:
         self._store(bucket, key, self._file_segments(body))
+
+    def seed_lines_of(self, bucket: str, key: str, lines: Iterable[str]) -> None:
+        """An object of ``lines``, written to its file one at a time."""
+        path = self._new_file()
+        with path.open("w") as file:
+            file.writelines(lines)
+        size = path.stat().st_size
+        self._store(bucket, key, (Segment(size, path),) if size else ())
 
     def seed_lines(self, bucket: str, key: str, size: int, line: bytes = b"1,2,3\n") -> None:
         """An object of ``size`` bytes of ``line`` repeated, held in no file."""
