@@ -97,8 +97,10 @@ def test_the_merge_is_one_child_per_input_object_retried_when_it_died(states):
         "plan.$": "$.plan",
     }
     assert merge["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED"
-    assert merge["ResultPath"] is None
-    assert merge.get("ToleratedFailurePercentage", 0) == 0, "one failed merge fails the Map"
+    assert merge["ResultPath"] == "$.merges"  # its result manifest, which CheckMerges reads
+    # A failed merge does not fail the Map (whose failure would name no input on AWS):
+    # CheckMerges names it from the result files.
+    assert merge["ToleratedFailurePercentage"] == 100
     task = merge["ItemProcessor"]["States"]["MergeObject"]
     retried = {e for r in task["Retry"] for e in r["ErrorEquals"]}
     assert {"Lambda.Unknown", "Sandbox.Timedout", "Runtime.ExitError"} <= retried
@@ -257,8 +259,9 @@ def test_every_lambda_task_retries_throttling_and_service_errors(states):
     lambdas = [n for n, s in states.items() if ":lambda:" in s.get("Resource", "")]
     functions = {json.dumps(states[n]["Resource"]) for n in lambdas}
     assert len(functions) == len(STEPS), "every step of the registry has its tasks"
-    # ReleaseSplitInstance has a second task, on the split item's failure path.
-    assert len(lambdas) == len(STEPS) + 1
+    # Two steps have a second task: ReleaseSplitInstance on the split item's failure path,
+    # CheckSplits after the MergeOutputs Map (CheckMerges).
+    assert len(lambdas) == len(STEPS) + 2
     for name in lambdas:
         retried = {e for r in states[name]["Retry"] for e in r["ErrorEquals"]}
         assert {"Lambda.TooManyRequestsException", "Lambda.ServiceException"} <= retried, name
@@ -274,6 +277,7 @@ def test_every_task_outside_the_branch_fails_into_record_failure_then_fail(state
         "CountShards",
         "Verify",
         "MergeOutputs",
+        "CheckMerges",
         "Finalize",
     ):
         last = states[name]["Catch"][-1]
