@@ -9,9 +9,9 @@ from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.storage.status_table import StatusTable
 
 # Connections of the S3 client's pool: as many as the threads of one step that share it (Collect
-# reads 32 shard indexes at once; a merge and a split send 8 parts side by side). boto3's
+# reads 64 shard indexes at once; a merge and a split send 8 parts side by side). boto3's
 # default of 10 would keep the others waiting for a connection.
-S3_CONNECTIONS = 32
+S3_CONNECTIONS = 64
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 from unittest import mock
@@ -27,7 +28,13 @@ import boto3
 from batchinfer.pipeline.contract import registry
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.layout import MAP_RESULTS_FORMAT, MAP_RESULTS_PREFIX
-from batchinfer.pipeline.contract.state import JobOutcome, ShardCount, ShardEntry
+from batchinfer.pipeline.contract.state import (
+    JobOutcome,
+    MergeTask,
+    RunPlan,
+    ShardCount,
+    ShardEntry,
+)
 from batchinfer.pipeline.storage.status_table import (
     MISSING,
     PARTITION_KEY,
@@ -36,7 +43,11 @@ from batchinfer.pipeline.storage.status_table import (
     StatusTable,
     shard_sk,
 )
-from batchinfer.sharding.names import shard_name
+from batchinfer.sharding import ShardIndex
+from batchinfer.sharding.index import Shard
+from batchinfer.sharding.names import index_name, shard_name
+from batchinfer.transform.assemble import output_name
+from batchinfer.uris import parse_s3_uri
 from stacks.triggers import ARRIVALS_MEMORY_MB, ARRIVALS_TIMEOUT_SECONDS
 from tests.support.aws import create_status_table
 from tests.support.many_objects import object_name
@@ -361,6 +372,61 @@ def record_failure_run(shards: int, trace: bool = True) -> Outcome:
         )
 
 
+def seed_split(aws: Account, plan: RunPlan, number: int, shards: int, shard_size: int) -> str:
+    """What the split of input object ``number`` left: its shard index (``shards`` shards of
+    ``shard_size`` bytes) and the shards' outputs of a job; its split task's line."""
+    folder, name = object_name(number).split("/")
+    source = parse_s3_uri(plan.input).child(f"{folder}/{name}")
+    prefix = plan.shards_prefix + folder + "/"
+    parts = [
+        Shard(part, prefix + part, 0, shard_size, shard_size)
+        for part in (shard_name(name, n) for n in range(shards))
+    ]
+    index = ShardIndex(source.uri, '"etag"', shards * shard_size, "None", None, prefix, parts)
+    aws.s3.seed(BUCKET, parse_s3_uri(prefix).child(index_name(name)).key, index.to_json().encode())
+    for part in parts:
+        output = parse_s3_uri(plan.job_output).child(output_name(f"{folder}/{part.name}"))
+        aws.s3.seed_lines(BUCKET, output.key, shard_size)
+    return json.dumps({"input": source.uri, "output": prefix}) + "\n"
+
+
+def collect_run(objects: int, trace: bool = True, shards_each: int = 1) -> Outcome:
+    """Collect gathering the splits of ``objects`` input objects of ``shards_each`` shards."""
+    from batchinfer.pipeline.steps.collect import collect
+
+    with account() as aws:
+        plan = example_plan(run_id="scale")
+        aws.status.create_run("scale", EXECUTION, objects=objects)
+        tasks = (seed_split(aws, plan, n, shards_each, 1000) for n in range(objects))
+        aws.s3.seed_lines_of(BUCKET, plan.inputs_key, tasks)
+        aws.meter.calls.clear()
+        return run_step(
+            aws,
+            registry.COLLECT,
+            f"{objects:,} objects, {objects * shards_each:,} shards",
+            lambda: collect(plan, execution=EXECUTION, s3=aws.s3, table=aws.status),
+            trace,
+        )
+
+
+def merge_object_run(megabytes: int, trace: bool = True) -> Outcome:
+    """MergeObject merging one input object's 10 shard outputs of ``megabytes`` in all (a
+    terabyte in 10,000 objects is 100 MB an object)."""
+    from batchinfer.pipeline.steps.merge_object import merge_object
+
+    with account() as aws:
+        plan = replace(example_plan(run_id="scale"), merge=True)
+        task = json.loads(seed_split(aws, plan, 0, 10, megabytes * 10**6 // 10))
+        aws.meter.calls.clear()
+        return run_step(
+            aws,
+            registry.MERGE_OBJECT,
+            f"one object of {megabytes:,} MB in 10 shards",
+            lambda: merge_object(MergeTask(task["input"], task["output"], plan), s3=aws.s3),
+            trace,
+        )
+
+
 def _states_seconds(starts: Iterator[int]) -> Callable[[str], float]:
     """Step Functions' charge: StartExecution beyond the token bucket waits for its refill."""
 
@@ -423,4 +489,7 @@ CASES: dict[str, Case] = {
     "verify": Case(verify_round, 1_000_000, 50_000, "verify"),
     "record_failure": Case(record_failure_run, 1_000_000, 100_000, "record_failure"),
     "finalize": Case(finalize_run, 1_000_000, 50_000, "finalize"),
+    "collect": Case(collect_run, 100_000, 5_000, "collect"),
+    "collect_10": Case(partial(collect_run, shards_each=10), 100_000, 5_000, "collect"),
+    "merge_object": Case(merge_object_run, 100, 100, "merge_object", warm_up=1),
 }
