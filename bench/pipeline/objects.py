@@ -26,7 +26,6 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.steps.collect import collect
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.storage.status_table import StatusTable
@@ -48,17 +47,7 @@ aws, many_objects, run_state = support("aws"), support("many_objects"), support(
 BUCKET = run_state.BUCKET
 REGION = "eu-west-1"
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:bench"
-ENV = PipelineEnvironment(
-    table_name="runs",
-    data_bucket=BUCKET,
-    job_prefix="bench",
-    transform_defaults={"content_type": "text/csv", "split_type": "Line"},
-    shard_size="64MiB",
-    max_rounds=2,
-    model_name="m",
-    image_uri="123456789012.dkr.ecr.eu-west-1.amazonaws.com/batchinfer:latest",
-    sagemaker_role_arn="arn:aws:iam::123456789012:role/jobs",
-)
+ENV = run_state.example_env("bench")
 
 
 def measured(step: Callable[[], Any]) -> tuple[float, float, float]:

@@ -1,5 +1,6 @@
 """A run's typed state as the tests build it: a plan and a round of a small CSV run."""
 
+from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.contract.state import Round, RunPlan
 from batchinfer.transform.settings import TransformSettings
 
@@ -11,6 +12,22 @@ CSV_LINES = {
     "split_type": "Line",
     "assemble_with": "Line",
 }
+
+
+def example_env(job_prefix: str) -> PipelineEnvironment:
+    """The environment of the pipeline's Lambdas over the test data bucket, as the benches
+    of single steps give it (jobs named ``job_prefix``)."""
+    return PipelineEnvironment(
+        table_name="runs",
+        data_bucket=BUCKET,
+        job_prefix=job_prefix,
+        transform_defaults={"content_type": "text/csv", "split_type": "Line"},
+        shard_size="64MiB",
+        max_rounds=2,
+        model_name="m",
+        image_uri="123456789012.dkr.ecr.eu-west-1.amazonaws.com/batchinfer:latest",
+        sagemaker_role_arn="arn:aws:iam::123456789012:role/jobs",
+    )
 
 
 def example_plan(engine: str = "transform", run_id: str = "r-1", **settings: object) -> RunPlan:

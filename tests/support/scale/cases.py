@@ -53,7 +53,7 @@ from tests.support.aws import create_status_table
 from tests.support.many_objects import object_name
 from tests.support.map_results import Child, write_map_results
 from tests.support.offline.arrivals import object_created
-from tests.support.run_state import BUCKET, example_plan, example_round
+from tests.support.run_state import BUCKET, example_env, example_plan, example_round
 from tests.support.scale.costs import (
     DYNAMODB_REQUEST_SECONDS,
     STATES_REQUEST_SECONDS,
@@ -66,17 +66,7 @@ from tests.support.scale.meter import Meter, StepFigures
 
 REGION = "eu-west-1"
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:scale"
-ENV = PipelineEnvironment(
-    table_name="runs",
-    data_bucket=BUCKET,
-    job_prefix="scale",
-    transform_defaults={"content_type": "text/csv", "split_type": "Line"},
-    shard_size="64MiB",
-    max_rounds=3,
-    model_name="m",
-    image_uri="123456789012.dkr.ecr.eu-west-1.amazonaws.com/batchinfer:latest",
-    sagemaker_role_arn="arn:aws:iam::123456789012:role/jobs",
-)
+ENV = example_env("scale")
 
 
 @dataclass
