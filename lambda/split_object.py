@@ -6,8 +6,8 @@ from typing import Any
 
 from batchinfer.pipeline.contract.state import SplitTask
 from batchinfer.pipeline.steps.split_object import split_object
-from batchinfer.pipeline.storage.clients import services
+from batchinfer.pipeline.storage.clients import s3_client
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return split_object(SplitTask.from_state(event), s3=services().s3).to_state()
+    return split_object(SplitTask.from_state(event), s3=s3_client()).to_state()

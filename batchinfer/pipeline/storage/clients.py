@@ -26,6 +26,16 @@ class Services:
 
 
 @cache
+def s3_client() -> Any:
+    """The S3 client of the Lambda's region, its pool sized for the threads that share it;
+    SplitObject needs nothing else, and no stack settings."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", config=Config(max_pool_connections=S3_CONNECTIONS))
+
+
+@cache
 def services() -> Services:
     """Clients for the Lambda's region and the stack settings from its environment."""
     import boto3
@@ -34,7 +44,7 @@ def services() -> Services:
     env = PipelineEnvironment.from_variables()
     return Services(
         env=env,
-        s3=boto3.client("s3", config=Config(max_pool_connections=S3_CONNECTIONS)),
+        s3=s3_client(),
         events=boto3.client("events"),
         sns=boto3.client("sns"),
         sagemaker=boto3.client("sagemaker"),
