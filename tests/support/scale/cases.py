@@ -238,7 +238,6 @@ def verify_round(shards: int, trace: bool = True) -> Outcome:
         )
         round_ = replace(example_round(), shards=shards, missing=shards)
         job = JobOutcome.from_state({"name": "bi-scale-r1", "status": "Completed"})
-        aws.meter.calls.clear()
         return run_step(
             aws,
             registry.VERIFY,
@@ -308,7 +307,6 @@ def finalize_run(shards: int, trace: bool = True) -> Outcome:
         lines = (json.dumps(shard_entry(n).to_line()) + "\n" for n in range(shards))
         aws.s3.seed_lines_of(BUCKET, plan.layout.shard_list.key, lines)
         env, events, sns = announcing(aws)
-        aws.meter.calls.clear()
         return run_step(
             aws,
             registry.FINALIZE,
@@ -343,7 +341,6 @@ def record_failure_run(shards: int, trace: bool = True) -> Outcome:
             "plan": plan.to_state(),
             "error": {"Error": "ShardsMissing", "Cause": "shards have no valid output"},
         }
-        aws.meter.calls.clear()
         return run_step(
             aws,
             registry.RECORD_FAILURE,
@@ -389,7 +386,6 @@ def collect_run(objects: int, trace: bool = True, shards_each: int = 1) -> Outco
         aws.status.create_run("scale", EXECUTION, objects=objects)
         tasks = (seed_split(aws, plan, n, shards_each, 1000) for n in range(objects))
         aws.s3.seed_lines_of(BUCKET, plan.inputs_key, tasks)
-        aws.meter.calls.clear()
         return run_step(
             aws,
             registry.COLLECT,
@@ -407,7 +403,6 @@ def merge_object_run(megabytes: int, trace: bool = True) -> Outcome:
     with account() as aws:
         plan = replace(example_plan(run_id="scale"), merge=True)
         task = json.loads(seed_split(aws, plan, 0, 10, megabytes * 10**6 // 10))
-        aws.meter.calls.clear()
         return run_step(
             aws,
             registry.MERGE_OBJECT,
@@ -451,7 +446,6 @@ def arrivals_batch(messages: int, trace: bool = True) -> Outcome:
             aws.s3.seed(BUCKET, key, b"1,2\n")
             event = object_created(BUCKET, key, 4, aws.s3.head_etag(BUCKET, key))
             records.append({"messageId": f"m-{number}", "body": json.dumps(event)})
-        aws.meter.calls.clear()
         claims = ArrivalClaims(dynamodb, "runs", BUCKET)
 
         def left() -> int:

@@ -70,10 +70,13 @@ class Meter:
     def run(
         self, step: Callable[[], Any], memory_mb: int, *, trace: bool = True
     ) -> tuple[Any, StepFigures]:
-        """Run ``step`` on this thread, under tracemalloc when ``trace`` (which slows Python
-        several times: the seconds of a traced run are not the step's); its result and
-        figures."""
+        """Run ``step`` on this thread, counting only its own calls, under tracemalloc when
+        ``trace`` (which slows Python several times: the seconds of a traced run are not the
+        step's); its result and figures."""
         self._main = threading.get_ident()
+        with self._lock:  # what seeding the case cost is not the step's
+            self._seconds.clear()
+            self.calls.clear()
         if trace:
             tracemalloc.start()
         cpu = self._cpu = time.process_time()
