@@ -22,7 +22,7 @@ from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
     state_task_factory,
 )
 
-from batchinfer.pipeline.storage.clients import services
+from batchinfer.pipeline.storage.clients import s3_client, services
 from batchinfer.uris import parse_s3_uri
 from tests.support.atomic_dynamodb import atomic_writes
 from tests.support.offline.arrivals import (
@@ -369,8 +369,11 @@ class OfflineStack:
         self._exit.enter_context(atomic_writes())
         self._exit.enter_context(self.endpoints.intercepting())
         self._exit.enter_context(mock.patch.dict(os.environ, self.lambdas.environment()))
-        services.cache_clear()
-        self._exit.callback(services.cache_clear)
+        # Clients made before (by another test, outside this stack's recorder) would go
+        # unrecorded: each stack starts the Lambdas' clients afresh, as a new container.
+        for made_once in (services, s3_client):
+            made_once.cache_clear()
+            self._exit.callback(made_once.cache_clear)
 
     # --- using it ---
 
