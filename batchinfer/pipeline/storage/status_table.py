@@ -2,6 +2,11 @@
 
 Keys: ``run_id`` (partition) and ``sk``. RUN items also carry ``run_status`` and
 ``started_at``, the keys of the ``by-status`` index, so the index lists runs only.
+A run's SHARD items are spread over :data:`SHARD_PARTITIONS` partition keys,
+``<run id>#<shard number modulo 16>`` (a run id has no ``#``): DynamoDB takes at most 1,000
+writes a second on one partition, so a million items under one key would take 1,000 s to
+write; shards written in order take the keys in turn, and the table's own rate (4,000 a second
+for a new on-demand table) bounds them instead (docs/scaling.md).
 Every write to a RUN item after Plan is conditioned on ``execution_arn``: only the
 execution that owns a run can change it, so a second execution with the same run id can
 never overwrite the first one's record. A run id is claimed only by a request Plan
@@ -13,7 +18,9 @@ so a step run again after it announced does not announce again.
 
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,8 +67,23 @@ class NotRunOwner(BatchInferError):
     """The run belongs to another execution (or does not exist)."""
 
 
+# Partition keys a run's SHARD items are spread over, and threads writing them: four
+# 25-item requests at once offer about 10,000 writes a second, more than a new on-demand
+# table takes (4,000); boto3 sends again what DynamoDB leaves unprocessed, and botocore
+# retries a throttled request with backoff.
+SHARD_PARTITIONS = 16
+SHARD_WRITE_THREADS = 4
+BATCH_WRITE_ITEMS = 25  # BatchWriteItem takes at most 25 puts a request
+
+
 def shard_sk(number: int) -> str:
     return f"{SHARD_SK_PREFIX}{number:05d}"
+
+
+def shard_partition(run_id: str, number: int) -> str:
+    """The partition key of shard ``number``'s item (for a number under
+    :data:`SHARD_PARTITIONS`, that partition's key)."""
+    return f"{run_id}#{number % SHARD_PARTITIONS}"
 
 
 def now() -> str:
@@ -273,21 +295,43 @@ class StatusTable:
 
     @contextmanager
     def shard_writer(self, run_id: str) -> Iterator[Callable[[int, Mapping[str, Any]], None]]:
-        """A ``put(number, attributes)`` that writes SHARD items of ``run_id`` 25 at a time
-        (BatchWriteItem; boto3 sends unprocessed items again); all are written when the block
-        ends. Items replace those with the same keys, so writing them again changes nothing."""
-        with self.table.batch_writer(overwrite_by_pkeys=[PARTITION_KEY, SORT_KEY]) as batch:
+        """A ``put(number, attributes)`` that writes SHARD items of ``run_id`` 25 a
+        BatchWriteItem, :data:`SHARD_WRITE_THREADS` requests at a time, with a bounded number
+        waiting; all are written when the block ends (the first failure is raised there or by
+        a later ``put``). Items replace those with the same keys, so writing them again
+        changes nothing."""
+        batch: list[dict[str, Any]] = []
+        sent: deque[Future[None]] = deque()
+        with ThreadPoolExecutor(SHARD_WRITE_THREADS, thread_name_prefix="shard-writes") as pool:
+
+            def send() -> None:
+                sent.append(pool.submit(self._write_items, batch.copy()))
+                batch.clear()
+                if len(sent) > 2 * SHARD_WRITE_THREADS:
+                    sent.popleft().result()
 
             def put(number: int, attributes: Mapping[str, Any]) -> None:
-                batch.put_item(Item=self._shard_item(run_id, number, attributes))
+                batch.append(self._shard_item(run_id, number, attributes))
+                if len(batch) == BATCH_WRITE_ITEMS:
+                    send()
 
             yield put
+            if batch:
+                send()
+            while sent:
+                sent.popleft().result()
+
+    def _write_items(self, items: list[dict[str, Any]]) -> None:
+        """One BatchWriteItem of ``items`` (boto3's writer sends again what is unprocessed)."""
+        with self.table.batch_writer() as writer:
+            for item in items:
+                writer.put_item(Item=item)
 
     def _shard_item(
         self, run_id: str, number: int, attributes: Mapping[str, Any]
     ) -> dict[str, Any]:
         return {
-            PARTITION_KEY: run_id,
+            PARTITION_KEY: shard_partition(run_id, number),
             SORT_KEY: shard_sk(number),
             "shard": number,
             TTL_ATTRIBUTE: self._expiry(),
@@ -301,10 +345,8 @@ class StatusTable:
         return response.get("Item")
 
     def shards(self, run_id: str) -> list[dict[str, Any]]:
-        """The SHARD items of a run in shard order (by number: the keys' five digits sort
-        as numbers only up to shard 99,999)."""
-        condition = Key(PARTITION_KEY).eq(run_id) & Key(SORT_KEY).begins_with(SHARD_SK_PREFIX)
-        items = self._query(KeyConditionExpression=condition, ConsistentRead=True)
+        """The SHARD items of a run in shard order."""
+        items = self._shard_query(run_id, ConsistentRead=True)
         return sorted(items, key=lambda item: item["shard"])
 
     def shard_records(self, run_id: str) -> tuple[array, array]:
@@ -312,9 +354,8 @@ class StatusTable:
         counted, or no item): two arrays of 8 bytes a shard, filled a Query page at a time
         with only those fields, so a run of a million shards takes 16 MB."""
         records_in, records_out = array("q"), array("q")
-        items = self._query(
-            KeyConditionExpression=Key(PARTITION_KEY).eq(run_id)
-            & Key(SORT_KEY).begins_with(SHARD_SK_PREFIX),
+        items = self._shard_query(
+            run_id,
             ProjectionExpression="#shard, records_in, records_out",
             ExpressionAttributeNames={"#shard": "shard"},
             ConsistentRead=True,
@@ -332,30 +373,37 @@ class StatusTable:
     def shards_with_status(
         self, run_id: str, status: str, *, most: int, read: int, page: int
     ) -> tuple[list[dict[str, Any]], bool]:
-        """The ``shard`` and ``name`` of up to ``most`` SHARD items of the run whose status is
-        ``status``, in key order, found reading at most ``read`` items, ``page`` a request
+        """The ``shard`` and ``name`` of the lowest-numbered SHARD items of the run whose
+        status is ``status``, up to ``most``, found reading at most ``read`` items: an equal
+        share of each partition key's first items (the lowest numbers), ``page`` a request
         (Query's ``Limit`` counts the items read before the filter:
         https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.Other.html);
         and whether more may have that status (items left unread, or more than ``most``)."""
-        kwargs: dict[str, Any] = {
-            "KeyConditionExpression": Key(PARTITION_KEY).eq(run_id)
-            & Key(SORT_KEY).begins_with(SHARD_SK_PREFIX),
-            "FilterExpression": Attr("status").eq(status),
-            "ProjectionExpression": "#shard, #name",
-            "ExpressionAttributeNames": {"#shard": "shard", "#name": "name"},
-            "ConsistentRead": True,
-        }
+        share = max(1, read // SHARD_PARTITIONS)
         found: list[dict[str, Any]] = []
-        while read > 0:
-            answer = self.table.query(Limit=min(page, read), **kwargs)
-            read -= answer["ScannedCount"]
-            found.extend(answer.get("Items", []))
-            if len(found) > most:
-                return found[:most], True
-            if "LastEvaluatedKey" not in answer:
-                return found, False
-            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-        return found, True
+        unread = False
+        for partition in range(SHARD_PARTITIONS):
+            kwargs: dict[str, Any] = {
+                "KeyConditionExpression": self._shard_keys(run_id, partition),
+                "FilterExpression": Attr("status").eq(status),
+                "ProjectionExpression": "#shard, #name",
+                "ExpressionAttributeNames": {"#shard": "shard", "#name": "name"},
+                "ConsistentRead": True,
+            }
+            left, here = share, 0
+            while True:
+                answer = self.table.query(Limit=min(page, left), **kwargs)
+                left -= answer["ScannedCount"]
+                here += len(answer.get("Items", []))
+                found.extend(answer.get("Items", []))
+                if "LastEvaluatedKey" not in answer:
+                    break
+                if left <= 0 or here > most:  # the rest of this key has higher numbers
+                    unread = True
+                    break
+                kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        found.sort(key=lambda item: int(item["shard"]))
+        return found[:most], unread or len(found) > most
 
     def remove_run_attribute(self, run_id: str, execution_arn: str, attribute: str) -> None:
         """Remove ``attribute`` from the RUN item owned by ``execution_arn``."""
@@ -378,6 +426,19 @@ class StatusTable:
             if limit is not None and len(result) >= limit:
                 break
         return result
+
+    def _shard_query(self, run_id: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """The SHARD items of a run, one partition key after another."""
+        for partition in range(SHARD_PARTITIONS):
+            yield from self._query(
+                KeyConditionExpression=self._shard_keys(run_id, partition), **kwargs
+            )
+
+    @staticmethod
+    def _shard_keys(run_id: str, partition: int) -> Any:
+        return Key(PARTITION_KEY).eq(shard_partition(run_id, partition)) & Key(
+            SORT_KEY
+        ).begins_with(SHARD_SK_PREFIX)
 
     def _query(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
         while True:

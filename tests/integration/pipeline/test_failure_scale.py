@@ -145,7 +145,7 @@ def test_at_most_the_shown_number_of_failed_shards_is_named(account, bounds, rea
     run = account.table.get_run("many")
     assert run["failed_shards"] == [f"part-{n:06d}.csv" for n in range(step.SHOWN_SHARDS)]
     assert run["failed_shards_cut"] is True
-    assert reads.read <= PAGE, "it stops once it has more than it names"
+    assert reads.read <= READ
 
 
 @pytest.mark.parametrize("path", [catch_path, end_of_run_rule])

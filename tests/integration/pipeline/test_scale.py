@@ -6,14 +6,17 @@ thread map with bounded work in flight, and SHARD items in shard order past 99,9
 import json
 import threading
 import time
+from collections import Counter
+from unittest import mock
 
 import pytest
+from botocore.exceptions import ClientError
 
 from batchinfer.pipeline.contract.state import Round
 from batchinfer.pipeline.steps.collect import collect
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.storage.ordered import ordered_map
-from batchinfer.pipeline.storage.status_table import PENDING, RUNNING
+from batchinfer.pipeline.storage.status_table import PENDING, RUNNING, StatusTable
 from tests.support.many_objects import object_name, put_directly, put_inputs, split_state
 from tests.support.run_state import example_plan
 
@@ -104,6 +107,40 @@ def test_shard_items_come_back_in_shard_order_past_five_digits(account):
     for number in (100_001, 5, 99_999, 100_000):
         account.table.put_shard("wide", number, {"status": PENDING})
     assert [item["shard"] for item in account.table.shards("wide")] == [5, 99_999, 100_000, 100_001]
+
+
+def test_a_run_s_shard_items_spread_over_16_partition_keys_written_from_threads(account):
+    """DynamoDB takes at most 1,000 writes a second under one partition key: a million SHARD
+    items under the run id alone would take 1,000 s to write. Shards written in order take
+    the 16 keys in turn, their requests sent by the writer's pool."""
+    writers, write_items = set(), StatusTable._write_items
+
+    def recorded(table, items):
+        writers.add(threading.current_thread().name.rsplit("_", 1)[0])
+        write_items(table, items)
+
+    with (
+        mock.patch.object(StatusTable, "_write_items", recorded),
+        account.table.shard_writer("spread") as put,
+    ):
+        for number in range(1_000):
+            put(number, {"status": PENDING})
+    assert writers == {"shard-writes"}
+    keys = Counter(item["run_id"] for item in account.table.table.scan()["Items"])
+    assert keys == {f"spread#{k}": 63 if k < 1_000 % 16 else 62 for k in range(16)}
+    assert [item["shard"] for item in account.table.shards("spread")] == list(range(1_000))
+
+
+def test_a_shard_write_that_fails_is_raised_where_the_writer_ends(account):
+    """A request DynamoDB refuses (here: no such table) is raised where the writer ends,
+    not lost in its pool."""
+    missing = StatusTable.named("no-such-table")
+    with (
+        pytest.raises(ClientError, match="ResourceNotFoundException"),
+        missing.shard_writer("lost") as put,
+    ):
+        for number in range(100):
+            put(number, {"status": PENDING})
 
 
 def test_ordered_map_keeps_input_order_with_bounded_work_in_flight():

@@ -2,10 +2,18 @@
 (the same bytes, listings, errors and pages), check each request against botocore's model,
 and charge each call to the meter the time costs.py gives it."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from botocore.exceptions import ClientError, ParamValidationError
 
-from batchinfer.pipeline.storage.status_table import MISSING, StatusTable
+from batchinfer.pipeline.storage.status_table import (
+    MISSING,
+    SHARD_PARTITIONS,
+    StatusTable,
+    shard_partition,
+)
 from tests.support.many_objects import put_directly
 from tests.support.scale.costs import S3_REQUEST_SECONDS, s3_seconds
 from tests.support.scale.fake_s3 import FakeS3
@@ -139,26 +147,69 @@ def test_each_call_is_charged_its_latency_and_transfer_time(tmp_path):
     assert meter.aws_seconds() == pytest.approx(expected)
 
 
-def shard_items(run_id, first):
-    for number in range(first, 12_000):
-        yield {
-            "run_id": run_id,
-            "sk": f"SHARD#{number:05d}",
-            "shard": number,
-            "status": MISSING,
-            "name": f"part-{number}",
-        }
+def shard_item(run_id, number):
+    if number >= 12_000:
+        return None
+    return {
+        "run_id": shard_partition(run_id, number),
+        "sk": f"SHARD#{number:05d}",
+        "shard": number,
+        "status": MISSING,
+        "name": f"part-{number}",
+    }
 
 
 def test_the_fake_table_pages_made_up_shard_items_by_1_mb_and_counts_writes(account):
     meter = Meter()
-    fake = FakeTable(account.table.table, meter, shard_items, item_bytes=200)
+    fake = FakeTable(account.table.table, meter, shard_item, item_bytes=200)
     table = StatusTable(fake)
     items = table.shards("r-1")
     assert [item["shard"] for item in items] == list(range(12_000))
-    assert meter.calls["dynamodb:Query"] == 3  # 5,242 items of 200 bytes a 1 MB page
+    # 750 items of 200 bytes under each of the 16 partition keys: one 1 MB page each
+    assert meter.calls["dynamodb:Query"] == SHARD_PARTITIONS
     with table.shard_writer("r-1") as put:
         for number in range(60):
             put(number, {"status": MISSING})
     assert fake.shards_written == 60
     assert meter.calls["dynamodb:BatchWriteItem"] == 3  # 25 + 25 + 10
+
+
+def test_writes_and_reads_take_at_least_what_the_table_and_a_partition_allow(account):
+    """A new on-demand table takes 4,000 writes a second, one partition 1,000 writes and
+    3,000 read units (4 KB each, consistent): the meter's time is never below them."""
+    meter = Meter()
+    fake = FakeTable(account.table.table, meter, shard_item, item_bytes=200)
+    with fake.batch_writer() as writer:
+        for number in range(2_000):
+            writer.put_item(Item={"run_id": "one-key", "sk": f"SHARD#{number:05d}"})
+    assert meter.floors() == {
+        "dynamodb table writes": pytest.approx(0.5),
+        "dynamodb writes to one-key": pytest.approx(2.0),
+    }
+    assert meter.aws_seconds() == pytest.approx(2.0)  # above 80 requests of 10 ms
+    spread = Meter()
+    StatusTable(FakeTable(account.table.table, spread, shard_item)).shards("r-1")
+    read_units = 750 * 200 / 4096
+    assert spread.floors()["dynamodb reads of r-1#0"] == pytest.approx(read_units / 3000)
+
+
+def test_each_pool_of_worker_threads_spreads_its_own_calls():
+    """Two pools at once (64 readers, 4 writers) are timed each over its own threads: the
+    writers' calls are not diluted over the readers'."""
+    meter, both_readers = Meter(), threading.Barrier(2)
+
+    def read():
+        both_readers.wait()  # each reader thread makes one call
+        meter.charge("read", 2.0)
+
+    def write():
+        meter.charge("write", 3.0)
+
+    with ThreadPoolExecutor(2, thread_name_prefix="readers") as readers:
+        for _ in range(2):
+            readers.submit(read)
+    with ThreadPoolExecutor(1, thread_name_prefix="writers") as writers:
+        writers.submit(write)
+    meter.charge("main", 0.5)
+    assert meter.aws_seconds() == pytest.approx(0.5 + 4.0 / 2 + 3.0)
+    assert meter.aws_seconds(overlapped=True) == pytest.approx(3.0)

@@ -41,6 +41,7 @@ from batchinfer.pipeline.storage.status_table import (
     SORT_KEY,
     SUCCEEDED,
     StatusTable,
+    shard_partition,
     shard_sk,
 )
 from batchinfer.sharding import ShardIndex
@@ -61,7 +62,7 @@ from tests.support.scale.costs import (
     STATES_STARTS_PER_SECOND,
 )
 from tests.support.scale.fake_s3 import FakeS3
-from tests.support.scale.fake_table import FakeTable
+from tests.support.scale.fake_table import FakeTable, ShardItem
 from tests.support.scale.meter import Meter, StepFigures
 
 REGION = "eu-west-1"
@@ -120,9 +121,7 @@ def moto_server() -> Iterator[str]:
 
 
 @contextmanager
-def account(
-    shard_items: Callable[[str, int], Iterator[dict[str, Any]]] | None = None,
-) -> Iterator[Account]:
+def account(shard_item: ShardItem | None = None) -> Iterator[Account]:
     """Fake S3 in a temporary folder, and the status table and Step Functions in a moto
     server (``AWS_ENDPOINT_URL`` points the clients made meanwhile at it)."""
     with (
@@ -132,7 +131,7 @@ def account(
     ):
         meter = Meter()
         table = create_status_table("runs", REGION)
-        yield Account(meter, FakeS3(Path(folder), meter), FakeTable(table, meter, shard_items))
+        yield Account(meter, FakeS3(Path(folder), meter), FakeTable(table, meter, shard_item))
 
 
 class Function(Protocol):
@@ -256,26 +255,28 @@ def verify_round(shards: int, trace: bool = True) -> Outcome:
         )
 
 
-def made_up_shards(missing_every: int) -> Callable[[str, int], Iterator[dict[str, Any]]]:
-    """SHARD items as Collect and Verify write them, one in ``missing_every`` MISSING."""
+def made_up_shards(shards: int, missing_every: int) -> ShardItem:
+    """The SHARD items of a run of ``shards`` shards as Collect and Verify write them, one in
+    ``missing_every`` MISSING."""
 
-    def items(run_id: str, first: int) -> Iterator[dict[str, Any]]:
-        for number in itertools.count(first):
-            shard = shard_entry(number)
-            missing = number % missing_every == missing_every - 1
-            yield {
-                PARTITION_KEY: run_id,
-                SORT_KEY: shard_sk(number),
-                "shard": number,
-                "name": shard.name,
-                "input": shard.input,
-                "status": MISSING if missing else SUCCEEDED,
-                "attempts": 3,
-                "records_in": 1000,
-                "records_out": 1000,
-            }
+    def item(run_id: str, number: int) -> dict[str, Any] | None:
+        if number >= shards:
+            return None
+        shard = shard_entry(number)
+        missing = number % missing_every == missing_every - 1
+        return {
+            PARTITION_KEY: shard_partition(run_id, number),
+            SORT_KEY: shard_sk(number),
+            "shard": number,
+            "name": shard.name,
+            "input": shard.input,
+            "status": MISSING if missing else SUCCEEDED,
+            "attempts": 3,
+            "records_in": 1000,
+            "records_out": 1000,
+        }
 
-    return items
+    return item
 
 
 def announcing(aws: Account) -> tuple[PipelineEnvironment, Any, Any]:
@@ -298,10 +299,7 @@ def finalize_run(shards: int, trace: bool = True) -> Outcome:
     list streamed, the SHARD items' counts read (made up as they are read)."""
     from batchinfer.pipeline.steps.finalize import finalize
 
-    def items(run_id: str, first: int) -> Iterator[dict[str, Any]]:
-        return itertools.islice(made_up_shards(shards + 1)(run_id, first), max(0, shards - first))
-
-    with account(items) as aws:
+    with account(made_up_shards(shards, missing_every=shards + 1)) as aws:
         plan = replace(example_plan(run_id="scale"), merge=True)
         aws.status.create_run("scale", EXECUTION, objects=shards // 10)
         lines = (json.dumps(shard_entry(n).to_line()) + "\n" for n in range(shards))
@@ -330,10 +328,7 @@ def record_failure_run(shards: int, trace: bool = True) -> Outcome:
     shard in 10,000 without output (the SHARD items it reads are made up as it reads)."""
     from batchinfer.pipeline.steps.record_failure import record_failure
 
-    def items(run_id: str, first: int) -> Iterator[dict[str, Any]]:
-        return itertools.islice(made_up_shards(10_000)(run_id, first), max(0, shards - first))
-
-    with account(items) as aws:
+    with account(made_up_shards(shards, missing_every=10_000)) as aws:
         plan = example_plan(run_id="scale")
         aws.status.create_run("scale", EXECUTION, objects=shards // 10)
         env, events, sns = announcing(aws)

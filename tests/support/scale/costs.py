@@ -16,6 +16,15 @@
   https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Introduction.html): 10 ms a
   request, the top of that range; a Query page holds at most 1 MB ("Query" in the DynamoDB API
   Reference).
+- DynamoDB rates: "a new on-demand table starts with a warm throughput of 12,000 read units
+  per second and 4,000 write units per second", and "each individual partition is
+  limited to 1,000 write units per second and 3,000 read units per second" (Amazon DynamoDB
+  Developer Guide, "Understanding DynamoDB warm throughput in different scenarios",
+  https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html);
+  a write unit is one write of up to 1 KB, a read unit one strongly consistent read of up to
+  4 KB ("DynamoDB on-demand capacity mode"). The harness takes each partition key as a
+  partition of its own (DynamoDB puts all items of one key on one partition) and a step at
+  least as long as its units over each rate.
 - Step Functions StartExecution: a token bucket of 1,300 requests refilled at 300 a second
   in the largest regions, 800 and 150 in the others ("Step Functions service quotas",
   https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html): the harness
@@ -30,6 +39,10 @@ S3_REQUEST_SECONDS = 0.2
 S3_BYTES_PER_SECOND = 85e6
 DYNAMODB_REQUEST_SECONDS = 0.01
 DYNAMODB_PAGE_BYTES = 1024 * 1024
+DYNAMODB_TABLE_WRITES_PER_SECOND = 4000
+DYNAMODB_PARTITION_WRITES_PER_SECOND = 1000
+DYNAMODB_PARTITION_READS_PER_SECOND = 3000
+DYNAMODB_READ_UNIT_BYTES = 4096
 STATES_REQUEST_SECONDS = 0.05
 STATES_START_BUCKET = 800
 STATES_STARTS_PER_SECOND = 150

@@ -1,49 +1,82 @@
 """The status table for the scale harness: a boto3 ``Table`` whose RUN-level calls go to moto
 (few, small) and whose SHARD items, the part that grows with a run, are counted as they are
 written and made up on demand when read, so a million of them cost no memory here. Every
-request is charged to the meter (costs.py)."""
+request is charged to the meter, and the units it writes or reads count against the table's
+and its partitions' rates (costs.py)."""
 
 import re
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
 from boto3.dynamodb.conditions import ConditionExpressionBuilder
 
-from batchinfer.pipeline.storage.status_table import PARTITION_KEY, SHARD_SK_PREFIX, SORT_KEY
-from tests.support.scale.costs import DYNAMODB_PAGE_BYTES, DYNAMODB_REQUEST_SECONDS
+from batchinfer.pipeline.storage.status_table import (
+    BATCH_WRITE_ITEMS,
+    PARTITION_KEY,
+    SHARD_PARTITIONS,
+    SHARD_SK_PREFIX,
+    SORT_KEY,
+)
+from tests.support.scale.costs import (
+    DYNAMODB_PAGE_BYTES,
+    DYNAMODB_PARTITION_READS_PER_SECOND,
+    DYNAMODB_PARTITION_WRITES_PER_SECOND,
+    DYNAMODB_READ_UNIT_BYTES,
+    DYNAMODB_REQUEST_SECONDS,
+    DYNAMODB_TABLE_WRITES_PER_SECOND,
+)
 from tests.support.scale.meter import Meter
 
-BATCH_ITEMS = 25  # BatchWriteItem takes at most 25 puts a request
+# The SHARD item a run's id and a shard number name, or None past the run's last shard.
+ShardItem = Callable[[str, int], dict[str, Any] | None]
 
 
 class FakeTable:
     """``table`` (a moto ``Table``) for RUN items; SHARD items written are counted in
-    ``shards_written``; ``shard_items(run_id, first)`` makes up the SHARD items a Query reads
-    (from shard number ``first`` on), with
-    ``item_bytes`` the size DynamoDB would count for each (its 1 MB Query pages)."""
+    ``shards_written``; ``shard_item(run_id, number)`` makes up the SHARD items a Query reads,
+    with ``item_bytes`` the size DynamoDB would count for each (its 1 MB Query pages; a write
+    of up to 1 KB is one unit)."""
 
     def __init__(
         self,
         table: Any,
         meter: Meter,
-        shard_items: Callable[[str, int], Iterator[dict[str, Any]]] | None = None,
+        shard_item: ShardItem | None = None,
         item_bytes: int = 200,
     ) -> None:
         self._table = table
         self._meter = meter
-        self._shard_items = shard_items
+        self._shard_item = shard_item
         self._item_bytes = item_bytes
+        self._lock = threading.Lock()
         self.shards_written = 0
         self.name = table.name
 
     def _charge(self, operation: str) -> None:
         self._meter.charge(f"dynamodb:{operation}", DYNAMODB_REQUEST_SECONDS)
 
+    def wrote_shards(self, partition_keys: list[str]) -> None:
+        """Count SHARD items written under ``partition_keys`` against the table's write rate
+        and each partition key's (its items share one partition)."""
+        with self._lock:
+            self.shards_written += len(partition_keys)
+        meter = self._meter
+        meter.consume(
+            "dynamodb table writes", len(partition_keys), DYNAMODB_TABLE_WRITES_PER_SECOND
+        )
+        for key in set(partition_keys):
+            meter.consume(
+                f"dynamodb writes to {key}",
+                partition_keys.count(key),
+                DYNAMODB_PARTITION_WRITES_PER_SECOND,
+            )
+
     def put_item(self, **params: Any) -> Any:
         self._charge("PutItem")
         if str(params["Item"].get(SORT_KEY, "")).startswith(SHARD_SK_PREFIX):
-            self.shards_written += 1
+            self.wrote_shards([params["Item"][PARTITION_KEY]])
             return {}
         return self._table.put_item(**params)
 
@@ -60,7 +93,7 @@ class FakeTable:
         return self._table.delete_item(**params)
 
     @contextmanager
-    def batch_writer(self, overwrite_by_pkeys: Any = None) -> Iterator["_BatchWriter"]:
+    def batch_writer(self, overwrite_by_pkeys: Any = None) -> Any:
         writer = _BatchWriter(self)
         yield writer
         writer.flush()
@@ -71,15 +104,22 @@ class FakeTable:
             params["KeyConditionExpression"], is_key_condition=True
         )
         values = list(built.attribute_value_placeholders.values())
-        if SHARD_SK_PREFIX not in values or self._shard_items is None:
+        if SHARD_SK_PREFIX not in values or self._shard_item is None:
             return self._table.query(**params)
         return self._shard_page(values[0], params)
 
-    def _shard_page(self, run_id: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One page of made-up SHARD items: at most 1 MB of them, or ``Limit``, read
-        before the filter (``Attr(name).eq(value)``) and the projection apply."""
+    def _shard_page(self, partition_key: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One page of the made-up SHARD items under ``partition_key``: at most 1 MB of them,
+        or ``Limit``, read before the filter (``Attr(name).eq(value)``) and the projection
+        apply; their bytes count against the partition's read rate (a consistent read takes
+        one unit for each 4 KB)."""
+        run_id, partition = partition_key.rsplit("#", 1)
         after = params.get("ExclusiveStartKey")
-        start = int(after[SORT_KEY].removeprefix(SHARD_SK_PREFIX)) + 1 if after else 0
+        start = (
+            int(after[SORT_KEY].removeprefix(SHARD_SK_PREFIX)) + SHARD_PARTITIONS
+            if after
+            else int(partition)
+        )
         per_page = max(1, DYNAMODB_PAGE_BYTES // self._item_bytes)
         limit = min(params.get("Limit", per_page), per_page)
         keep = _filter(params.get("FilterExpression"))
@@ -90,13 +130,22 @@ class FakeTable:
             else None
         )
         items, scanned, last = [], 0, None
-        for item in self._shard_items(run_id, start):
+        for number in range(start, 1 << 62, SHARD_PARTITIONS):
+            item = self._shard_item(run_id, number)
+            if item is None:
+                break
+            item = item | {PARTITION_KEY: partition_key}
             scanned += 1
             last = item
             if keep(item):
                 items.append(item if projected is None else {k: item[k] for k in projected})
             if scanned == limit:
                 break
+        self._meter.consume(
+            f"dynamodb reads of {partition_key}",
+            scanned * self._item_bytes / DYNAMODB_READ_UNIT_BYTES,
+            DYNAMODB_PARTITION_READS_PER_SECOND,
+        )
         page: dict[str, Any] = {"Items": items, "Count": len(items), "ScannedCount": scanned}
         if scanned == limit and last is not None:
             page["LastEvaluatedKey"] = {key: last[key] for key in (PARTITION_KEY, SORT_KEY)}
@@ -121,15 +170,15 @@ class _BatchWriter:
 
     def __init__(self, table: FakeTable) -> None:
         self._table = table
-        self._pending = 0
+        self._pending: list[str] = []  # the partition keys of the items not sent yet
 
     def put_item(self, Item: dict[str, Any]) -> None:
-        self._pending += 1
-        self._table.shards_written += 1
-        if self._pending == BATCH_ITEMS:
+        self._pending.append(Item[PARTITION_KEY])
+        if len(self._pending) == BATCH_WRITE_ITEMS:
             self.flush()
 
     def flush(self) -> None:
         if self._pending:
             self._table._charge("BatchWriteItem")
-            self._pending = 0
+            self._table.wrote_shards(self._pending)
+            self._pending = []

@@ -31,20 +31,30 @@ class StepFigures:
 
 class Meter:
     """Charges each AWS call to the thread that made it. A step's AWS time is its main
-    thread's charges plus, for the calls its worker threads made, their total spread over
-    those threads (a pool that keeps its workers busy)."""
+    thread's charges plus, for each pool of worker threads (threads named alike), the pool's
+    calls spread over its threads (a pool that keeps its workers busy); and never less than
+    the longest a rate limit allows (:meth:`consume`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._seconds: dict[int, float] = defaultdict(float)
+        self._seconds: dict[tuple[str, int], float] = defaultdict(float)
+        self._floors: dict[str, float] = defaultdict(float)
         self.calls: Counter[str] = Counter()
         self._main = threading.get_ident()
         self._cpu = time.process_time()
 
     def charge(self, operation: str, seconds: float) -> None:
+        thread = threading.current_thread()
+        pool = "" if thread.ident == self._main else thread.name.rsplit("_", 1)[0]
         with self._lock:
-            self._seconds[threading.get_ident()] += seconds
+            self._seconds[pool, threading.get_ident()] += seconds
             self.calls[operation] += 1
+
+    def consume(self, limit: str, units: float, per_second: float) -> None:
+        """Count ``units`` against a rate limit of ``per_second``: the step takes at least
+        all its units of each limit over that rate, however its calls overlap."""
+        with self._lock:
+            self._floors[limit] += units / per_second
 
     def attach(self, client: Any, seconds: Callable[[str], float]) -> None:
         """Charge each call of a boto3 ``client`` (one moto answers) ``seconds(operation)``."""
@@ -62,10 +72,19 @@ class Meter:
 
     def aws_seconds(self, *, overlapped: bool = False) -> float:
         with self._lock:
-            main = self._seconds.get(self._main, 0.0)
-            workers = [s for thread, s in self._seconds.items() if thread != self._main]
-        pool = sum(workers) / len(workers) if workers else 0.0
-        return max(main, pool) if overlapped else main + pool
+            pools: dict[str, list[float]] = defaultdict(list)
+            for (pool, _), seconds in self._seconds.items():
+                pools[pool].append(seconds)
+            floor = max(self._floors.values(), default=0.0)
+        main = sum(pools.pop("", []))
+        spread = [sum(threads) / len(threads) for threads in pools.values()]
+        spent = max([main, *spread]) if overlapped else main + sum(spread)
+        return max(spent, floor)
+
+    def floors(self) -> dict[str, float]:
+        """The least seconds each rate limit allowed the step."""
+        with self._lock:
+            return dict(self._floors)
 
     def run(
         self, step: Callable[[], Any], memory_mb: int, *, trace: bool = True
@@ -76,6 +95,7 @@ class Meter:
         self._main = threading.get_ident()
         with self._lock:  # what seeding the case cost is not the step's
             self._seconds.clear()
+            self._floors.clear()
             self.calls.clear()
         if trace:
             tracemalloc.start()
