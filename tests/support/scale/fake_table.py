@@ -4,6 +4,7 @@ written and made up on demand when read, so a million of them cost no memory her
 request is charged to the meter, and the units it writes or reads count against the table's
 and its partitions' rates (costs.py)."""
 
+import itertools
 import re
 import threading
 from collections.abc import Callable
@@ -130,7 +131,7 @@ class FakeTable:
             else None
         )
         items, scanned, last = [], 0, None
-        for number in range(start, 1 << 62, SHARD_PARTITIONS):
+        for number in itertools.count(start, SHARD_PARTITIONS):
             item = self._shard_item(run_id, number)
             if item is None:
                 break

@@ -18,8 +18,8 @@ MIB = 1024 * 1024
 class StepFigures:
     """What one step cost: modelled seconds (its calls' AWS time plus its CPU time scaled to
     the function's share of a vCPU), ``overlapped_seconds`` the same with its main thread's
-    calls taken as overlapping its worker threads' (the least it could take), its peak of
-    Python allocations, and its calls."""
+    calls and each pool's taken as overlapping (the least it could take), its peak of Python
+    allocations, and its calls."""
 
     seconds: float
     overlapped_seconds: float
@@ -47,7 +47,7 @@ class Meter:
         thread = threading.current_thread()
         pool = "" if thread.ident == self._main else thread.name.rsplit("_", 1)[0]
         with self._lock:
-            self._seconds[pool, threading.get_ident()] += seconds
+            self._seconds[pool, thread.ident or 0] += seconds
             self.calls[operation] += 1
 
     def consume(self, limit: str, units: float, per_second: float) -> None:
