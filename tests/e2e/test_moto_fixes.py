@@ -3,15 +3,18 @@ it alone, moto behaves as AWS does; without it, moto still diverges (when that f
 fixed and the correction can go)."""
 
 import json
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 import boto3
 import moto
 import pytest
 from botocore.exceptions import ClientError
+from moto.stepfunctions.parser.asl.component import eval_component
 
 from tests.support.offline import MOTO_CONFIG, REGION
 from tests.support.offline.moto_fixes import (
@@ -22,12 +25,14 @@ from tests.support.offline.moto_fixes import (
     keyword_path_bindings,
     map_result_files,
     parallel_states_errors,
+    retries_counted_per_child,
     tolerated_failures,
 )
 from tests.support.offline.stack import ended
 from tests.support.offline.template import ACCOUNT
 
 QUEUE = "callbacks"
+QUEUE_URL = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{QUEUE}"
 BUCKET = "fix-items"
 
 
@@ -40,6 +45,22 @@ class Case:
     objects: dict[str, bytes] = field(default_factory=dict)  # key -> body, in BUCKET
     # A prefix of BUCKET: the run also reports the names of the objects written below it.
     written: str | None = None
+    sent: bool = False  # the run also reports how many messages reached QUEUE
+    # What the run is made under, with and without the correction.
+    under: Callable[[], AbstractContextManager[Any]] = nullcontext
+
+
+@contextmanager
+def slow_heap_keys() -> Iterator[None]:
+    """moto's heap keys made 0.2 s late: Map children that fail at once all make one."""
+    made = eval_component.long_uid
+
+    def late() -> str:
+        time.sleep(0.2)
+        return made()
+
+    with mock.patch.object(eval_component, "long_uid", late):
+        yield
 
 
 def parallel(
@@ -76,6 +97,29 @@ def distributed_map(**fields: Any) -> dict[str, Any]:
     }
 
 
+# A Parallel state whose branch sends a message and fails with Broke, retried once on Broke,
+# then caught.
+SENT_THEN_BROKE = {
+    "Type": "Parallel",
+    "Branches": [
+        {
+            "StartAt": "Send",
+            "States": {
+                "Send": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::sqs:sendMessage",
+                    "Parameters": {"QueueUrl": QUEUE_URL, "MessageBody": "tried"},
+                    "Next": "Broke",
+                },
+                "Broke": {"Type": "Fail", "Error": "Broke", "Cause": "always"},
+            },
+        }
+    ],
+    "Retry": [{"ErrorEquals": ["Broke"], "IntervalSeconds": 1, "MaxAttempts": 1}],
+    "Catch": [{"ErrorEquals": ["Broke"], "Next": "Caught"}],
+    "End": True,
+}
+
 CASES = {
     # The RunJob ResultSelector: $[0].name of the branches' outputs.
     "definite-path-below-an-index": Case(
@@ -107,7 +151,7 @@ CASES = {
                 "Type": "Task",
                 "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
                 "Parameters": {
-                    "QueueUrl": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{QUEUE}",
+                    "QueueUrl": QUEUE_URL,
                     "MessageBody": {"token.$": "$$.Task.Token"},
                 },
                 "TimeoutSeconds": 1,
@@ -179,6 +223,29 @@ CASES = {
         [{"n": 1}, {"n": 2}, {"n": 3}],
         {"status": "FAILED", "error": "States.ExceedToleratedFailureThreshold"},
     ),
+    # MergeObject failing for two inputs at once: each tried 1 + 2 times. Here 8 children each
+    # send a message and fail, retried once: 16 messages.
+    "retries-counted-per-child": Case(
+        retries_counted_per_child,
+        {
+            "StartAt": "M",
+            "States": {
+                "M": {
+                    "Type": "Map",
+                    "ItemProcessor": {
+                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                        "StartAt": "Try",
+                        "States": {"Try": SENT_THEN_BROKE, "Caught": {"Type": "Pass", "End": True}},
+                    },
+                    "End": True,
+                }
+            },
+        },
+        list(range(8)),
+        {"status": "SUCCEEDED", "output": [{"Error": "Broke", "Cause": "always"}] * 8, "sent": 16},
+        sent=True,
+        under=slow_heap_keys,
+    ),
     # SplitObject's copy of an object that needed no split, by the ETag its split measured.
     "copy-source-if-match": Case(
         copy_source_if_match,
@@ -233,8 +300,13 @@ def run(case: Case, corrected: bool) -> dict[str, Any]:
     """The status and output of ``case``'s definition run on moto, with or without its
     correction (status REFUSED: moto refused the definition), and the objects it wrote where
     the case says."""
-    with moto.mock_aws(config=MOTO_CONFIG), case.correction() if corrected else nullcontext():
-        boto3.client("sqs", region_name=REGION).create_queue(QueueName=QUEUE)
+    with (
+        moto.mock_aws(config=MOTO_CONFIG),
+        case.under(),
+        case.correction() if corrected else nullcontext(),
+    ):
+        sqs = boto3.client("sqs", region_name=REGION)
+        sqs.create_queue(QueueName=QUEUE)
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         for key, body in case.objects.items():
@@ -256,6 +328,11 @@ def run(case: Case, corrected: bool) -> dict[str, Any]:
         result = {"status": described["status"], "output": json.loads(output) if output else None}
         if case.written is not None:
             result["written"] = written_results(s3, case.written)
+        if case.sent:
+            counted = sqs.get_queue_attributes(
+                QueueUrl=QUEUE_URL, AttributeNames=["ApproximateNumberOfMessages"]
+            )
+            result["sent"] = int(counted["Attributes"]["ApproximateNumberOfMessages"])
         return result
 
 

@@ -47,6 +47,7 @@ from moto.stepfunctions.parser.asl.component.common.payload.payloadvalue.payload
     PayloadValueStr,
 )
 from moto.stepfunctions.parser.asl.component.common.string import string_expression
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader import (
     item_reader_decl,
 )
@@ -79,6 +80,7 @@ from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguagePa
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
 from moto.stepfunctions.parser.asl.utils.json_path import extract_json
+from moto.stepfunctions.parser.utils import long_uid
 
 from tests.support.map_results import Child, write_map_results
 
@@ -437,6 +439,34 @@ def copy_source_if_match() -> Iterator[None]:
         yield
 
 
+_HEAP_KEYS = threading.Lock()
+
+
+def _heap_key(component: EvalComponent) -> str:
+    """The component's key in a frame's heap, made once under a lock."""
+    with _HEAP_KEYS:
+        key: str | None = component._EvalComponent__heap_key
+        if key is None:
+            key = long_uid()
+            component._EvalComponent__heap_key = key
+    return key
+
+
+def retries_counted_per_child() -> AbstractContextManager[Any]:
+    """Each child of a Map counts its own retries of a state from the first, whatever its
+    siblings do.
+
+    AWS: a Retrier's MaxAttempts bounds the retries of one execution of its state
+    (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html), so
+    every child of a Map tries a failing state ``1 + MaxAttempts`` times. moto keeps each
+    child's attempt count in the child's heap under a key its retrier makes lazily, and
+    unguarded: two children failing at once can both make one, and the child whose key was
+    overwritten starts counting again, one try more (a MergeObject tried 4 times, not 3).
+    Here the key is made once, under a lock.
+    """
+    return mock.patch.object(EvalComponent, "heap_key", property(_heap_key))
+
+
 CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
     definite_paths,
     keyword_path_bindings,
@@ -445,6 +475,7 @@ CORRECTIONS: tuple[Callable[[], AbstractContextManager[Any]], ...] = (
     map_result_files,
     tolerated_failures,
     copy_source_if_match,
+    retries_counted_per_child,
 )
 
 
