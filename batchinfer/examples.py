@@ -9,7 +9,9 @@ the target, disease progression, binarised at its median). Nothing is downloaded
 With a framework (``train_framework_model``), the same data trains a scikit-learn, XGBoost
 or LightGBM classifier, saved in that framework's own format beside a ``code/inference.py``
 of SageMaker's handler protocol (:mod:`batchinfer.example_handlers`) that answers the
-probability of the positive class.
+probability of the positive class; or a PyTorch network that answers it, saved as
+TorchScript or ONNX for the default handler, with no ``inference.py``
+(:mod:`batchinfer.example_networks`).
 
 Example rows are data set rows drawn at random, with Gaussian noise of 5 % of each
 feature's spread, written with each feature's original precision: ~45 bytes per CSV row.
@@ -22,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from batchinfer.example_handlers import FRAMEWORKS
+from batchinfer.example_networks import NETWORK_FILES
 from batchinfer.extras import import_extra
 from batchinfer.serving.codecs import encode_csv, encode_jsonlines
 
@@ -30,6 +34,8 @@ MODEL_FILE = "model.joblib"
 _CHUNK_ROWS = 1_000_000
 _POOL_ROWS = 200_000
 _NOISE = 0.05
+# The frameworks `batchinfer example --framework` trains a model in.
+EXAMPLE_FRAMEWORKS = (*FRAMEWORKS, *NETWORK_FILES)
 
 
 def _dataset() -> tuple[np.ndarray, np.ndarray]:
@@ -53,13 +59,20 @@ def train_example_model(model_dir: Path) -> Path:
 
 
 def train_framework_model(model_dir: Path, framework: str) -> Path:
-    """Train the example classifier with ``framework`` (sklearn, xgboost or lightgbm), save
-    it in that framework's format with its ``code/inference.py``; return the handler's path."""
-    from batchinfer.example_handlers import FRAMEWORKS, write_handler
+    """Train the example classifier with ``framework`` (one of :data:`EXAMPLE_FRAMEWORKS`)
+    and save it in that framework's format: with its ``code/inference.py`` (whose path is
+    returned), or for ``pytorch`` and ``onnx`` as the model file alone (whose path is
+    returned)."""
+    from batchinfer.example_handlers import write_handler
+    from batchinfer.example_networks import save_network
 
-    if framework not in FRAMEWORKS:
-        raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}, not {framework!r}")
+    if framework not in EXAMPLE_FRAMEWORKS:
+        raise ValueError(
+            f"framework must be one of {', '.join(EXAMPLE_FRAMEWORKS)}, not {framework!r}"
+        )
     model_dir.mkdir(parents=True, exist_ok=True)
+    if framework in NETWORK_FILES:
+        return save_network(model_dir, framework, *_dataset())
     if framework == "sklearn":
         train_example_model(model_dir)
     else:

@@ -5,7 +5,13 @@ import importlib
 from types import ModuleType
 
 # top-level module -> the extra that installs it
-EXTRA_OF = {"xgboost": "xgboost", "lightgbm": "lightgbm"}
+EXTRA_OF = {
+    "xgboost": "xgboost",
+    "lightgbm": "lightgbm",
+    "torch": "torch",
+    "onnxruntime": "onnx",
+    "onnx": "onnx",
+}
 
 
 def import_extra(module: str) -> ModuleType:

@@ -16,6 +16,9 @@ MODEL_FILE_KINDS = {
     ".json": "XGBoost",
     ".ubj": "XGBoost",
     ".txt": "LightGBM",
+    ".pt": "TorchScript",
+    ".pth": "TorchScript",
+    ".onnx": "ONNX",
 }
 
 

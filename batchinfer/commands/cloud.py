@@ -103,6 +103,7 @@ def submit(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check and print the request; start nothing.")
     ] = False,
+    max_batch_records: opt.MaxBatchRecords = None,
     *,
     transform: dict[str, Any],
 ) -> None:
@@ -128,6 +129,7 @@ def submit(
         "merge": merge,
     }
     transform = with_table(transform, delimiter, encoding)
+    transform = opt.with_batch_records(transform, max_batch_records)
     request = {key: value for key, value in values.items() if value is not None} | transform
     if (estimate_model is None) != (estimate_sample is None):
         raise ValidationError("--estimate-model, --estimate-sample: give both or neither")

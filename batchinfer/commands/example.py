@@ -15,15 +15,16 @@ def example(
         str | None,
         typer.Option(
             help="sklearn, xgboost or lightgbm: a model in that framework's format with a "
-            "code/inference.py of SageMaker's handler protocol (default: a scikit-learn "
-            "model.joblib served by the default handler)."
+            "code/inference.py of SageMaker's handler protocol; pytorch or onnx: a network "
+            "as model.pt (TorchScript) or model.onnx for the default handler (default: a "
+            "scikit-learn model.joblib served by the default handler)."
         ),
     ] = None,
 ) -> None:
     """Train the example classifier (a dataset shipped with scikit-learn) and write input."""
     from batchinfer.errors import ValidationError
-    from batchinfer.example_handlers import FRAMEWORKS
     from batchinfer.examples import (
+        EXAMPLE_FRAMEWORKS,
         train_example_model,
         train_framework_model,
         write_example_csv,
@@ -34,8 +35,10 @@ def example(
     writers = {"csv": write_example_csv, "jsonl": write_example_jsonl}
     if fmt not in writers:
         raise ValidationError(f"--format must be csv or jsonl, not {fmt!r}")
-    if framework is not None and framework not in FRAMEWORKS:
-        raise ValidationError(f"--framework must be {', '.join(FRAMEWORKS)}, not {framework!r}")
+    if framework is not None and framework not in EXAMPLE_FRAMEWORKS:
+        raise ValidationError(
+            f"--framework must be {', '.join(EXAMPLE_FRAMEWORKS)}, not {framework!r}"
+        )
     console = Console(stderr=True)
     model_dir = directory / "model"
     with console.status(f"training the example {framework or 'scikit-learn'} model"):
@@ -43,7 +46,7 @@ def example(
             train_example_model(model_dir)
         else:
             try:
-                handler = train_framework_model(model_dir, framework)
+                written = train_framework_model(model_dir, framework)
             except ModuleNotFoundError as exc:
                 if exc.name not in EXTRA_OF:
                     raise
@@ -54,5 +57,7 @@ def example(
         writers[fmt](data, rows)
     said = f"model: {model_dir}"
     if framework is not None:
-        said += f" ({framework}, handler {handler.relative_to(model_dir)})"
+        shown = written.relative_to(model_dir)
+        by = f"handler {shown}" if written.suffix == ".py" else f"{shown}, default handler"
+        said += f" ({framework}, {by})"
     console.print(f"{said}\ninput: {data} ({data.stat().st_size / 1e6:,.1f} MB)", markup=False)

@@ -100,6 +100,7 @@ def plan(
     header: opt.Header = False,
     delimiter: opt.Delimiter = None,
     encoding: opt.Encoding = None,
+    max_batch_records: opt.MaxBatchRecords = None,
     *,
     transform: dict[str, Any],
 ) -> None:
@@ -113,6 +114,7 @@ def plan(
             raise ValidationError(f"--plot {plot}: no such directory {plot.parent}")
         check_plotting()
     status = Console(stderr=True, quiet=as_json)
+    transform = opt.with_batch_records(transform, max_batch_records)
     result = api.plan(
         inputs,
         model=model,

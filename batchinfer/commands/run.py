@@ -83,10 +83,12 @@ def run(
     header: opt.Header = False,
     delimiter: opt.Delimiter = None,
     encoding: opt.Encoding = None,
+    max_batch_records: opt.MaxBatchRecords = None,
     *,
     transform: dict[str, Any],
 ) -> None:
     """Run a Batch Transform job locally: same framing, joins, filters, names and failures."""
+    transform = opt.with_batch_records(transform, max_batch_records)
     job = local_job(
         inputs,
         output=output,

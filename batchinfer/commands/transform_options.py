@@ -114,3 +114,28 @@ Encoding = Annotated[
         show_default=False,
     ),
 ]
+
+# The model server's setting (batchinfer.serving.handlers), set here so that the CLI need not
+# import the server.
+MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
+MODEL_PANEL = "Model server"
+MaxBatchRecords = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="Records per forward pass of the model: each request's records are predicted "
+        f"this many at a time ({MAX_BATCH_RECORDS_VAR} in the model's environment; "
+        "default: all of a request's at once).",
+        rich_help_panel=MODEL_PANEL,
+        show_default=False,
+    ),
+]
+
+
+def with_batch_records(transform: dict[str, Any], records: int | None) -> dict[str, Any]:
+    """The settings keys ``transform`` with ``records`` (``--max-batch-records``) in the
+    model's environment."""
+    if records is None:
+        return transform
+    environment = {**transform.get("environment", {}), MAX_BATCH_RECORDS_VAR: str(records)}
+    return {**transform, "environment": environment}

@@ -415,6 +415,15 @@ def check_not_gzip(body: bytes, content_type: str) -> None:
 # --- encoders --------------------------------------------------------------------------------
 
 
+def host_values(prediction: Any) -> Any:
+    """A tensor (PyTorch's, on any device, with or without grad) as a NumPy array on the
+    host; anything else as it is."""
+    detach = getattr(prediction, "detach", None)
+    if callable(detach) and callable(getattr(prediction, "cpu", None)):
+        return detach().cpu().numpy()
+    return prediction
+
+
 def _numeric_records(prediction: Any) -> np.ndarray | None:
     """The prediction as a 1-D/2-D bool/int/float array, or None when it is anything else."""
     try:
@@ -514,7 +523,7 @@ def encode(prediction: Any, accept: str) -> bytes:
     encoder = ENCODERS.get(accept)
     if encoder is None:
         raise RequestError(406, f"accept type {accept!r} is not supported; use one of {_listing()}")
-    return encoder(prediction)
+    return encoder(host_values(prediction))
 
 
 def negotiate(accept: str | None, default: str, supported: frozenset[str] | None) -> str:

@@ -8,9 +8,17 @@ name comes from ``SAGEMAKER_PROGRAM`` when set), defining any of::
     predict_fn(data, model) -> prediction
     output_fn(prediction, accept: str) -> bytes | str | tuple[bytes | str, content_type]
 
-or ``transform_fn(model, body, content_type, accept)`` in place of the last three. Whatever it
-does not define falls back to the defaults: ``models.load_model``, the decoders and encoders
-of ``codecs``, and ``model.predict`` (or the method ``BATCHINFER_PREDICT_METHOD`` names).
+or ``transform_fn(model, body, content_type, accept)`` in place of the last three; each may
+take one more argument, ``context`` (:class:`HandlerContext`), as in SageMaker's PyTorch
+toolkit. Whatever it does not define falls back to the defaults: ``models.load_model``, the
+decoders and encoders of ``codecs``, and ``model.predict`` (or the method
+``BATCHINFER_PREDICT_METHOD`` names). A prediction may be a tensor (PyTorch's, on any device,
+with or without grad): it is encoded as the array it holds.
+
+``BATCHINFER_MAX_BATCH_RECORDS`` splits each decoded request into forward passes of at most
+that many records, for the default ``predict_fn`` and for a user one whose module declares
+``PREDICT_FN_ROW_WISE = True`` (it scores each record on its own); the predictions are joined
+in order, so the response is the one a single pass gives.
 As in SageMaker's scikit-learn and XGBoost containers, a user ``input_fn`` receives ``str`` for
 text/csv, application/json and application/jsonlines bodies and ``bytes`` otherwise; content
 types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``),
@@ -23,15 +31,18 @@ content type when the default encoders can write it, else in application/json.
 """
 
 import importlib.util
+import inspect
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from batchinfer.errors import ValidationError
 from batchinfer.media_types import CSV, JSON, codec_type
@@ -45,8 +56,67 @@ from batchinfer.transform.csv_dialect import DEFAULT_CHARSET, charset, dialect_f
 
 LOG = logging.getLogger(__name__)
 DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
+MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
+ROW_WISE_FLAG = "PREDICT_FN_ROW_WISE"
 USER_FUNCTIONS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn")
 _SUPPORTED_OUTPUTS = frozenset(codecs.ENCODERS)
+
+
+@dataclass(frozen=True)
+class HandlerContext:
+    """The ``context`` a user function may take, as SageMaker's PyTorch toolkit passes it
+    from TorchServe: ``system_properties`` holds ``model_dir`` and ``gpu_id`` (the GPU this
+    worker uses, None on the CPU)."""
+
+    system_properties: dict[str, Any] = field(default_factory=dict)
+    model_name: str = "model"
+
+
+def _call(function: Callable[..., Any], context: HandlerContext, *args: Any) -> Any:
+    """Call a user function with ``args``, and ``context`` after them when it takes one more
+    parameter (as SageMaker's inference toolkit does)."""
+    try:
+        takes = len(inspect.signature(function).parameters)
+    except (TypeError, ValueError):  # a callable without a signature: the arguments alone
+        takes = len(args)
+    return function(*args, context) if takes == len(args) + 1 else function(*args)
+
+
+def max_batch_records(env: Mapping[str, str]) -> int | None:
+    """``BATCHINFER_MAX_BATCH_RECORDS``: the most records of one forward pass (None: all)."""
+    value = env.get(MAX_BATCH_RECORDS_VAR, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ModelLoadError(f"{MAX_BATCH_RECORDS_VAR}={value!r} is not a positive integer")
+    return int(value)
+
+
+def _rows(data: Any, start: int, stop: int) -> Any:
+    """Records ``start`` to ``stop`` of decoded data (a DataFrame by position)."""
+    return data.iloc[start:stop] if hasattr(data, "iloc") else data[start:stop]
+
+
+def _joined(parts: list[Any]) -> Any:
+    """The predictions of consecutive forward passes as one, in order."""
+    parts = [codecs.host_values(part) for part in parts]
+    first = parts[0]
+    if hasattr(first, "iloc"):  # a Series or DataFrame
+        import pandas as pd
+
+        return pd.concat(parts)
+    if isinstance(first, list):
+        return [record for part in parts for record in part]
+    return np.concatenate([np.asarray(part) for part in parts])
+
+
+def in_batches(predict: Callable[[Any], Any], data: Any, size: int | None) -> Any:
+    """``predict(data)``, in forward passes of at most ``size`` records when ``data`` has
+    more."""
+    count = len(data) if size is not None and hasattr(data, "__len__") else 0
+    if size is None or count <= size:
+        return predict(data)
+    return _joined([predict(_rows(data, start, start + size)) for start in range(0, count, size)])
 
 
 class InferenceHandler:
@@ -60,12 +130,19 @@ class InferenceHandler:
         predict_method: str | None,
         default_accept: str | None,
         reader: TableReader | None = None,
+        context: HandlerContext | None = None,
+        batch_records: int | None = None,
+        row_wise_predict_fn: bool = False,
     ) -> None:
         self.model = model
         self.user_functions = dict(user_functions)
         self.predict_method = predict_method
         self._default_accept = default_accept
         self._reader = reader or TableReader(None, None)
+        self._context = context or HandlerContext()
+        # Records per forward pass of the default predict_fn, or a row-wise user one.
+        self._batch_records = batch_records
+        self._row_wise_predict_fn = row_wise_predict_fn
 
     def invoke(
         self,
@@ -91,24 +168,37 @@ class InferenceHandler:
         response_type = codecs.negotiate(
             accept, self._response_default(kind), None if custom_output else _SUPPORTED_OUTPUTS
         )
+        context = self._context
         if "transform_fn" in user:
             with _value_errors_refuse("transform_fn"):
-                result = user["transform_fn"](
-                    self.model, _user_body(body, kind), kind, response_type
+                result = _call(
+                    user["transform_fn"],
+                    context,
+                    self.model,
+                    _user_body(body, kind),
+                    kind,
+                    response_type,
                 )
             return _response(result, response_type)
         if "input_fn" in user:
             with _value_errors_refuse("input_fn"):
-                data = user["input_fn"](_user_body(body, kind), kind)
+                data = _call(user["input_fn"], context, _user_body(body, kind), kind)
         else:
             data = self._reader_for(custom_attributes).decode(body, kind)
         if "predict_fn" in user:
+            batch = self._batch_records if self._row_wise_predict_fn else None
             with _value_errors_refuse("predict_fn"):
-                prediction = user["predict_fn"](data, self.model)
+                prediction = in_batches(
+                    lambda part: _call(user["predict_fn"], context, part, self.model), data, batch
+                )
         else:
-            prediction = self._default_predict(data)
+            self._check_width(data)
+            with _value_errors_refuse(f"the model's {self.predict_method}"):
+                predict = getattr(self.model, self.predict_method or "predict")
+                prediction = in_batches(predict, data, self._batch_records)
         if "output_fn" in user:
-            return _response(user["output_fn"](prediction, response_type), response_type)
+            answer = _call(user["output_fn"], context, prediction, response_type)
+            return _response(answer, response_type)
         return codecs.encode(prediction, response_type), response_type
 
     def _reader_for(self, custom_attributes: str | None) -> TableReader:
@@ -131,7 +221,8 @@ class InferenceHandler:
             return content_type
         return JSON
 
-    def _default_predict(self, data: Any) -> Any:
+    def _check_width(self, data: Any) -> None:
+        """400 when the records' width is not the number of features the model declares."""
         expected = getattr(self.model, "n_features_in_", None)
         shape = getattr(data, "shape", None)
         width = shape[1] if shape is not None and len(shape) == 2 else None
@@ -139,8 +230,6 @@ class InferenceHandler:
             raise RequestError(
                 400, f"records have {width} values each but the model expects {expected} features"
             )
-        with _value_errors_refuse(f"the model's {self.predict_method}"):
-            return getattr(self.model, self.predict_method or "predict")(data)
 
 
 @contextmanager
@@ -211,9 +300,10 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
     """Load the model of ``model_dir`` and its user module (if any) into a handler.
 
     ``env`` (default: the process environment) supplies SAGEMAKER_PROGRAM,
-    BATCHINFER_PREDICT_METHOD, SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT and
-    BATCHINFER_REQUIREMENTS_TARGET (:mod:`~batchinfer.serving.model_requirements`). Raises
-    :class:`ModelLoadError` saying what is missing or broken.
+    BATCHINFER_PREDICT_METHOD, SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT,
+    BATCHINFER_MAX_BATCH_RECORDS and BATCHINFER_REQUIREMENTS_TARGET
+    (:mod:`~batchinfer.serving.model_requirements`). Raises :class:`ModelLoadError` saying
+    what is missing or broken.
     """
     env = os.environ if env is None else env
     model_dir = Path(model_dir)
@@ -233,9 +323,10 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
             f"{module_path}: defines transform_fn and {', '.join(overlap)}; "
             "transform_fn replaces input_fn, predict_fn and output_fn: keep one or the other"
         )
+    context = HandlerContext({"model_dir": str(model_dir), "gpu_id": _gpu_id()})
     if "model_fn" in functions:
         try:
-            model = functions["model_fn"](str(model_dir))
+            model = _call(functions["model_fn"], context, str(model_dir))
         except Exception as exc:
             raise ModelLoadError(
                 f"{module_path}: model_fn failed: {type(exc).__name__}: {exc}"
@@ -256,5 +347,21 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         f"; {module_path} defines {', '.join(functions)}" if module_path else "",
     )
     return InferenceHandler(
-        model, functions, predict_method=method, default_accept=default_accept, reader=reader
+        model,
+        functions,
+        predict_method=method,
+        default_accept=default_accept,
+        reader=reader,
+        context=context,
+        batch_records=max_batch_records(env),
+        row_wise_predict_fn=getattr(module, ROW_WISE_FLAG, False) is True,
     )
+
+
+def _gpu_id() -> int | None:
+    """The GPU this worker's PyTorch uses, when PyTorch is loaded (by the user module) and
+    sees one; else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return int(torch.cuda.current_device())

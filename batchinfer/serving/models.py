@@ -6,7 +6,9 @@
   ``XGBRanker`` it loads as that wrapper (``predict`` gives labels, ``predict_proba``
   probabilities); saved from a plain ``Booster`` its ``predict`` is the objective's output
   (probabilities for ``binary:logistic``), as in SageMaker's XGBoost container;
-- ``*.txt``: a LightGBM ``Booster``; ``predict`` is the objective's output.
+- ``*.txt``: a LightGBM ``Booster``; ``predict`` is the objective's output;
+- ``*.pt`` / ``*.pth``: a TorchScript module, and ``*.onnx``: an ONNX model
+  (:mod:`~batchinfer.serving.tensor_models`); ``predict`` is one forward pass.
 
 ``model.<ext>`` wins when present; otherwise the directory must hold exactly one such file.
 The environment variable ``BATCHINFER_PREDICT_METHOD`` picks the method the default
@@ -25,6 +27,7 @@ import numpy as np
 from batchinfer.extras import import_extra
 from batchinfer.model_artifact import MODEL_FILE_KINDS, model_file_kinds
 from batchinfer.serving.server_errors import ModelLoadError
+from batchinfer.serving.tensor_models import load_onnx, load_torchscript
 
 PREDICT_METHOD_VAR = "BATCHINFER_PREDICT_METHOD"
 PREDICT_METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
@@ -93,6 +96,8 @@ _LOADERS_BY_KIND: dict[str, Callable[[Path], Any]] = {
     "scikit-learn": _load_joblib,
     "XGBoost": _load_xgboost,
     "LightGBM": _load_lightgbm,
+    "TorchScript": load_torchscript,
+    "ONNX": load_onnx,
 }
 LOADERS = {suffix: _LOADERS_BY_KIND[kind] for suffix, kind in MODEL_FILE_KINDS.items()}
 

@@ -71,7 +71,7 @@ def test_the_readme_says_what_each_extra_enables():
 
 def test_the_core_dependencies_run_the_example_job_without_any_extra(tmp_path):
     blocked = _not_core_modules()
-    assert {"xgboost", "lightgbm", "matplotlib"} <= blocked
+    assert {"xgboost", "lightgbm", "matplotlib", "torch", "onnxruntime"} <= blocked
     assert not {"numpy", "sklearn", "gunicorn", "pyarrow"} & blocked
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
@@ -112,6 +112,12 @@ def test_the_core_dependencies_run_the_example_job_without_any_extra(tmp_path):
     assert "--framework xgboost: No module named 'xgboost': pip install 'batchinfer[xgboost]'" in (
         refused.stderr
     )
+    refused = subprocess.run(
+        [sys.executable, "-m", "batchinfer", "example", "pt", "--framework", "pytorch"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "No module named 'torch': pip install 'batchinfer[torch]'" in refused.stderr
     model = tmp_path / "xgb-model"
     train_framework_model(model, "xgboost")  # here, where xgboost is installed
     shutil.rmtree(model / "code")  # the model file alone: the default handler loads it

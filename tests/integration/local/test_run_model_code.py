@@ -45,6 +45,46 @@ def test_an_xgboost_json_file_is_a_model(tmp_path, capsys, example_data):
     assert len((out / "data.csv.out").read_text().splitlines()) == 200
 
 
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+@pytest.mark.parametrize("framework", ["pytorch", "onnx"])
+def test_a_network_file_is_a_model_scored_as_in_process(
+    tmp_path, capsys, example_data, framework, engine
+):
+    """The example network (`batchinfer example --framework pytorch|onnx`) with no
+    inference.py, in forward passes of 64 records: the outputs are the float32 values the
+    runtime gives in process (written in shortest round-trip form, so compared exactly)."""
+    model_file = train_framework_model(tmp_path / "trained", framework)
+    out = tmp_path / "out"
+    code, said = run_cli(
+        capsys,
+        "run",
+        str(example_data),
+        "--model",
+        str(model_file),
+        "--output",
+        str(out),
+        "--engine",
+        engine,
+        "--max-batch-records",
+        "64",
+        *CSV,
+    )
+    assert code == 0, said
+    rows = np.loadtxt(example_data, delimiter=",", ndmin=2).astype(np.float32)
+    if framework == "pytorch":
+        import torch
+
+        with torch.inference_mode():
+            expected = torch.jit.load(str(model_file))(torch.from_numpy(rows)).numpy()
+    else:
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(model_file))
+        (expected,) = session.run(None, {"features": rows})
+    written = np.array((out / "data.csv.out").read_text().split(), dtype=np.float32)
+    np.testing.assert_array_equal(written, expected)
+
+
 def test_a_file_neither_archive_nor_model_is_named_with_what_is_accepted(
     tmp_path, capsys, example_data
 ):
@@ -56,7 +96,10 @@ def test_a_file_neither_archive_nor_model_is_named_with_what_is_accepted(
     said = " ".join(said.split())
     assert code == 3, said
     assert f"model {notes}: neither a readable tar.gz archive" in said
-    assert "*.joblib / *.pkl (scikit-learn), *.json / *.ubj (XGBoost), *.txt (LightGBM)" in said
+    assert (
+        "*.joblib / *.pkl (scikit-learn), *.json / *.ubj (XGBoost), *.txt (LightGBM), "
+        "*.pt / *.pth (TorchScript), *.onnx (ONNX)" in said
+    )
     assert "Traceback" not in said
 
 

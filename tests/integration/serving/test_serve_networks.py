@@ -1,0 +1,195 @@
+"""Deep-learning models: TorchScript (model.pt) and ONNX (model.onnx) served by the default
+handler with no inference.py, the PyTorch toolkit's handler signatures (``context``), tensors
+answered by a user predict_fn, and forward passes of at most BATCHINFER_MAX_BATCH_RECORDS.
+
+Tolerance: a served float32 prediction is written in its shortest round-trip form, so it
+reads back as the very float32 the model computed; served and in-process outputs of one
+runtime are compared exactly, ONNX Runtime against PyTorch within 1e-5."""
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+from batchinfer.examples import train_framework_model
+from batchinfer.serving.handlers import load_handler
+from batchinfer.serving.server_errors import ModelLoadError
+from tests.integration.serving.helpers import csv_body
+
+
+@pytest.fixture(scope="module")
+def networks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example network as trained by `batchinfer example`: model.pt and model.onnx."""
+    where = tmp_path_factory.mktemp("networks")
+    for framework in ("pytorch", "onnx"):
+        train_framework_model(where / framework, framework)
+    return where
+
+
+def _floats(reply) -> np.ndarray:
+    assert reply.status == 200, reply.text
+    return np.array([float(line) for line in reply.text.splitlines()], dtype=np.float32)
+
+
+def _torch_outputs(model_file: Path, rows: np.ndarray) -> np.ndarray:
+    module = torch.jit.load(str(model_file))
+    with torch.inference_mode():
+        return module(torch.tensor(rows, dtype=torch.float32)).numpy()
+
+
+def test_torchscript_model_pt_is_served_with_no_inference_py(serve, networks, example_rows):
+    model_dir = networks / "pytorch"
+    assert sorted(p.name for p in model_dir.iterdir()) == ["model.pt"]
+    reply = serve(model_dir, workers=2).invoke(csv_body(example_rows), accept="text/csv")
+    expected = _torch_outputs(model_dir / "model.pt", example_rows)
+    np.testing.assert_array_equal(_floats(reply), expected)
+    assert expected.min() > 0 and expected.max() < 1  # probabilities of the positive class
+
+
+def test_onnx_model_is_served_with_no_inference_py(serve, networks, example_rows):
+    import onnxruntime
+
+    model_dir = networks / "onnx"
+    reply = serve(model_dir).invoke(csv_body(example_rows), accept="text/csv")
+    session = onnxruntime.InferenceSession(str(model_dir / "model.onnx"))
+    (expected,) = session.run(None, {"features": example_rows.astype(np.float32)})
+    np.testing.assert_array_equal(_floats(reply), expected)
+    torch_said = _torch_outputs(networks / "pytorch" / "model.pt", example_rows)
+    np.testing.assert_allclose(expected, torch_said, atol=1e-5)
+
+
+def test_a_wrong_width_is_refused_naming_the_onnx_input_width(serve, networks, example_rows):
+    reply = serve(networks / "onnx").invoke(csv_body(example_rows[:, :4]))
+    assert reply.status == 400
+    assert reply.text == "records have 4 values each but the model expects 10 features"
+
+
+def test_a_corrupt_model_pt_names_the_file_and_the_cause(tmp_path):
+    (tmp_path / "model.pt").write_bytes(b"not a TorchScript archive")
+    with pytest.raises(ModelLoadError, match=r"model\.pt: cannot be loaded: RuntimeError: "):
+        load_handler(tmp_path, env={})
+
+
+def test_an_onnx_model_with_two_inputs_is_refused_naming_them(tmp_path):
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [None, 2]) for n in "ab"]
+    output = helper.make_tensor_value_info("sum", TensorProto.FLOAT, [None, 2])
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["sum"])], "g", inputs, [output])
+    onnx.save(helper.make_model(graph), tmp_path / "model.onnx")
+    with pytest.raises(ModelLoadError, match=r"it has 2 inputs \(a, b\); the default handler"):
+        load_handler(tmp_path, env={})
+
+
+def test_a_module_with_several_outputs_is_told_to_choose_in_predict_fn(tmp_path, example_rows):
+    class Both(torch.nn.Module):
+        def forward(self, x):
+            return x.sum(dim=1), x.mean(dim=1)
+
+    torch.jit.save(torch.jit.script(Both()), str(tmp_path / "model.pt"))
+    handler = load_handler(tmp_path, env={})
+    with pytest.raises(TypeError, match=r"model\.pt returned 2 outputs; define predict_fn"):
+        handler.invoke(csv_body(example_rows), "text/csv", "text/csv")
+
+
+def test_a_tensor_with_grad_from_predict_fn_is_answered_not_a_500(serve, tmp_path, user_module):
+    """A predict_fn that runs the module without inference_mode returns a tensor that
+    requires grad: it is encoded as the array it holds (AWS's toolkit users do this)."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(10, 2)
+    torch.save(layer.state_dict(), tmp_path / "weights.pth")
+    user_module(
+        tmp_path,
+        """
+        import torch
+
+        def model_fn(model_dir):
+            layer = torch.nn.Linear(10, 2)
+            layer.load_state_dict(torch.load(f"{model_dir}/weights.pth"))
+            return layer
+
+        def predict_fn(data, model):
+            return model(torch.tensor(data, dtype=torch.float32))
+        """,
+    )
+    rows = np.arange(30, dtype=np.float64).reshape(3, 10)
+    reply = serve(tmp_path).invoke(csv_body(rows), accept="text/csv")
+    assert reply.status == 200, reply.text
+    answered = np.array([[float(v) for v in line.split(",")] for line in reply.text.splitlines()])
+    with torch.no_grad():
+        expected = layer(torch.tensor(rows, dtype=torch.float32)).numpy()
+    np.testing.assert_array_equal(answered.astype(np.float32), expected)
+
+
+def test_functions_taking_context_get_it_as_the_pytorch_toolkit_passes_it(tmp_path, user_module):
+    user_module(
+        tmp_path,
+        """
+        def model_fn(model_dir, context):
+            assert context.system_properties["model_dir"] == model_dir
+            return {"gpu": context.system_properties["gpu_id"]}
+
+        def input_fn(body, content_type, context):
+            return [len(line) for line in body.splitlines()]
+
+        def predict_fn(data, model, context):
+            return [[n, model["gpu"] is None] for n in data]
+
+        def output_fn(prediction, accept, context):
+            return "".join(f"{n},{cpu}\\n" for n, cpu in prediction), accept
+        """,
+    )
+    handler = load_handler(tmp_path, env={})
+    body, content_type = handler.invoke(b"1,2\n10,20\n", "text/csv", "text/csv")
+    assert (body, content_type) == (b"3,True\n5,True\n", "text/csv")  # no GPU here
+
+
+ROW_WISE = """
+import numpy as np
+
+PREDICT_FN_ROW_WISE = {row_wise}
+SIZES = []
+
+def predict_fn(data, model):
+    SIZES.append(len(data))
+    return model.predict(data)
+"""
+
+
+@pytest.mark.parametrize("row_wise", [True, False])
+def test_a_row_wise_predict_fn_gets_forward_passes_of_the_set_size(
+    tmp_path, user_module, example_model_dir, example_rows, row_wise
+):
+    shutil.copy(example_model_dir / "model.joblib", tmp_path)
+    path = user_module(tmp_path, ROW_WISE.format(row_wise=row_wise))
+    body = csv_body(example_rows[:10])
+    one_pass, _ = load_handler(tmp_path, env={}).invoke(body, "text/csv", "text/csv")
+    handler = load_handler(tmp_path, env={"BATCHINFER_MAX_BATCH_RECORDS": "3"})
+    split, _ = handler.invoke(body, "text/csv", "text/csv")
+    assert split == one_pass
+    sizes = sys.modules[path.stem].SIZES
+    assert sizes == ([3, 3, 3, 1] if row_wise else [10])
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "onnx"])
+def test_forward_passes_give_the_bytes_of_one_pass(networks, framework):
+    rows = np.random.default_rng(0).normal(50, 30, size=(1000, 10))
+    body = csv_body(rows)
+    model_dir = networks / framework
+    one_pass, _ = load_handler(model_dir, env={}).invoke(body, "text/csv", "text/csv")
+    handler = load_handler(model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "64"})
+    calls: list[int] = []
+    predict = handler.model.predict
+    object.__setattr__(handler.model, "predict", lambda x: calls.append(len(x)) or predict(x))
+    split, _ = handler.invoke(body, "text/csv", "text/csv")
+    assert calls == [64] * 15 + [40]
+    assert split == one_pass
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many"])
+def test_a_max_batch_records_that_is_not_a_positive_integer_is_refused(networks, value):
+    with pytest.raises(ModelLoadError, match=f"BATCHINFER_MAX_BATCH_RECORDS='{value}' is not"):
+        load_handler(networks / "pytorch", env={"BATCHINFER_MAX_BATCH_RECORDS": value})
