@@ -19,7 +19,7 @@ from typing import IO
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.key_split import shard_by_key
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
-from batchinfer.engine.transform_engine import default_workers_per_instance
+from batchinfer.engine.transform_engine import workers_and_environment
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import child_of_this_process
 from batchinfer.transform.assemble import output_name
@@ -42,9 +42,9 @@ def run_processing(
     EngineInterrupted (their reports come only at the end, so no file counts as done).
     ``skip_blank_lines`` drops empty lines (``batchinfer process --skip-blank-lines``)."""
     progress = progress or Progress()
-    workers = default_workers_per_instance(settings.instance_count)
+    workers, model_env = workers_and_environment(settings)
     # Each instance, in a process group of its own, stops once this process is gone.
-    env = child_of_this_process({**os.environ, **settings.container_environment({})})
+    env = child_of_this_process({**os.environ, **model_env})
     with tempfile.TemporaryDirectory(prefix="batchinfer-processing-") as scratch:
         running = []
         for instance, assigned in enumerate(shard_by_key(files, settings.instance_count)):

@@ -24,6 +24,7 @@ from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import die_with
 from batchinfer.serving.handlers import InferenceHandler, load_handler
+from batchinfer.serving.server import configured_workers, share_cores
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError, error_answer
 from batchinfer.transform.record_errors import checked_response
 from batchinfer.transform.server_limits import execution_parameters
@@ -88,6 +89,7 @@ def run_processing_job(
     files = collect_inputs([input_dir], every_file=True)  # the job staged each one
     _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
+    share_cores(workers, os.environ)  # before the pool's processes start: they inherit it
     context = get_context("forkserver")
     with ProcessPoolExecutor(
         workers, context, initializer=_load, initargs=(str(model_dir), os.getpid())
@@ -162,4 +164,5 @@ class JsonLinesProgress(Progress):
 
 
 def default_workers() -> int:
-    return os.cpu_count() or 1
+    """SAGEMAKER_MODEL_SERVER_WORKERS, as the model server takes it, else one per core."""
+    return configured_workers(os.environ) or os.cpu_count() or 1

@@ -20,7 +20,7 @@ from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile, Units, resolve_units
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import ServerProcess, start_server
-from batchinfer.serving.server import native_thread_limits
+from batchinfer.serving.server import configured_workers, native_thread_limits
 from batchinfer.transform.settings import TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
@@ -29,6 +29,23 @@ SERVER_START_TIMEOUT = 120.0
 def default_workers_per_instance(instance_count: int) -> int:
     """Server workers per instance so that all instances together use every core."""
     return max(1, (os.cpu_count() or 1) // instance_count)
+
+
+def workers_and_environment(
+    settings: TransformSettings, workers_per_instance: int | None = None
+) -> tuple[int, dict[str, str]]:
+    """The model workers per instance (``workers_per_instance``, else the job environment's
+    SAGEMAKER_MODEL_SERVER_WORKERS, else a share of the cores) and the variables the model
+    processes get: the job's environment, with native thread counts for what neither it nor
+    this process's environment sets."""
+    container = settings.container_environment({})
+    workers = (
+        workers_per_instance
+        or configured_workers(container)
+        or default_workers_per_instance(settings.instance_count)
+    )
+    processes = settings.instance_count * workers
+    return workers, {**native_thread_limits(processes, {**os.environ, **container}), **container}
 
 
 def run_transform(
@@ -45,11 +62,7 @@ def run_transform(
     giving them is called while the servers start. Ctrl-C stops them all and raises
     EngineInterrupted with the files done before it. ``skip_blank_lines`` drops empty lines."""
     progress = progress or Progress()
-    workers = workers_per_instance or default_workers_per_instance(settings.instance_count)
-    env = {
-        **native_thread_limits(settings.instance_count * workers, os.environ),
-        **settings.container_environment({}),
-    }
+    workers, env = workers_and_environment(settings, workers_per_instance)
     servers: list[ServerProcess] = []
     started = time.perf_counter()
     try:

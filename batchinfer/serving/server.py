@@ -15,8 +15,9 @@ once its master is, even after ``kill -9`` (:mod:`batchinfer.parent_death`).
 Environment read here: SAGEMAKER_MAX_PAYLOAD_IN_MB (default 6; 0 = no limit) and
 SAGEMAKER_MODEL_SERVER_TIMEOUT (seconds one request may take, default 3600, spec C8).
 With several workers each gets an equal share of the cores for its native thread pools
-(OpenMP in scikit-learn, XGBoost and LightGBM, Arrow's CSV reader) unless OMP_NUM_THREADS
-is set.
+(OpenMP in scikit-learn, XGBoost and LightGBM, Arrow's CSV reader, PyTorch's and ONNX
+Runtime's intra-op threads); a user's OMP_NUM_THREADS sets them all instead, and a pool's own
+variable (MKL_NUM_THREADS, OPENBLAS_NUM_THREADS) wins for that pool.
 """
 
 import atexit
@@ -41,6 +42,7 @@ DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 GRACEFUL_TIMEOUT = 25
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+WORKERS_VAR = "SAGEMAKER_MODEL_SERVER_WORKERS"
 
 
 @dataclass(frozen=True)
@@ -81,17 +83,29 @@ def settings_from_env(
 
 
 def native_thread_limits(processes: int, env: Mapping[str, str]) -> dict[str, str]:
-    """OpenMP/BLAS thread counts that give each of ``processes`` model processes an equal
-    share of the cores; none where ``env`` sets OMP_NUM_THREADS or one process has them all."""
-    if processes <= 1 or "OMP_NUM_THREADS" in env:
+    """OpenMP/BLAS thread counts for each of ``processes`` model processes, for the pools
+    ``env`` leaves unset: the OMP_NUM_THREADS ``env`` sets, else an equal share of the cores
+    (none when one process has them all). A count ``env`` sets itself always wins."""
+    given = env.get("OMP_NUM_THREADS")
+    if given is None and processes <= 1:
         return {}
-    return dict.fromkeys(_THREAD_VARS, str(max(1, cpu_count() // processes)))
+    threads = given if given is not None else str(max(1, cpu_count() // processes))
+    return {name: threads for name in _THREAD_VARS if name not in env}
 
 
 def share_cores(workers: int, env: MutableMapping[str, str]) -> None:
-    """Give each of ``workers`` workers an equal share of the cores for native threads."""
-    for name, threads in native_thread_limits(workers, env).items():
-        env.setdefault(name, threads)
+    """Give each of ``workers`` workers its threads for native pools (see above)."""
+    env.update(native_thread_limits(workers, env))
+
+
+def configured_workers(env: Mapping[str, str]) -> int | None:
+    """The model server workers ``SAGEMAKER_MODEL_SERVER_WORKERS`` asks for (None: unset)."""
+    value = env.get(WORKERS_VAR, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or not 1 <= int(value) <= 1024:
+        raise ValidationError(f"{WORKERS_VAR}={value!r}: must be a whole number from 1 to 1024")
+    return int(value)
 
 
 def _exit_without_teardown(_arbiter: Any, _worker: Any) -> None:

@@ -5,10 +5,13 @@ default ``predict_fn`` calls (``predict``).
 Both take the decoded records as float32 and answer a NumPy array on the host. A TorchScript
 model is loaded onto the worker's device (the first GPU it sees, else the CPU) and run under
 ``torch.inference_mode()``; an ONNX model runs on CUDA where ONNX Runtime offers it, else on
-the CPU, and answers its first output. Neither knows its number of features beyond what the
+the CPU, and answers its first output. Both take their CPU threads from OMP_NUM_THREADS
+(the worker's share of the cores, :mod:`batchinfer.serving.server`): PyTorch reads it
+itself, ONNX Runtime is told. Neither knows its number of features beyond what the
 file declares: an ONNX input of fixed width is checked as a scikit-learn model's is.
 """
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,7 +88,10 @@ def load_onnx(path: Path) -> OnnxModel:
     ort = import_extra("onnxruntime")
     preferred = ("CUDAExecutionProvider", "CPUExecutionProvider")
     providers = [p for p in preferred if p in ort.get_available_providers()]
-    session = ort.InferenceSession(str(path), providers=providers)
+    options = ort.SessionOptions()
+    # ONNX Runtime sizes its pool by the cores alone: it gets the worker's share, as OpenMP does.
+    options.intra_op_num_threads = int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
+    session = ort.InferenceSession(str(path), options, providers=providers)
     inputs = session.get_inputs()
     if len(inputs) != 1:
         names = ", ".join(i.name for i in inputs)

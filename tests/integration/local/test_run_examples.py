@@ -69,4 +69,6 @@ def test_without_a_framework_the_example_is_a_plain_model_joblib(tmp_path):
 def test_an_unknown_framework_is_refused_naming_the_option(tmp_path):
     made = batchinfer("example", tmp_path, "--framework", "torch", "--rows", 10)
     assert made.returncode == 2
-    assert "--framework must be sklearn, xgboost, lightgbm, not 'torch'" in made.stderr
+    assert (
+        "--framework must be sklearn, xgboost, lightgbm, pytorch, onnx, not 'torch'" in made.stderr
+    )
