@@ -26,7 +26,7 @@ from batchinfer.planning.job_plan import (
     Plan,
     largest_record,
 )
-from batchinfer.planning.tune import TunePoint, recommend
+from batchinfer.planning.tune import PASSES, TunePoint, recommend
 from batchinfer.planning.tune_plot import check_plotting, write_plot
 from batchinfer.units import MIB
 
@@ -209,12 +209,15 @@ BAR_WIDTH = 30
 
 
 def _show_tuning(line: Any, points: list[TunePoint]) -> None:
-    """The measured curve as bars, one per MaxPayloadInMB x MaxConcurrentTransforms pair."""
+    """The measured curve as bars, one per point: MaxPayloadInMB x MaxConcurrentTransforms,
+    then forward batches at the pair stage 1 recommended; each the median of its passes with
+    their spread."""
     best = recommend(points)
     fastest = max((p.rows_per_second or 0.0 for p in points), default=0.0) or 1.0
     line(
-        "tune: rows/s on the sample by MaxPayloadInMB (records per request) x "
-        "MaxConcurrentTransforms",
+        f"tune: rows/s on the sample (median of {PASSES} passes, slowest-fastest) by "
+        "MaxPayloadInMB (records per request) x MaxConcurrentTransforms, then by records per "
+        "forward pass",
         style="bold",
     )
     for point in points:
@@ -223,29 +226,36 @@ def _show_tuning(line: Any, points: list[TunePoint]) -> None:
             filled = round(BAR_WIDTH * point.rows_per_second / fastest)
             bar = "█" * filled + "·" * (BAR_WIDTH - filled) + " "
         mark = "  <- recommended" if point == best else ""
-        line(f"  {_point_label(point):<36} {bar}{_point_value(point)}{mark}")
+        line(f"  {_point_label(point):<48} {bar}{_point_value(point)}{mark}")
     if best is None:
         line("tune: no pair fits the payload rule and was measured", style="yellow")
         return
+    forward = (
+        "" if best.max_batch_records is None else f" --max-batch-records {best.max_batch_records}"
+    )
     line(
         f"recommended: {option_name('max_payload_mb')} {best.max_payload_mb} "
-        f"{option_name('max_concurrent_transforms')} {best.max_concurrent_transforms} "
-        f"({best.rows_per_second:,.0f} rows/s on the sample, the fastest pair that fits)",
+        f"{option_name('max_concurrent_transforms')} {best.max_concurrent_transforms}"
+        f"{forward} ({best.rows_per_second:,.0f} rows/s on the sample; the fastest, or the "
+        "point needing least memory that the sample cannot tell from it)",
         style="bold",
     )
 
 
 def _point_label(point: TunePoint) -> str:
-    return (
+    label = (
         f"{point.max_payload_mb:>3} MB (~{point.records_per_request:,} rec) "
         f"x {point.max_concurrent_transforms}"
     )
+    if point.max_batch_records is not None:
+        label += f", {point.max_batch_records:,} per pass"
+    return label
 
 
 def _point_value(point: TunePoint) -> str:
     if not point.fits:
         return f"does not fit: {point.reason}"
-    return f"{point.rows_per_second:,.0f} rows/s"
+    return f"{point.rows_per_second:,.0f} rows/s ({point.slowest:,.0f}-{point.fastest:,.0f})"
 
 
 def _show_estimate(line: Any, plan: Plan) -> None:

@@ -120,3 +120,12 @@ def small_tune_sample(sample_bytes: int, payload_mb: int) -> Advice:
         f"--tune: the sample ({sample_bytes:,} bytes) fits in one request of {payload_mb} MB, "
         "so the batch settings barely change its speed; raise --sample-records",
     )
+
+
+def indistinct_tune_points(sample_records: int) -> Advice:
+    return Advice(
+        "indistinct-tune-points",
+        f"--tune: every point measured is within the spread of the fastest: the sample "
+        f"({sample_records:,} records) is too small, or this machine too busy, to tell them "
+        "apart; the one recommended needs least memory among them; raise --sample-records",
+    )

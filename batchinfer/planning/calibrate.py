@@ -35,6 +35,7 @@ class Calibration:
     busy_cpus: int  # the local CPUs the sample's requests kept busy
     effective: dict[str, Any]
     requests: int = 0  # the requests the sample took
+    runs: tuple[float, ...] = ()  # rows/s of each pass over the sample, in order
 
     @property
     def rows_per_second(self) -> float:
@@ -73,17 +74,22 @@ def calibrate(
     records: list[bytes] | None = None,
     objects: list[InputFile] | None = None,
     header: bool = False,
+    passes: int = 1,
 ) -> Calibration:
     """Transform the sample (Line ``records``, or whole ``objects`` for SplitType None, each
     without its first line when the inputs start with a ``header``) with ``engine`` on one
-    local instance and measure it."""
+    local instance and measure it; ``records`` go through ``passes`` times, one pass after
+    another on the same instance, each measured (``runs``)."""
     with tempfile.TemporaryDirectory(prefix="batchinfer-plan-") as scratch:
         work = Path(scratch)
         model_dir = prepare_model_dir(model, work)
         if records is not None:
-            sample = work / SAMPLE_NAME
-            sample.write_bytes(b"".join(records))
-            units = [InputFile(sample, SAMPLE_NAME)]
+            body = b"".join(records)
+            units = []
+            for number in range(1, passes + 1):
+                name = SAMPLE_NAME if passes == 1 else f"{SAMPLE_NAME}-{number}"
+                (work / name).write_bytes(body)
+                units.append(InputFile(work / name, name))
             settings = replace(settings, compression_type="None")  # the sample is plain
         elif header:
             units = [_without_header(o, work, settings) for o in objects or []]
@@ -111,6 +117,7 @@ def calibrate(
         busy_cpus=max(1, min(requests, busy_cpus(engine, local_cpus, settings))),
         effective=asdict(report.effective),
         requests=sum(s.requests for s in stats),
+        runs=tuple(s.records_in / max(s.seconds, 1e-9) for s in stats),
     )
 
 

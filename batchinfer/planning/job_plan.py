@@ -29,7 +29,7 @@ from batchinfer.planning.endpoint_estimate import EndpointEstimate, endpoint_est
 from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estimate
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
-from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, sweep, tune_json
+from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, indistinct, sweep, tune_json
 from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
 from batchinfer.transform.csv_dialect import check_header_type
 from batchinfer.transform.records import check_skip_blank_lines
@@ -264,7 +264,7 @@ def _tune(
     if calibration.bytes <= PAYLOADS_MB[0] * MIB:
         plan.warnings.append(advice.small_tune_sample(calibration.bytes, PAYLOADS_MB[0]))
     try:
-        return sweep(
+        points = sweep(
             request.model,
             settings,
             sample,
@@ -275,6 +275,9 @@ def _tune(
     except CalibrationFailed as exc:
         plan.warnings.append(advice.calibration_failed(str(exc)))
         return None
+    if indistinct(points):
+        plan.warnings.append(advice.indistinct_tune_points(len(sample)))
+    return points
 
 
 def _survey_s3(request: PlanRequest) -> list[InputSurvey]:

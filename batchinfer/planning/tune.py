@@ -1,17 +1,32 @@
 """``batchinfer plan --tune``: the batch settings that move the sample fastest.
 
 The usual advice for batch inference is to raise the batch size until throughput stops
-rising. A transform job's batch is MaxPayloadInMB of records per request (BatchStrategy
-MULTI_RECORD) and MaxConcurrentTransforms requests in flight at once (R9: each instance keeps
-MaxConcurrentTransforms requests in flight; R10: the job's batch settings, else the container's,
-else defaults), so the sample is transformed by the real model server (the calibration of
-:mod:`calibrate`) at each pair of a grid of both, and the fastest pair that fits the payload rule is
-recommended: the largest record fits MaxPayloadInMB (R8: a record larger than MaxPayloadInMB fails
-its file) and MaxConcurrentTransforms x MaxPayloadInMB is at most 100 (R1: a request outside
-CreateTransformJob's limits is refused). Pairs that break the rule are listed, not measured.
+rising. A transform job batches at two levels. A request holds MaxPayloadInMB of records
+(BatchStrategy MULTI_RECORD), and R9: each instance keeps MaxConcurrentTransforms requests
+in flight (R10: the job's batch settings, else the container's, else defaults). Then the
+model server splits each request into forward passes of at most
+``BATCHINFER_MAX_BATCH_RECORDS`` records (``--max-batch-records``).
+
+The sweep goes in two stages, each point measured by the real model server (the calibration
+of :mod:`calibrate`), each point's sample sent ``PASSES`` times after a pass that warms the
+server up, and the median kept with the spread:
+
+1. payload x concurrency: along each concurrency, payloads rise until throughput clearly
+   falls (the point's fastest pass is below the best point's slowest). Pairs that break the
+   payload rule are listed, not measured: the largest record must fit MaxPayloadInMB (R8: a
+   record larger than it fails its file), and MaxConcurrentTransforms x MaxPayloadInMB is at
+   most 100 (R1: a request outside CreateTransformJob's limits is refused);
+2. forward batch: at the pair recommended by stage 1, forward passes of 64, 128, ... records
+   up to a whole request, rising until throughput clearly falls.
+
+The recommendation is the fastest point by median, except that a point whose spread
+overlaps it and that needs less memory (a smaller payload, then a smaller forward batch,
+then fewer requests in flight) is recommended in its place: the sample cannot tell them
+apart, and memory is what a larger batch costs (on a GPU, what runs out).
 """
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -23,6 +38,10 @@ from batchinfer.units import MIB
 
 PAYLOADS_MB = (1, 2, 4, 6, 8, 16, 32, 64, 100)
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
+FORWARD_BATCHES = tuple(2**n for n in range(6, 17))  # 64 .. 65,536 records
+PASSES = 3  # measurements of each point, after one pass that warms the server up
+# The model server's setting (batchinfer.serving.handlers.MAX_BATCH_RECORDS_VAR).
+MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
 
 
 @dataclass(frozen=True)
@@ -32,8 +51,23 @@ class TunePoint:
     records_per_request: int  # about: MaxPayloadInMB over the sample's mean record, at most all
     fits: bool
     reason: str | None = None  # why it does not fit
-    rows_per_second: float | None = None  # None: not measured
-    requests: int | None = None  # the sample took
+    rows_per_second: float | None = None  # the median of the passes; None: not measured
+    requests: int | None = None  # one pass over the sample took
+    max_batch_records: int | None = None  # records per forward pass; None: a whole request
+    passes: tuple[float, ...] = ()  # rows/s of each pass over the sample
+
+    @property
+    def slowest(self) -> float:
+        return min(self.passes, default=self.rows_per_second or 0.0)
+
+    @property
+    def fastest(self) -> float:
+        return max(self.passes, default=self.rows_per_second or 0.0)
+
+    @property
+    def forward_records(self) -> int:
+        """The records of one forward pass."""
+        return min(self.max_batch_records or self.records_per_request, self.records_per_request)
 
 
 def grid(
@@ -73,16 +107,49 @@ def _rule(payload: int, concurrency: int, largest_record: int) -> tuple[bool, st
     return True, None
 
 
+def _measured(points: list[TunePoint]) -> list[TunePoint]:
+    return [p for p in points if p.fits and p.rows_per_second is not None]
+
+
+def tied(point: TunePoint, best: TunePoint) -> bool:
+    """Whether the passes of ``point`` and ``best`` overlap: the sample cannot tell them
+    apart."""
+    return point.fastest >= best.slowest and best.fastest >= point.slowest
+
+
+def _memory(point: TunePoint) -> tuple[int, int, int]:
+    return point.max_payload_mb, point.forward_records, point.max_concurrent_transforms
+
+
 def recommend(points: list[TunePoint]) -> TunePoint | None:
-    """The fastest measured pair that fits the payload rule; of equal speeds, the smaller
-    payload, then the fewer requests in flight."""
-    fitting = [p for p in points if p.fits and p.rows_per_second is not None]
-    if not fitting:
+    """The fastest measured point that fits the payload rule (by median), or in its place
+    the one needing least memory among those the sample cannot tell from it; of equal memory,
+    the faster."""
+    measured = _measured(points)
+    if not measured:
         return None
-    return max(
-        fitting,
-        key=lambda p: (p.rows_per_second, -p.max_payload_mb, -p.max_concurrent_transforms),
-    )
+    best = max(measured, key=lambda p: p.rows_per_second or 0.0)
+    candidates = [p for p in measured if tied(p, best)]
+    return min(candidates, key=lambda p: (*_memory(p), -(p.rows_per_second or 0.0)))
+
+
+def indistinct(points: list[TunePoint]) -> bool:
+    """Whether no measured point is clearly slower than the fastest: the sample is too small
+    (or the machine too noisy) to tell the points apart."""
+    measured = _measured(points)
+    if len(measured) < 2:
+        return False
+    best = max(measured, key=lambda p: p.rows_per_second or 0.0)
+    return all(tied(p, best) for p in measured)
+
+
+def _falls(point: TunePoint, line: list[TunePoint]) -> bool:
+    """Whether ``point`` is clearly slower than the best measured before it on its line."""
+    earlier = _measured(line)
+    if not earlier or point.rows_per_second is None:
+        return False
+    best = max(earlier, key=lambda p: p.rows_per_second or 0.0)
+    return point.fastest < best.slowest
 
 
 def sweep(
@@ -93,22 +160,52 @@ def sweep(
     local_cpus: int,
     on_point: Callable[[TunePoint], None] = lambda _p: None,
 ) -> list[TunePoint]:
-    """Measure every fitting pair of :func:`grid` on the sample ``records`` (Line records)
-    with the transform engine, as ``batchinfer plan --model`` calibrates."""
+    """Measure the points of both stages (see the module docstring) on the sample
+    ``records`` (Line records) with the transform engine, as ``batchinfer plan --model``
+    calibrates; unmeasured points past a fall are left out."""
+
+    def measure(point: TunePoint) -> TunePoint:
+        tried = replace(
+            settings,
+            max_payload_mb=point.max_payload_mb,
+            max_concurrent_transforms=point.max_concurrent_transforms,
+        )
+        if point.max_batch_records is not None:
+            variables = {MAX_BATCH_RECORDS_VAR: str(point.max_batch_records)}
+            tried = replace(tried, environment={**tried.environment, **variables})
+        result = calibrate(model, "transform", tried, records=records, passes=1 + PASSES)
+        runs = result.runs[1:]
+        return replace(
+            point,
+            rows_per_second=statistics.median(runs),
+            requests=result.requests // (1 + PASSES),
+            passes=runs,
+        )
+
     points = grid(largest_record, sum(map(len, records)), len(records), local_cpus)
-    measured = []
-    for point in points:
-        if point.fits:
-            tried = replace(
-                settings,
-                max_payload_mb=point.max_payload_mb,
-                max_concurrent_transforms=point.max_concurrent_transforms,
-            )
-            result = calibrate(model, "transform", tried, records=records)
-            point = replace(point, rows_per_second=result.rows_per_second, requests=result.requests)
+    swept: list[TunePoint] = []
+    for concurrency in sorted({p.max_concurrent_transforms for p in points}):
+        line: list[TunePoint] = []
+        for point in (p for p in points if p.max_concurrent_transforms == concurrency):
+            point = measure(point) if point.fits else point
+            on_point(point)
+            falls = _falls(point, line)
+            line.append(point)
+            if falls:
+                break
+        swept.extend(line)
+    pair = recommend(swept)
+    if pair is None:
+        return swept
+    batches: list[TunePoint] = []
+    for size in (b for b in FORWARD_BATCHES if b < pair.records_per_request):
+        point = measure(replace(pair, max_batch_records=size))
         on_point(point)
-        measured.append(point)
-    return measured
+        falls = _falls(point, batches)
+        batches.append(point)
+        if falls:
+            break
+    return swept + batches
 
 
 def tune_json(points: list[TunePoint]) -> dict[str, Any]:
@@ -116,4 +213,5 @@ def tune_json(points: list[TunePoint]) -> dict[str, Any]:
     return {
         "points": [asdict(p) for p in points],
         "recommended": None if best is None else asdict(best),
+        "indistinct": indistinct(points),
     }

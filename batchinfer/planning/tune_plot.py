@@ -1,7 +1,9 @@
-"""``batchinfer plan --tune --plot PATH``: the measured tuning curve as a PNG.
+"""``batchinfer plan --tune --plot PATH``: the measured tuning curves as a PNG.
 
-rows/s on the sample against MaxPayloadInMB (records per request), one line per
-MaxConcurrentTransforms, the recommended pair ringed. Drawn with matplotlib, an optional
+Left, rows/s on the sample against MaxPayloadInMB (records per request), one line per
+MaxConcurrentTransforms; right, when forward batches were swept, rows/s against the records
+of one forward pass at the pair they were swept at. Each point is the median of its passes,
+its bar their spread; the recommended point is ringed. Drawn with matplotlib, an optional
 dependency (``pip install 'batchinfer[plot]'``); the terminal bars need nothing.
 """
 
@@ -24,48 +26,77 @@ def check_plotting() -> None:
 
 
 def tune_figure(points: list[TunePoint]) -> Any:
-    """A matplotlib Figure of the measured pairs that fit the payload rule."""
+    """A matplotlib Figure of the measured points that fit the payload rule: the pairs on
+    its first axes, the forward batches (when swept) on a second."""
     from matplotlib.figure import Figure  # no pyplot: no global state, no display needed
-    from matplotlib.ticker import StrMethodFormatter
 
-    figure = Figure(figsize=(7, 4.5), dpi=100, layout="constrained")
-    axes = figure.add_subplot()
     measured = [p for p in points if p.fits and p.rows_per_second is not None]
-    for concurrency in sorted({p.max_concurrent_transforms for p in measured}):
+    pairs = [p for p in measured if p.max_batch_records is None]
+    batches = sorted(
+        (p for p in measured if p.max_batch_records is not None), key=lambda p: p.forward_records
+    )
+    figure = Figure(figsize=(7, 4.5), dpi=100, layout="constrained")
+    best = recommend(points)
+    axes = figure.add_subplot(1, 2 if batches else 1, 1)
+    for concurrency in sorted({p.max_concurrent_transforms for p in pairs}):
         line = sorted(
-            (p for p in measured if p.max_concurrent_transforms == concurrency),
+            (p for p in pairs if p.max_concurrent_transforms == concurrency),
             key=lambda p: p.max_payload_mb,
         )
-        axes.plot(
-            [p.max_payload_mb for p in line],
-            [_speed(p) for p in line],
-            marker="o",
-            label=f"MaxConcurrentTransforms {concurrency}",
-        )
-    best = recommend(points)
-    if best is not None:
-        axes.plot(
-            [best.max_payload_mb],
-            [_speed(best)],
-            marker="o",
-            markersize=16,
-            markerfacecolor="none",
-            markeredgecolor="black",
-            linestyle="none",
-            label=f"recommended: {best.max_payload_mb} MB x {best.max_concurrent_transforms}",
-        )
-    payloads = sorted({p.max_payload_mb for p in measured})
+        label = f"MaxConcurrentTransforms {concurrency}"
+        _curve(axes, line, [p.max_payload_mb for p in line], label)
+    payloads = sorted({p.max_payload_mb for p in pairs})
+    _style(axes, payloads, [f"{mb} MB" for mb in payloads], "MaxPayloadInMB (records per request)")
+    axes.set_title("batchinfer plan --tune")
+    if best is not None and best.max_batch_records is None:
+        chosen = f"{best.max_payload_mb} MB x {best.max_concurrent_transforms}"
+        _ring(axes, best.max_payload_mb, best, chosen)
+    if batches:
+        right = figure.add_subplot(1, 2, 2, sharey=axes)
+        sizes = [p.forward_records for p in batches]
+        pair = batches[0]
+        label = f"{pair.max_payload_mb} MB x {pair.max_concurrent_transforms}"
+        _curve(right, batches, sizes, f"forward batches at {label}")
+        _style(right, sizes, [f"{n:,}" for n in sizes], "records per forward pass")
+        if best is not None and best.max_batch_records is not None:
+            _ring(right, best.forward_records, best, f"{best.forward_records:,} per pass")
+    for drawn in figure.axes:
+        if drawn.has_data():
+            drawn.legend(loc="lower right", fontsize="small")
+    return figure
+
+
+def _curve(axes: Any, line: list[TunePoint], xs: list[int], label: str) -> None:
+    """One line of medians, each with its passes' spread as an error bar."""
+    ys = [_speed(p) for p in line]
+    below = [y - p.slowest for y, p in zip(ys, line, strict=True)]
+    above = [p.fastest - y for y, p in zip(ys, line, strict=True)]
+    axes.errorbar(xs, ys, yerr=[below, above], marker="o", capsize=3, label=label)
+
+
+def _ring(axes: Any, x: int, best: TunePoint, label: str) -> None:
+    axes.plot(
+        [x],
+        [_speed(best)],
+        marker="o",
+        markersize=16,
+        markerfacecolor="none",
+        markeredgecolor="black",
+        linestyle="none",
+        label=f"recommended: {label}",
+    )
+
+
+def _style(axes: Any, ticks: list[int], labels: list[str], xlabel: str) -> None:
+    from matplotlib.ticker import StrMethodFormatter
+
     axes.set_xscale("log", base=2)
-    axes.set_xticks(payloads, [f"{mb} MB" for mb in payloads])
-    axes.set_xlabel("MaxPayloadInMB (records per request)")
+    axes.set_xticks(ticks, labels)
+    axes.set_xlabel(xlabel)
     axes.set_ylabel("rows/s on the sample")
     axes.set_ylim(bottom=0)
     axes.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
-    axes.set_title("batchinfer plan --tune")
     axes.grid(True, alpha=0.3)
-    if measured:
-        axes.legend(loc="lower right")
-    return figure
 
 
 def write_plot(points: list[TunePoint], path: Path) -> None:

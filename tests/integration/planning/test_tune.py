@@ -1,22 +1,96 @@
 """``batchinfer plan --tune``: the grid of MaxPayloadInMB x MaxConcurrentTransforms, the pairs
-the payload rule refuses (R1, R8), the choice of the fastest fitting pair on given
-measurements, a sweep on the real model server, and the curve drawn as a PNG."""
+the payload rule refuses (R1, R8), the choice of the fastest fitting point on given
+measurements (their spread, and memory among points the sample cannot tell apart), where the
+sweep stops and the forward batches it tries, a sweep on the real model server, and the
+curves drawn as a PNG."""
 
 import json
 import sys
+from dataclasses import dataclass
 
 import pytest
 
-from batchinfer.planning.tune import TunePoint, grid, recommend
+from batchinfer.planning import tune
+from batchinfer.planning.tune import TunePoint, grid, indistinct, recommend
 from batchinfer.planning.tune_plot import tune_figure
+from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import MIB
 from tests.support.cli import run_cli
 
 CSV = ["--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line"]
 
 
-def point(payload: int, concurrency: int, rows: float | None, fits: bool = True) -> TunePoint:
-    return TunePoint(payload, concurrency, 1, fits, None if fits else "x", rows)
+def point(
+    payload: int,
+    concurrency: int,
+    rows: float | None,
+    fits: bool = True,
+    *,
+    spread: float = 0.0,
+    batch: int | None = None,
+) -> TunePoint:
+    """A point measured at ``rows`` rows/s, its passes ``spread`` either side."""
+    passes = () if rows is None else (rows - spread, rows, rows + spread)
+    return TunePoint(
+        payload, concurrency, 4096, fits, None if fits else "x", rows, None, batch, passes
+    )
+
+
+def test_a_point_the_sample_cannot_tell_from_the_fastest_wins_when_it_needs_less_memory():
+    fastest = point(4, 1, 1100.0, spread=100.0)
+    smaller = point(1, 1, 1000.0, spread=50.0)  # 1,050 overlaps 1,000: tied, a smaller payload
+    slower = point(2, 1, 550.0, spread=50.0)  # clearly slower
+    assert recommend([fastest, smaller, slower]) == smaller
+    assert recommend([fastest, slower]) == fastest
+    assert not indistinct([fastest, smaller, slower])
+    assert indistinct([fastest, smaller])
+
+
+def test_of_tied_forward_batches_the_smaller_is_recommended_never_a_clearly_slower_one():
+    points = [
+        point(1, 2, 700.0, spread=10.0),  # the whole request in one pass
+        point(1, 2, 300.0, spread=10.0, batch=64),
+        point(1, 2, 1000.0, spread=10.0, batch=512),
+        point(1, 2, 1005.0, spread=10.0, batch=1024),  # fastest, but tied with 512
+        point(1, 2, 800.0, spread=10.0, batch=2048),
+    ]
+    assert recommend(points) == points[2]
+
+
+@dataclass
+class FakeCalibration:
+    runs: tuple[float, ...]
+    requests: int = 3
+
+
+def test_the_sweep_stops_a_dimension_once_throughput_clearly_falls(monkeypatch):
+    """Along a concurrency, payloads rise until a point is clearly slower than the best
+    before it; then forward batches at the recommended pair rise the same way."""
+    speeds = {1: 500.0, 2: 900.0, 4: 400.0, 6: 950.0}  # by payload: falls at 4 MB
+
+    def measured(model, engine, settings, *, records, passes):
+        batch = settings.environment.get("BATCHINFER_MAX_BATCH_RECORDS")
+        rows = (
+            speeds[settings.max_payload_mb]
+            if batch is None
+            else {"64": 600.0, "128": 1200.0, "256": 300.0}.get(batch, 0.0)
+        )
+        return FakeCalibration((0.0, rows - 5, rows, rows + 5))  # a warm-up pass, then 3
+
+    monkeypatch.setattr(tune, "calibrate", measured)
+    records = [b"1,2,3\n"] * 1_000_000  # 5.7 MiB: payloads 1, 2, 4 and 6
+    settings = TransformSettings.from_request({"split_type": "Line"})
+    points = tune.sweep(None, settings, records, 6, 1)
+    pairs = [(p.max_payload_mb, p.max_batch_records, p.rows_per_second) for p in points]
+    assert pairs == [
+        (1, None, 500.0),
+        (2, None, 900.0),
+        (4, None, 400.0),  # clearly slower than 2 MB: 6 MB is not tried
+        (2, 64, 600.0),
+        (2, 128, 1200.0),
+        (2, 256, 300.0),  # clearly slower than 128: 512 and up are not tried
+    ]
+    assert recommend(points).max_batch_records == 128
 
 
 def test_the_fastest_measured_pair_that_fits_is_recommended_not_a_faster_one_that_does_not():
@@ -75,8 +149,17 @@ def test_tune_sweeps_the_sample_on_the_real_server_and_recommends_the_fastest_fi
     points = plan["tune"]["points"]
     assert points and all(p["fits"] for p in points)
     assert all(p["rows_per_second"] > 0 and p["requests"] >= 1 for p in points)
-    fastest = max(p["rows_per_second"] for p in points)
-    assert plan["tune"]["recommended"]["rows_per_second"] == fastest
+    assert all(len(p["passes"]) == 3 for p in points)  # each point measured 3 times
+    assert {p["max_batch_records"] for p in points} >= {None, 64, 128}  # forward batches too
+    fastest = max(points, key=lambda p: p["rows_per_second"])
+    chosen = plan["tune"]["recommended"]
+    if chosen != fastest:  # only a point the sample cannot tell from it, needing less memory
+        assert max(chosen["passes"]) >= min(fastest["passes"])
+        forward = chosen["max_batch_records"] or chosen["records_per_request"]
+        assert (chosen["max_payload_mb"], forward) <= (
+            fastest["max_payload_mb"],
+            fastest["max_batch_records"] or fastest["records_per_request"],
+        )
     assert "small-tune-sample" in [w["code"] for w in plan["warnings"]]
 
 
@@ -87,8 +170,9 @@ def test_tune_prints_the_curve_and_the_options_to_use(capsys, example_dir, monke
         "--sample-records", "500", "--tune",
     )  # fmt: skip
     assert code == 0, printed
-    assert "tune: rows/s on the sample by MaxPayloadInMB" in printed
+    assert "tune: rows/s on the sample (median of 3 passes, slowest-fastest) by" in printed
     assert "█" in printed and "<- recommended" in printed
+    assert "1 MB (~500 rec) x 1, 64 per pass" in printed  # the forward batches swept
     assert "recommended: --max-payload-mb 1 --max-concurrent-transforms " in printed
 
 
@@ -120,7 +204,11 @@ def test_the_plot_draws_one_line_per_concurrency_and_rings_the_recommended_pair(
         point(4, 1, None),  # not drawn: not measured
     ]
     axes = tune_figure(points).axes[0]
-    lines = {line.get_label(): line for line in axes.get_lines()}
+    # a curve: the data line of an error bar container; the ring: a line of its own
+    curves = {c.get_label(): c.lines[0] for c in axes.containers}
+    lines = curves | {
+        line.get_label(): line for line in axes.get_lines() if line.get_label()[0] != "_"
+    }
     assert set(lines) == {
         "MaxConcurrentTransforms 1",
         "MaxConcurrentTransforms 2",
@@ -132,6 +220,24 @@ def test_the_plot_draws_one_line_per_concurrency_and_rings_the_recommended_pair(
     ring = lines["recommended: 2 MB x 2"]
     assert (list(ring.get_xdata()), list(ring.get_ydata())) == ([2], [400.0])
     assert [t.get_text() for t in axes.get_xticklabels()] == ["1 MB", "2 MB"]
+
+
+def test_the_plot_draws_the_forward_batches_with_their_spread_beside_the_pairs():
+    points = [
+        point(1, 1, 700.0, spread=20.0),
+        point(1, 1, 300.0, spread=10.0, batch=64),
+        point(1, 1, 1000.0, spread=30.0, batch=512),
+    ]
+    left, right = tune_figure(points).axes
+    assert [c.get_label() for c in left.containers] == ["MaxConcurrentTransforms 1"]
+    (batches,) = right.containers
+    assert batches.get_label() == "forward batches at 1 MB x 1"
+    assert list(batches.lines[0].get_xdata()) == [64, 512]
+    assert list(batches.lines[0].get_ydata()) == [300.0, 1000.0]
+    spans = batches.lines[2][0].get_segments()  # the error bars: slowest to fastest pass
+    assert [(s[0][1], s[1][1]) for s in spans] == [(290.0, 310.0), (970.0, 1030.0)]
+    rings = [line.get_label() for line in right.get_lines() if line.get_label()[0] != "_"]
+    assert rings == ["recommended: 512 per pass"]
 
 
 def test_tune_plot_writes_the_curve_as_a_png(capsys, example_dir, tmp_path):
