@@ -202,6 +202,7 @@ def plan(
     sample_records: int | None = None,
     tune: bool = False,
     endpoint_concurrency: int | None = None,
+    throughput: float | None = None,
     on_stage: Callable[[str], None] | None = None,
     on_point: "Callable[[TunePoint], None] | None" = None,
     **settings: Unpack[TransformKeywords],
@@ -213,7 +214,9 @@ def plan(
     ``inputs``: files, directories, a ManifestFile or ``s3://`` prefixes; ``shard_size``:
     bytes, or a size such as ``'64MiB'``; ``region``: where to price (default: AWS_REGION,
     else us-east-1); ``prices``: instance type -> USD per hour; ``sample_records`` and
-    ``endpoint_concurrency`` default as the command's options do. ``on_stage`` receives
+    ``endpoint_concurrency`` default as the command's options do; ``throughput``: rows a
+    second of one instance of the job's type, measured on it (a GPU type needs it for a
+    duration and cost). ``on_stage`` receives
     each stage's name, ``on_point`` each point ``tune`` measures. Raises as :func:`run`
     does before any work."""
     from batchinfer.endpoints.targets import DEFAULT_ENDPOINT_CONCURRENCY
@@ -250,6 +253,7 @@ def plan(
             DEFAULT_ENDPOINT_CONCURRENCY if endpoint_concurrency is None else endpoint_concurrency
         ),
         header=header,
+        throughput=throughput,
     )
     return make_plan(request, on_stage=on_stage or _unseen, on_point=on_point or _unseen)
 

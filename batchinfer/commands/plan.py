@@ -96,6 +96,14 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    throughput: Annotated[
+        float | None,
+        typer.Option(
+            help="Rows/s of one instance of --instance-type, measured on one: the speed to "
+            "estimate with instead of this machine's (a GPU type needs it).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     header: opt.Header = False,
     delimiter: opt.Delimiter = None,
@@ -133,6 +141,7 @@ def plan(
         sample_records=sample_records,
         tune=tune,
         endpoint_concurrency=endpoint_concurrency,
+        throughput=throughput,
         on_stage=lambda s: status.print(f"[dim]{s}…[/]"),
         on_point=lambda p: status.print(f"[dim]  {_point_label(p)}: {_point_value(p)}[/]"),
         **transform,

@@ -10,7 +10,7 @@ import typer
 from batchinfer.serving.server import (
     DEFAULT_MODEL_DIR,
     DEFAULT_PORT,
-    cpu_count,
+    default_workers,
     run_server,
     settings_from_env,
 )
@@ -29,14 +29,15 @@ def serve(
         int | None,
         typer.Option(
             envvar="SAGEMAKER_MODEL_SERVER_WORKERS",
-            help="Worker processes, each serving one request at a time (default: one per core).",
+            help="Worker processes, each serving one request at a time (default: one per GPU, "
+            "each pinned to it, else one per core).",
             show_default=False,
         ),
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
 ) -> None:
     """Serve the model: GET /ping, POST /invocations, GET /execution-parameters."""
-    workers = cpu_count() if workers is None else workers
+    workers = default_workers(os.environ) if workers is None else workers
     run_server(settings_from_env(model_dir, host, port, workers, os.environ))
 
 

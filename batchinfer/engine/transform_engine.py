@@ -20,7 +20,7 @@ from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile, Units, resolve_units
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import ServerProcess, start_server
-from batchinfer.serving.server import configured_workers, native_thread_limits
+from batchinfer.serving.server import configured_workers, native_thread_limits, visible_gpus
 from batchinfer.transform.settings import TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
@@ -29,6 +29,18 @@ SERVER_START_TIMEOUT = 120.0
 def default_workers_per_instance(instance_count: int) -> int:
     """Server workers per instance so that all instances together use every core."""
     return max(1, (os.cpu_count() or 1) // instance_count)
+
+
+def instance_gpus(instance_count: int) -> list[list[str]]:
+    """The GPUs of this machine dealt to ``instance_count`` local instances in turn (an
+    instance of a machine with fewer GPUs shares one); all empty without GPUs."""
+    gpus = visible_gpus(os.environ)
+    if not gpus:
+        return [[] for _ in range(instance_count)]
+    dealt: list[list[str]] = [[] for _ in range(instance_count)]
+    for n in range(max(len(gpus), instance_count)):
+        dealt[n % instance_count].append(gpus[n % len(gpus)])
+    return [sorted(set(share), key=gpus.index) for share in dealt]
 
 
 def workers_and_environment(
@@ -66,8 +78,12 @@ def run_transform(
     servers: list[ServerProcess] = []
     started = time.perf_counter()
     try:
-        for _ in range(settings.instance_count):
-            servers.append(start_server(model_dir, workers=workers, env=env))
+        chosen = workers_per_instance or configured_workers(env)
+        for gpus in instance_gpus(settings.instance_count):
+            # With GPUs each instance gets its own (one worker each unless told otherwise).
+            pinned = {"CUDA_VISIBLE_DEVICES": ",".join(gpus)} if gpus else {}
+            count = len(gpus) if gpus and not chosen else workers
+            servers.append(start_server(model_dir, workers=count, env={**env, **pinned}))
         files = resolve_units(units)
         for server in servers:
             server.wait_healthy(SERVER_START_TIMEOUT)  # C4: nothing is sent before /ping is 200

@@ -10,6 +10,9 @@ use your own. Region -> family -> size -> USD per hour.
 """
 
 AS_OF = "2024-06"
+# Families in the instance table (specs.py) with no SageMaker list price at hand: plans with
+# them ask for --price.
+UNPRICED_FAMILIES = ("g6", "g6e", "inf2")
 
 _US_LIST: dict[str, dict[str, float]] = {
     "m5": {

@@ -1,10 +1,13 @@
 """vCPUs, memory and GPUs of the ml.* instance types batch jobs commonly run on.
 
 A dated table (AWS's published specifications of the EC2 instances behind each ml.* type,
-as of :data:`AS_OF`) of the general purpose (m5, m6i), compute optimised (c5, c6i), memory
-optimised (r5) and GPU (g4dn, g5, p3) families that SageMaker offers for transform or
-processing jobs. Which types a job may ask for is :mod:`instance_types` (botocore's
-enumerations); this table only describes them.
+as of :data:`AS_OF`; g6, g6e and inf2 as of :data:`ACCELERATED_AS_OF`, from the
+instances.vantage.sh data of that date checked against SkyPilot's AWS catalogue) of the
+general purpose (m5, m6i), compute optimised (c5, c6i), memory optimised (r5), GPU (g4dn,
+g5, g6, g6e, p3) and Inferentia2 (inf2, its chips counted as ``gpus``) families that
+SageMaker offers for transform or processing jobs (p4d and p5 are offered for neither).
+Which types a job may ask for is :mod:`instance_types` (botocore's enumerations); this table
+only describes them.
 """
 
 from collections.abc import Mapping
@@ -14,6 +17,7 @@ from batchinfer.errors import ValidationError
 from batchinfer.instances.supported import nearest
 
 AS_OF = "2024-06"
+ACCELERATED_AS_OF = "2026-01"
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,14 @@ _G5 = {"xlarge": (4, 16, 1), "2xlarge": (8, 32, 1), "4xlarge": (16, 64, 1),
        "8xlarge": (32, 128, 1), "12xlarge": (48, 192, 4), "16xlarge": (64, 256, 1),
        "24xlarge": (96, 384, 4), "48xlarge": (192, 768, 8)}  # fmt: skip
 _P3 = {"2xlarge": (8, 61, 1), "8xlarge": (32, 244, 4), "16xlarge": (64, 488, 8)}
+_G6 = {"xlarge": (4, 16, 1), "2xlarge": (8, 32, 1), "4xlarge": (16, 64, 1),
+       "8xlarge": (32, 128, 1), "12xlarge": (48, 192, 4), "16xlarge": (64, 256, 1),
+       "24xlarge": (96, 384, 4), "48xlarge": (192, 768, 8)}  # fmt: skip
+_G6E = {"xlarge": (4, 32, 1), "2xlarge": (8, 64, 1), "4xlarge": (16, 128, 1),
+        "8xlarge": (32, 256, 1), "12xlarge": (48, 384, 4), "16xlarge": (64, 512, 1),
+        "24xlarge": (96, 768, 4), "48xlarge": (192, 1536, 8)}  # fmt: skip
+_INF2 = {"xlarge": (4, 16, 1), "8xlarge": (32, 128, 1), "24xlarge": (96, 384, 6),
+         "48xlarge": (192, 768, 12)}  # fmt: skip
 
 SPECS: dict[str, InstanceSpec] = {
     **_family(_M5, "m5"),
@@ -67,6 +79,9 @@ SPECS: dict[str, InstanceSpec] = {
     **_gpu_family(_G4DN, "g4dn", "NVIDIA T4"),
     **_gpu_family(_G5, "g5", "NVIDIA A10G"),
     **_gpu_family(_P3, "p3", "NVIDIA V100"),
+    **_gpu_family(_G6, "g6", "NVIDIA L4"),
+    **_gpu_family(_G6E, "g6e", "NVIDIA L40S"),
+    **_gpu_family(_INF2, "inf2", "AWS Inferentia2"),
 }
 
 

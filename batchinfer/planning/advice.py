@@ -6,7 +6,7 @@ Every warning has a stable ``code`` (for ``--json`` readers) and a message for p
 from dataclasses import dataclass
 
 from batchinfer.errors import ValidationError
-from batchinfer.instances.price_table import AS_OF
+from batchinfer.instances.price_table import AS_OF, UNPRICED_FAMILIES
 from batchinfer.instances.prices import known_regions
 from batchinfer.planning.survey import InputSurvey, Sharding
 from batchinfer.sharding.compatibility import check_sharding
@@ -87,10 +87,16 @@ def no_spec(reason: str) -> Advice:
 
 
 def no_price(instance_type: str, region: str) -> Advice:
+    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
+    held = (
+        f"the table has no list price for the {family} family"
+        if family in UNPRICED_FAMILIES
+        else f"the table, as of {AS_OF}, has {', '.join(known_regions())}"
+    )
     return Advice(
         "no-price",
-        f"no price for {instance_type} in {region} (the table, as of {AS_OF}, has "
-        f"{', '.join(known_regions())}); pass --price {instance_type}=USD_PER_HOUR",
+        f"no price for {instance_type} in {region} ({held}); pass --price "
+        f"{instance_type}=USD_PER_HOUR",
     )
 
 
@@ -128,4 +134,21 @@ def indistinct_tune_points(sample_records: int) -> Advice:
         f"--tune: every point measured is within the spread of the fastest: the sample "
         f"({sample_records:,} records) is too small, or this machine too busy, to tell them "
         "apart; the one recommended needs least memory among them; raise --sample-records",
+    )
+
+
+def gpu_not_measured(instance_type: str, gpus: int, model: str | None) -> Advice:
+    return Advice(
+        "gpu-not-measured",
+        f"{instance_type} has {gpus} GPU{'s' if gpus > 1 else ''} ({model or 'unknown model'}): "
+        "a speed measured on this machine's CPUs says nothing of them, so no duration or cost "
+        "is estimated; measure rows/s on one such instance and pass --throughput",
+    )
+
+
+def throughput_without_records() -> Advice:
+    return Advice(
+        "throughput-without-records",
+        "--throughput: the inputs' records are not counted (S3 inputs are sized, not read), "
+        "so rows/s cannot become a duration; plan a local copy of the input",
     )

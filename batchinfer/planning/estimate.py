@@ -41,12 +41,22 @@ class Unit:
 @dataclass(frozen=True)
 class Throughput:
     """A measured speed: records (None when not counted) and bytes a second while
-    ``busy_cpus`` CPUs were busy, and where the figures come from."""
+    ``busy_cpus`` CPUs were busy, and where the figures come from. ``per_instance``: the
+    figures are one instance of the job's type, measured on it (``--throughput``), not this
+    machine's CPUs to scale by vCPUs."""
 
     rows_per_second: float | None
     bytes_per_second: float
     busy_cpus: int
     source: str
+    per_instance: bool = False
+
+
+def scales_to(throughput: Throughput, spec: InstanceSpec) -> bool:
+    """Whether ``throughput`` says how fast an instance of ``spec`` is: measured on one, or
+    measured on CPUs for an instance whose work is on its CPUs (a GPU's speed is nothing a
+    CPU's tells)."""
+    return throughput.per_instance or not spec.gpus
 
 
 def busy_cpus(engine: str, cpus: int, settings: TransformSettings) -> int:
@@ -113,7 +123,7 @@ def estimate(
 ) -> Estimate:
     """Seconds per instance for ``units`` on the ``settings``' instances, of ``spec``."""
     busy = busy_cpus(engine, spec.vcpus, settings)
-    scale = busy / throughput.busy_cpus
+    scale = 1.0 if throughput.per_instance else busy / throughput.busy_cpus
     rows = None if throughput.rows_per_second is None else throughput.rows_per_second * scale
     speed = throughput.bytes_per_second * scale
     by_records = (
@@ -133,10 +143,14 @@ def estimate(
         seconds_each = [sum(map(seconds, part)) for part in shard_by_key(units, instance_count)]
     else:
         seconds_each = _shared_queue([seconds(u) for u in units], instance_count)
-    assumptions = [
-        f"a vCPU of {settings.instance_type} is as fast as a CPU of the measurement "
+    speed_basis = (
+        f"one {settings.instance_type} instance is as fast as {throughput.source}"
+        if throughput.per_instance
+        else f"a vCPU of {settings.instance_type} is as fast as a CPU of the measurement "
         f"({throughput.source}); an instance keeps {busy} of its {spec.vcpus} vCPUs busy"
-        + ("; its GPUs are not counted" if spec.gpus else ""),
+    )
+    assumptions = [
+        speed_basis,
         "each input or shard is large enough to keep that many requests in flight",
         "instance start-up and model loading (minutes per job, billed too) are not included",
         "every instance is billed until the job's last unit is done",
@@ -233,7 +247,7 @@ def job_estimate(
     all; the duration and cost need ``throughput``, ``spec`` and every unit in ``units``."""
     units = list(units)
     duration = None
-    if throughput is not None and spec is not None:
+    if throughput is not None and spec is not None and scales_to(throughput, spec):
         duration = estimate(
             units, throughput, spec=spec, settings=settings, engine=engine, price=price
         )

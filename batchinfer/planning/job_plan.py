@@ -26,7 +26,7 @@ from batchinfer.planning import advice
 from batchinfer.planning.advice import Advice
 from batchinfer.planning.calibrate import Calibration, CalibrationFailed, calibrate
 from batchinfer.planning.endpoint_estimate import EndpointEstimate, endpoint_estimate
-from batchinfer.planning.estimate import Estimate, JobEstimate, Unit, job_estimate
+from batchinfer.planning.estimate import Estimate, JobEstimate, Throughput, Unit, job_estimate
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
 from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, indistinct, sweep, tune_json
@@ -58,6 +58,8 @@ class PlanRequest:
     endpoint_concurrency: int = DEFAULT_ENDPOINT_CONCURRENCY
     # The inputs start with a header row: it is no record; its names reach the model.
     header: bool = False
+    # Rows a second of one instance of the job's type, measured on it (--throughput).
+    throughput: float | None = None
 
     @property
     def job_engine(self) -> Engine:
@@ -162,6 +164,8 @@ def make_plan(
         check_instance_type(settings.instance_type, request.engine)
     if request.sample_records < 1:
         raise ValidationError(f"--sample-records: {request.sample_records} must be at least 1")
+    if request.throughput is not None:
+        _check_throughput(request)
     if request.skip_blank_lines:
         check_skip_blank_lines(settings.split_type)
     remote = in_s3(request.inputs)
@@ -217,7 +221,7 @@ def make_plan(
     if request.tune and plan.calibration is not None:
         on_stage("tune")
         plan.tuning = _tune(request, measured, reservoir.sample(), plan, on_point)
-    throughput = None if plan.calibration is None else plan.calibration.throughput
+    throughput = _throughput(request, plan)
     units = _units(plan.inputs)
     plan.job = job_estimate(
         units,
@@ -235,6 +239,42 @@ def make_plan(
             units, settings, concurrency=request.endpoint_concurrency, throughput=throughput
         )
     return plan
+
+
+def _check_throughput(request: PlanRequest) -> None:
+    if request.throughput is None or request.throughput <= 0:
+        raise ValidationError(f"--throughput: {request.throughput} must be above 0 rows/s")
+    if request.settings.split_type != "Line":
+        raise ValidationError("--throughput: needs --split-type Line (rows to count)")
+    if request.engine == "endpoint":
+        raise ValidationError("--throughput: not with --engine endpoint (the endpoint's speed)")
+
+
+def _throughput(request: PlanRequest, plan: Plan) -> Throughput | None:
+    """The speed to estimate with: ``--throughput`` (one instance of the job's type, rows a
+    second, in bytes by the inputs' mean record), else the calibration's; a warning where
+    neither tells a GPU instance's speed."""
+    calibrated = None if plan.calibration is None else plan.calibration.throughput
+    if request.throughput is None:
+        spec = plan.spec
+        if spec is not None and spec.gpus and request.engine != "endpoint":
+            plan.warnings.append(
+                advice.gpu_not_measured(request.settings.instance_type, spec.gpus, spec.gpu_model)
+            )
+        return calibrated
+    counted = [i for i in plan.inputs if i.records and i.data_bytes is not None]
+    if len(counted) < len(plan.inputs) or not counted:
+        plan.warnings.append(advice.throughput_without_records())
+        return None
+    mean = sum(i.data_bytes or 0 for i in counted) / sum(i.records or 0 for i in counted)
+    instance = request.settings.instance_type
+    return Throughput(
+        request.throughput,
+        request.throughput * mean,
+        1,
+        f"--throughput {request.throughput:,g} rows/s, measured on {instance}",
+        per_instance=True,
+    )
 
 
 def _check_tune(request: PlanRequest, remote: bool) -> None:

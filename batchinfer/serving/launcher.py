@@ -152,16 +152,18 @@ def start_server(
     model_dir: Path,
     *,
     port: int | None = None,
-    workers: int = 1,
+    workers: int | None = 1,
     env: Mapping[str, str] | None = None,
     log_path: Path | None = None,
 ) -> ServerProcess:
     """Start ``batchinfer serve`` for ``model_dir`` on 127.0.0.1 and return at once.
 
-    ``port`` None picks a free port. ``env`` entries are added to this process's environment
-    (the container environment of spec R21: the model's Environment, then the job's, then the
-    platform's). The log goes to ``log_path`` or a temporary file. Call
-    :meth:`ServerProcess.wait_healthy` before sending requests (spec C4).
+    ``port`` None picks a free port; ``workers`` None leaves them to the server
+    (SAGEMAKER_MODEL_SERVER_WORKERS, else one per GPU, else one per core). ``env`` entries
+    are added to this process's environment (the container environment of spec R21: the
+    model's Environment, then the job's, then the platform's). The log goes to ``log_path``
+    or a temporary file. Call :meth:`ServerProcess.wait_healthy` before sending requests
+    (spec C4).
     """
     temporary_log = log_path is None
     if log_path is None:
@@ -178,8 +180,7 @@ def start_server(
         "127.0.0.1",
         "--port",
         str(port or 0),
-        "--workers",
-        str(workers),
+        *([] if workers is None else ["--workers", str(workers)]),
     ]
     # The server stops once this process is gone (start it from the main thread).
     child_env = child_of_this_process({**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})

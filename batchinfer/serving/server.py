@@ -14,6 +14,8 @@ once its master is, even after ``kill -9`` (:mod:`batchinfer.parent_death`).
 
 Environment read here: SAGEMAKER_MAX_PAYLOAD_IN_MB (default 6; 0 = no limit) and
 SAGEMAKER_MODEL_SERVER_TIMEOUT (seconds one request may take, default 3600, spec C8).
+On a machine with GPUs the default is one worker per GPU, each seeing only its own
+(CUDA_VISIBLE_DEVICES, so a model loads on ``cuda`` and lands on that worker's GPU).
 With several workers each gets an equal share of the cores for its native thread pools
 (OpenMP in scikit-learn, XGBoost and LightGBM, Arrow's CSV reader, PyTorch's and ONNX
 Runtime's intra-op threads); a user's OMP_NUM_THREADS sets them all instead, and a pool's own
@@ -21,6 +23,7 @@ variable (MKL_NUM_THREADS, OPENBLAS_NUM_THREADS) wins for that pool.
 """
 
 import atexit
+import itertools
 import logging
 import os
 import sys
@@ -98,6 +101,28 @@ def share_cores(workers: int, env: MutableMapping[str, str]) -> None:
     env.update(native_thread_limits(workers, env))
 
 
+def visible_gpus(env: Mapping[str, str]) -> list[str]:
+    """The GPUs this process may use: the ids CUDA_VISIBLE_DEVICES lists where it is set,
+    else every NVIDIA GPU the driver lists."""
+    listed = env.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        ids = [part.strip() for part in listed.split(",")]
+        return list(itertools.takewhile(lambda id_: id_ and id_ != "-1", ids))
+    driver = Path("/proc/driver/nvidia/gpus")
+    return [str(n) for n in range(len(list(driver.iterdir())))] if driver.is_dir() else []
+
+
+def default_workers(env: Mapping[str, str]) -> int:
+    """One worker per GPU where there are GPUs (each pinned to its own), else one per core."""
+    return len(visible_gpus(env)) or cpu_count()
+
+
+def least_used_gpu(gpus: list[str], held: list[str | None]) -> str:
+    """The GPU of ``gpus`` that the fewest of the workers' ``held`` GPUs are, the first of
+    equals."""
+    return min(gpus, key=lambda gpu: (held.count(gpu), gpus.index(gpu)))
+
+
 def configured_workers(env: Mapping[str, str]) -> int | None:
     """The model server workers ``SAGEMAKER_MODEL_SERVER_WORKERS`` asks for (None: unset)."""
     value = env.get(WORKERS_VAR, "").strip()
@@ -121,9 +146,22 @@ def _exit_without_teardown(_arbiter: Any, _worker: Any) -> None:
         os._exit(0)
 
 
-def _die_with_master(_arbiter: Any, worker: Any) -> None:
-    """gunicorn's post_fork hook: a worker stops (SIGTERM, a clean stop) once its master is
-    gone, even one killed with SIGKILL, which leaves the master no chance to stop it."""
+def _choose_gpu(arbiter: Any, worker: Any) -> None:
+    """gunicorn's pre_fork hook, in the master: the GPU the worker about to start will use,
+    the one fewest running workers use (a worker that replaces a dead one takes its GPU)."""
+    gpus = visible_gpus(os.environ)
+    if gpus:
+        held = [getattr(w, "gpu", None) for w in arbiter.WORKERS.values()]
+        worker.gpu = least_used_gpu(gpus, held)
+
+
+def _start_worker(_arbiter: Any, worker: Any) -> None:
+    """gunicorn's post_fork hook, in the worker: it sees only its own GPU, and it stops
+    (SIGTERM, a clean stop) once its master is gone, even one killed with SIGKILL, which
+    leaves the master no chance to stop it."""
+    gpu = getattr(worker, "gpu", None)
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     die_with_parent(worker.ppid)
 
 
@@ -144,7 +182,8 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 "proc_name": "batchinfer-serve",
                 # One shared per-user control socket would collide between servers.
                 "control_socket_disable": True,
-                "post_fork": _die_with_master,
+                "pre_fork": _choose_gpu,
+                "post_fork": _start_worker,
                 "worker_exit": _exit_without_teardown,
             }
             if os.access("/dev/shm", os.W_OK):

@@ -6,7 +6,8 @@ saved as TorchScript (``model.pt``) and exported to ONNX (``model.onnx``); the i
 
 1. the in-process forward loop on the decoded array, per forward batch size (64 .. 65,536):
    rows/s with all this machine's cores to PyTorch, and the loop's peak RSS growth once the
-   runtime and model are loaded, each batch size in a process of its own (the limit: decoding, HTTP and encoding are overhead on top);
+   runtime and model are loaded, each batch size in a process of its own (the limit:
+   decoding, HTTP and encoding are overhead on top);
    the same for ONNX Runtime at each size;
 2. ``batchinfer run`` (transform engine, one instance, one worker per core) on the same rows
    with ``--max-batch-records`` at the loop's best size, over its transform time (decoding,

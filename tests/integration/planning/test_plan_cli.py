@@ -76,6 +76,49 @@ def test_cost_counts_every_instance_until_the_last_shard_and_a_price_override_wi
     assert codes(plan) == []
 
 
+def test_a_gpu_type_gets_no_estimate_from_this_machines_cpus_and_says_why(capsys, example_dir):
+    plan = plan_json(
+        capsys, example_dir / "input", *CSV, "--model", example_dir / "model",
+        "--instance-type", "ml.g5.xlarge", "--sample-records", "500",
+    )  # fmt: skip
+    assert plan["calibration"]["rows_per_second"] > 0  # measured here, but not scaled to a GPU
+    assert plan["estimate"] is None
+    (warning,) = [w for w in plan["warnings"] if w["code"] == "gpu-not-measured"]
+    assert warning["message"].startswith("ml.g5.xlarge has 1 GPU (NVIDIA A10G): a speed")
+    assert "pass --throughput" in warning["message"]
+
+
+def test_a_throughput_measured_on_the_instance_type_is_its_speed_unscaled(capsys, example_dir):
+    plan = plan_json(
+        capsys, example_dir / "input", *CSV, "--instance-type", "ml.g5.xlarge",
+        "--instance-count", "2", "--shards", "2", "--throughput", "1500",
+    )  # fmt: skip
+    estimate = plan["estimate"]
+    assert estimate["rows_per_second_per_instance"] == 1500
+    assert estimate["job_seconds"] == pytest.approx(EXAMPLE_ROWS / 2 / 1500)
+    assert estimate["usd_per_hour"] == table_price("ml.g5.xlarge", "us-east-1")
+    assert estimate["assumptions"][0] == (
+        "one ml.g5.xlarge instance is as fast as --throughput 1,500 rows/s, measured on "
+        "ml.g5.xlarge"
+    )
+    assert "gpu-not-measured" not in codes(plan)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--throughput", "0"], "--throughput: 0.0 must be above 0 rows/s"),
+        (["--throughput", "10", "--split-type", "None"], "--throughput: needs --split-type Line"),
+    ],
+)
+def test_a_throughput_that_cannot_be_used_is_refused(capsys, example_dir, options, named):
+    split = [] if "--split-type" in options else ["--split-type", "Line"]
+    code, printed = run_cli(
+        capsys, "plan", str(example_dir / "input"), "--content-type", "text/csv", *split, *options
+    )
+    assert code == 2 and named in printed, printed
+
+
 def test_the_human_plan_states_its_cost_and_its_assumptions(capsys, example_dir):
     code, printed = run_cli(
         capsys, "plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model")

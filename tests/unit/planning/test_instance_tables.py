@@ -3,7 +3,7 @@
 import pytest
 
 from batchinfer.errors import ValidationError
-from batchinfer.instances.price_table import PRICES
+from batchinfer.instances.price_table import PRICES, UNPRICED_FAMILIES
 from batchinfer.instances.prices import hourly_price, parse_price_overrides, table_price
 from batchinfer.instances.specs import SPECS, instance_spec
 from batchinfer.instances.supported import accepted
@@ -21,6 +21,9 @@ REGIONS = ("us-east-1", "us-west-2", "eu-west-1", "eu-central-1")
         ("ml.g4dn.12xlarge", 48, 192, 4),
         ("ml.g5.48xlarge", 192, 768, 8),
         ("ml.p3.2xlarge", 8, 61, 1),
+        ("ml.g6.12xlarge", 48, 192, 4),
+        ("ml.g6e.48xlarge", 192, 1536, 8),
+        ("ml.inf2.48xlarge", 192, 768, 12),
     ],
 )
 def test_known_specifications(name, vcpus, memory, gpus):
@@ -44,7 +47,8 @@ def test_every_type_is_one_sagemaker_accepts_for_transform_or_processing():
 def test_every_region_prices_every_type_and_more_vcpus_cost_more_within_a_family():
     for region in REGIONS:
         priced = {name for name in SPECS if table_price(name, region) is not None}
-        assert priced == set(SPECS), region
+        unpriced = {name for name in SPECS if name.split(".")[1] in UNPRICED_FAMILIES}
+        assert priced == set(SPECS) - unpriced, region
     for region in PRICES:
         for name, spec in SPECS.items():
             family = name.split(".")[1]
@@ -55,6 +59,16 @@ def test_every_region_prices_every_type_and_more_vcpus_cost_more_within_a_family
             ]
             for other in larger:
                 assert table_price(other, region) > table_price(name, region), (region, name, other)
+
+
+def test_a_family_without_a_list_price_asks_for_one():
+    from batchinfer.planning.advice import no_price
+
+    assert table_price("ml.g6.xlarge", "us-east-1") is None
+    assert no_price("ml.g6.xlarge", "us-east-1").message == (
+        "no price for ml.g6.xlarge in us-east-1 (the table has no list price for the g6 "
+        "family); pass --price ml.g6.xlarge=USD_PER_HOUR"
+    )
 
 
 def test_an_override_wins_and_a_missing_region_has_no_price():
