@@ -17,11 +17,13 @@ from dataclasses import asdict
 from typing import Any
 
 from batchinfer.errors import ValidationError
+from batchinfer.instances.specs import SPECS
 from batchinfer.instances.supported import has_local_storage
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.transform.job_api import to_api
 from batchinfer.transform.server_limits import BATCH_STRATEGY, max_payload_mb
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
+from batchinfer.units import MIB
 
 PROCESSING_INPUT = "/opt/ml/processing/input/data"
 PROCESSING_MODEL = "/opt/ml/processing/input/model"
@@ -84,6 +86,8 @@ def transform_request(
         "MaxConcurrentTransforms": settings.max_concurrent_transforms or 0,
         "Environment": dict(settings.environment),
     }
+    if env.framework_image.partition(" ")[0] == "pytorch":
+        request |= torchserve_settings(settings, env, effective.max_payload_mb)
     if output_key := env.output_key(output):
         request["TransformOutput"] = {**request["TransformOutput"], "KmsKeyId": output_key}
     if volume_key := _volume_key(settings, env):
@@ -92,6 +96,39 @@ def transform_request(
             "VolumeKmsKeyId": volume_key,
         }
     return request
+
+
+def torchserve_settings(
+    settings: TransformSettings, env: PipelineEnvironment, payload_mb: int
+) -> dict[str, Any]:
+    """MaxConcurrentTransforms and Environment of a job on AWS's PyTorch image, set for a
+    batch job. That image serves with TorchServe as SageMaker's inference toolkit configures
+    it, with defaults for real-time endpoints that fail batch jobs: requests and responses
+    over 6,553,500 bytes answered 413 (TorchServe's max_request_size, max_response_size), 60 s
+    a request, workers and so MaxConcurrentTransforms of its own choosing. Here: TorchServe's
+    limits from MaxPayloadInMB (a response twice it: a joined output holds its input), the
+    toolkit's timeout from InvocationsTimeoutInSeconds, a worker per GPU (else per vCPU) and
+    as many requests in flight (R1: at most 100 MB in flight). A value the model's or the
+    job's environment sets wins."""
+    given = settings.container_environment(env.model_environment)
+    spec = SPECS.get(settings.instance_type)
+    workers = None if spec is None else spec.gpus or spec.vcpus
+    wanted = {"SAGEMAKER_MODEL_SERVER_TIMEOUT": str(settings.invocations_timeout_seconds)}
+    if payload_mb:  # 0: no limit
+        wanted |= {
+            "TS_MAX_REQUEST_SIZE": str(payload_mb * MIB),
+            "TS_MAX_RESPONSE_SIZE": str(2 * payload_mb * MIB),
+        }
+    if workers:
+        wanted["SAGEMAKER_MODEL_SERVER_WORKERS"] = str(workers)
+    environment = dict(settings.environment) | {
+        key: value for key, value in wanted.items() if key not in given
+    }
+    chosen = given.get("SAGEMAKER_MODEL_SERVER_WORKERS", "").strip()
+    serving = int(chosen) if chosen.isdigit() else workers or 0
+    within_r1 = MAX_PAYLOAD_X_CONCURRENCY_MB // payload_mb if payload_mb else serving
+    concurrency = settings.max_concurrent_transforms or min(serving, within_r1)
+    return {"MaxConcurrentTransforms": concurrency, "Environment": environment}
 
 
 def _volume_key(settings: TransformSettings, env: PipelineEnvironment) -> str:

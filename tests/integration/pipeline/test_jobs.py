@@ -87,6 +87,51 @@ def test_unset_batch_settings_take_the_containers_answer_R10_E10(account, job, e
     assert request["MaxConcurrentTransforms"] == 0
 
 
+@pytest.mark.parametrize(
+    ("instance_type", "workers", "concurrency"),
+    [("ml.g5.12xlarge", "4", 4), ("ml.c5.9xlarge", "36", 8), ("ml.unknown.type", None, 0)],
+)
+def test_a_job_on_the_pytorch_image_sets_torchserve_for_a_batch_job_R1(
+    account, instance_type, workers, concurrency
+):
+    """AWS's PyTorch image (TorchServe) answers 413 past 6,553,500 bytes, waits 60 s for a
+    request and picks its own workers; its job gets limits from MaxPayloadInMB (12 MB), the
+    toolkit's timeout from InvocationsTimeoutInSeconds, a worker per GPU (else per vCPU)
+    and as many requests in flight within R1 (100 // 12 = 8)."""
+    env = replace(account.env, framework_image="pytorch 2.3")
+    plan = example_plan(
+        max_payload_mb=12, invocations_timeout_seconds=1800, instance_type=instance_type
+    )
+    request = prepare_job(plan, example_round(1, "s3://b/m"), env=env, s3=account.s3).request
+    expected = {
+        "SAGEMAKER_MODEL_SERVER_TIMEOUT": "1800",
+        "TS_MAX_REQUEST_SIZE": str(12 * 1024 * 1024),
+        "TS_MAX_RESPONSE_SIZE": str(24 * 1024 * 1024),
+    }
+    if workers:
+        expected["SAGEMAKER_MODEL_SERVER_WORKERS"] = workers
+    assert request["Environment"] == expected
+    assert request["MaxConcurrentTransforms"] == concurrency
+
+
+def test_on_the_pytorch_image_the_models_and_jobs_own_values_win(account):
+    env = replace(
+        account.env,
+        framework_image="pytorch 2.3",
+        model_environment={"SAGEMAKER_MODEL_SERVER_WORKERS": "2", "TS_MAX_REQUEST_SIZE": "9"},
+    )
+    plan = example_plan(environment={"SAGEMAKER_MODEL_SERVER_TIMEOUT": "90"})
+    request = prepare_job(plan, example_round(1, "s3://b/m"), env=env, s3=account.s3).request
+    assert request["Environment"] == {
+        "SAGEMAKER_MODEL_SERVER_TIMEOUT": "90",
+        "TS_MAX_RESPONSE_SIZE": str(12 * 1024 * 1024),
+    }
+    assert request["MaxConcurrentTransforms"] == 2  # the model's workers
+    other = replace(account.env, framework_image="sklearn 1.2-1")
+    request = prepare_job(plan, example_round(1, "s3://b/m"), env=other, s3=account.s3).request
+    assert request["Environment"] == {"SAGEMAKER_MODEL_SERVER_TIMEOUT": "90"}
+
+
 def test_filters_select_the_task_with_data_processing_R15(account):
     plan = example_plan(input_filter="$[1:]", join_source="Input")
     job = prepare_job(plan, example_round(1, "s3://b/m"), env=account.env, s3=account.s3).to_state()
