@@ -199,6 +199,18 @@ def test_submit_sends_include_and_exclude_globs_and_leaves_blank_lines_to_run_r4
     assert result.exit_code == 2 and "No such option: --skip-blank-lines" in result.output
 
 
+def test_submit_sends_forward_passes_in_the_models_environment(invoke, deployed):
+    result = invoke(
+        "submit", "--stack", STACK, "--input", "s3://test-data/input/daily/",
+        "--env", "A=1", "--max-batch-records", "512", "--dry-run",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    request = json.JSONDecoder().raw_decode(result.output)[0]["request"]
+    assert request["environment"] == {"A": "1", "BATCHINFER_MAX_BATCH_RECORDS": "512"}
+    parsed = RunRequest.parse(request).settings["environment"]
+    assert parsed["BATCHINFER_MAX_BATCH_RECORDS"] == "512"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
