@@ -14,6 +14,7 @@ from batchinfer.serving.server import (
     run_server,
     settings_from_env,
 )
+from batchinfer.transform.server_limits import WORKERS_VAR
 
 
 def serve(
@@ -28,7 +29,7 @@ def serve(
     workers: Annotated[
         int | None,
         typer.Option(
-            envvar="SAGEMAKER_MODEL_SERVER_WORKERS",
+            envvar=WORKERS_VAR,
             help="Worker processes, each serving one request at a time (default: one per GPU, "
             "each pinned to it, else one per core).",
             show_default=False,

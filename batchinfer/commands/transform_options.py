@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from batchinfer.errors import ValidationError
+from batchinfer.transform.server_limits import MAX_BATCH_RECORDS_VAR
 from batchinfer.transform.settings import PASCAL, RANGES
 
 PANEL = "Transform job settings (CreateTransformJob)"
@@ -115,9 +116,6 @@ Encoding = Annotated[
     ),
 ]
 
-# The model server's setting (batchinfer.serving.handlers), set here so that the CLI need not
-# import the server.
-MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
 MODEL_PANEL = "Model server"
 MaxBatchRecords = Annotated[
     int | None,

@@ -24,10 +24,10 @@ from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import die_with
 from batchinfer.serving.handlers import InferenceHandler, load_handler
-from batchinfer.serving.server import configured_workers, share_cores
+from batchinfer.serving.server import share_cores
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError, error_answer
 from batchinfer.transform.record_errors import checked_response
-from batchinfer.transform.server_limits import execution_parameters
+from batchinfer.transform.server_limits import configured_workers, execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")

@@ -20,7 +20,8 @@ from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile, Units, resolve_units
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import ServerProcess, start_server
-from batchinfer.serving.server import configured_workers, native_thread_limits, visible_gpus
+from batchinfer.serving.server import native_thread_limits, visible_gpus
+from batchinfer.transform.server_limits import configured_workers
 from batchinfer.transform.settings import TransformSettings
 
 SERVER_START_TIMEOUT = 120.0

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from batchinfer.planning.calibrate import calibrate
+from batchinfer.transform.server_limits import MAX_BATCH_RECORDS_VAR
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
 from batchinfer.units import MIB
 
@@ -40,8 +41,6 @@ PAYLOADS_MB = (1, 2, 4, 6, 8, 16, 32, 64, 100)
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 FORWARD_BATCHES = tuple(2**n for n in range(6, 17))  # 64 .. 65,536 records
 PASSES = 3  # measurements of each point, after one pass that warms the server up
-# The model server's setting (batchinfer.serving.handlers.MAX_BATCH_RECORDS_VAR).
-MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,10 @@ from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
 from batchinfer.serving.tables import TableReader
 from batchinfer.transform.csv_dialect import DEFAULT_CHARSET, charset, dialect_from_attributes
+from batchinfer.transform.server_limits import max_batch_records
 
 LOG = logging.getLogger(__name__)
 DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
-MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
 ROW_WISE_FLAG = "PREDICT_FN_ROW_WISE"
 USER_FUNCTIONS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn")
 _SUPPORTED_OUTPUTS = frozenset(codecs.ENCODERS)
@@ -80,16 +80,6 @@ def _call(function: Callable[..., Any], context: HandlerContext, *args: Any) -> 
     except (TypeError, ValueError):  # a callable without a signature: the arguments alone
         takes = len(args)
     return function(*args, context) if takes == len(args) + 1 else function(*args)
-
-
-def max_batch_records(env: Mapping[str, str]) -> int | None:
-    """``BATCHINFER_MAX_BATCH_RECORDS``: the most records of one forward pass (None: all)."""
-    value = env.get(MAX_BATCH_RECORDS_VAR, "").strip()
-    if not value:
-        return None
-    if not value.isdigit() or int(value) < 1:
-        raise ModelLoadError(f"{MAX_BATCH_RECORDS_VAR}={value!r} is not a positive integer")
-    return int(value)
 
 
 def _rows(data: Any, start: int, stop: int) -> Any:
@@ -338,6 +328,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
     default_accept = codec_type(env.get(DEFAULT_ACCEPT_VAR))
     try:
         reader = TableReader.for_model(model, env) if "input_fn" not in functions else None
+        batch_records = max_batch_records(env)
     except ValidationError as exc:
         raise ModelLoadError(str(exc)) from exc
     LOG.info(
@@ -353,7 +344,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         default_accept=default_accept,
         reader=reader,
         context=context,
-        batch_records=max_batch_records(env),
+        batch_records=batch_records,
         row_wise_predict_fn=getattr(module, ROW_WISE_FLAG, False) is True,
     )
 

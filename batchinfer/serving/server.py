@@ -45,7 +45,6 @@ DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 GRACEFUL_TIMEOUT = 25
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-WORKERS_VAR = "SAGEMAKER_MODEL_SERVER_WORKERS"
 
 
 @dataclass(frozen=True)
@@ -121,16 +120,6 @@ def least_used_gpu(gpus: list[str], held: list[str | None]) -> str:
     """The GPU of ``gpus`` that the fewest of the workers' ``held`` GPUs are, the first of
     equals."""
     return min(gpus, key=lambda gpu: (held.count(gpu), gpus.index(gpu)))
-
-
-def configured_workers(env: Mapping[str, str]) -> int | None:
-    """The model server workers ``SAGEMAKER_MODEL_SERVER_WORKERS`` asks for (None: unset)."""
-    value = env.get(WORKERS_VAR, "").strip()
-    if not value:
-        return None
-    if not value.isdigit() or not 1 <= int(value) <= 1024:
-        raise ValidationError(f"{WORKERS_VAR}={value!r}: must be a whole number from 1 to 1024")
-    return int(value)
 
 
 def _exit_without_teardown(_arbiter: Any, _worker: Any) -> None:

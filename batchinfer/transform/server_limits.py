@@ -17,6 +17,10 @@ BATCH_STRATEGY = "MULTI_RECORD"
 DEFAULT_TIMEOUT = 3600
 PAYLOAD_VAR = "SAGEMAKER_MAX_PAYLOAD_IN_MB"
 TIMEOUT_VAR = "SAGEMAKER_MODEL_SERVER_TIMEOUT"
+WORKERS_VAR = "SAGEMAKER_MODEL_SERVER_WORKERS"
+# The records of one forward pass (batchinfer's own: --max-batch-records).
+MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
+MAX_WORKERS = 1024
 
 
 def int_from_env(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -31,6 +35,17 @@ def int_from_env(env: Mapping[str, str], name: str, default: int, low: int, high
     if not low <= value <= high:
         raise ValidationError(f"{name}={value} is outside {low}..{high}")
     return value
+
+
+def configured_workers(env: Mapping[str, str]) -> int | None:
+    """The model server workers SAGEMAKER_MODEL_SERVER_WORKERS asks for (None: unset)."""
+    return int_from_env(env, WORKERS_VAR, 0, 1, MAX_WORKERS) or None
+
+
+def max_batch_records(env: Mapping[str, str]) -> int | None:
+    """BATCHINFER_MAX_BATCH_RECORDS: the most records of one forward pass (None: a whole
+    request)."""
+    return int_from_env(env, MAX_BATCH_RECORDS_VAR, 0, 1, 2**31 - 1) or None
 
 
 def max_payload_mb(env: Mapping[str, str]) -> int:

@@ -21,7 +21,12 @@ from batchinfer.instances.specs import SPECS
 from batchinfer.instances.supported import has_local_storage
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.transform.job_api import to_api
-from batchinfer.transform.server_limits import BATCH_STRATEGY, max_payload_mb
+from batchinfer.transform.server_limits import (
+    BATCH_STRATEGY,
+    TIMEOUT_VAR,
+    WORKERS_VAR,
+    max_payload_mb,
+)
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
 from batchinfer.units import MIB
 
@@ -113,18 +118,18 @@ def torchserve_settings(
     given = settings.container_environment(env.model_environment)
     spec = SPECS.get(settings.instance_type)
     workers = None if spec is None else spec.gpus or spec.vcpus
-    wanted = {"SAGEMAKER_MODEL_SERVER_TIMEOUT": str(settings.invocations_timeout_seconds)}
+    wanted = {TIMEOUT_VAR: str(settings.invocations_timeout_seconds)}
     if payload_mb:  # 0: no limit
         wanted |= {
             "TS_MAX_REQUEST_SIZE": str(payload_mb * MIB),
             "TS_MAX_RESPONSE_SIZE": str(2 * payload_mb * MIB),
         }
     if workers:
-        wanted["SAGEMAKER_MODEL_SERVER_WORKERS"] = str(workers)
+        wanted[WORKERS_VAR] = str(workers)
     environment = dict(settings.environment) | {
         key: value for key, value in wanted.items() if key not in given
     }
-    chosen = given.get("SAGEMAKER_MODEL_SERVER_WORKERS", "").strip()
+    chosen = given.get(WORKERS_VAR, "").strip()
     serving = int(chosen) if chosen.isdigit() else workers or 0
     within_r1 = MAX_PAYLOAD_X_CONCURRENCY_MB // payload_mb if payload_mb else serving
     concurrency = settings.max_concurrent_transforms or min(serving, within_r1)
