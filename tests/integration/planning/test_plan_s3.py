@@ -111,6 +111,8 @@ def test_an_s3_plan_without_credentials_is_one_line_and_exit_5(capsys, monkeypat
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    # A new process's session: not one an earlier test of this worker gave credentials.
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     code, printed = run_cli(capsys, "plan", "s3://data/input/", *CSV)
     assert code == 5, printed
     assert "AWS credentials: Unable to locate credentials" in printed
