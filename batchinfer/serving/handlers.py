@@ -58,7 +58,8 @@ from batchinfer.transform.server_limits import max_batch_records
 LOG = logging.getLogger(__name__)
 DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
 ROW_WISE_FLAG = "PREDICT_FN_ROW_WISE"
-USER_FUNCTIONS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn")
+# The user functions and the arguments the handler calls each with (context aside).
+USER_FUNCTIONS = {"model_fn": 1, "input_fn": 2, "predict_fn": 2, "output_fn": 2, "transform_fn": 4}
 _SUPPORTED_OUTPUTS = frozenset(codecs.ENCODERS)
 
 
@@ -72,14 +73,18 @@ class HandlerContext:
     model_name: str = "model"
 
 
-def _call(function: Callable[..., Any], context: HandlerContext, *args: Any) -> Any:
-    """Call a user function with ``args``, and ``context`` after them when it takes one more
-    parameter (as SageMaker's inference toolkit does)."""
+def _with_context(
+    function: Callable[..., Any], arguments: int, context: HandlerContext
+) -> Callable[..., Any]:
+    """A user function the handler calls with ``arguments`` arguments, given ``context``
+    after them when it takes one more parameter (as SageMaker's inference toolkit does)."""
     try:
         takes = len(inspect.signature(function).parameters)
     except (TypeError, ValueError):  # a callable without a signature: the arguments alone
-        takes = len(args)
-    return function(*args, context) if takes == len(args) + 1 else function(*args)
+        return function
+    if takes != arguments + 1:
+        return function
+    return lambda *args: function(*args, context)
 
 
 def _rows(data: Any, start: int, stop: int) -> Any:
@@ -120,7 +125,6 @@ class InferenceHandler:
         predict_method: str | None,
         default_accept: str | None,
         reader: TableReader | None = None,
-        context: HandlerContext | None = None,
         batch_records: int | None = None,
         row_wise_predict_fn: bool = False,
     ) -> None:
@@ -129,7 +133,6 @@ class InferenceHandler:
         self.predict_method = predict_method
         self._default_accept = default_accept
         self._reader = reader or TableReader(None, None)
-        self._context = context or HandlerContext()
         # Records per forward pass of the default predict_fn, or a row-wise user one.
         self._batch_records = batch_records
         self._row_wise_predict_fn = row_wise_predict_fn
@@ -158,28 +161,22 @@ class InferenceHandler:
         response_type = codecs.negotiate(
             accept, self._response_default(kind), None if custom_output else _SUPPORTED_OUTPUTS
         )
-        context = self._context
         if "transform_fn" in user:
             with _value_errors_refuse("transform_fn"):
-                result = _call(
-                    user["transform_fn"],
-                    context,
-                    self.model,
-                    _user_body(body, kind),
-                    kind,
-                    response_type,
+                result = user["transform_fn"](
+                    self.model, _user_body(body, kind), kind, response_type
                 )
             return _response(result, response_type)
         if "input_fn" in user:
             with _value_errors_refuse("input_fn"):
-                data = _call(user["input_fn"], context, _user_body(body, kind), kind)
+                data = user["input_fn"](_user_body(body, kind), kind)
         else:
             data = self._reader_for(custom_attributes).decode(body, kind)
         if "predict_fn" in user:
             batch = self._batch_records if self._row_wise_predict_fn else None
             with _value_errors_refuse("predict_fn"):
                 prediction = in_batches(
-                    lambda part: _call(user["predict_fn"], context, part, self.model), data, batch
+                    lambda part: user["predict_fn"](part, self.model), data, batch
                 )
         else:
             self._check_width(data)
@@ -187,8 +184,7 @@ class InferenceHandler:
                 predict = getattr(self.model, self.predict_method or "predict")
                 prediction = in_batches(predict, data, self._batch_records)
         if "output_fn" in user:
-            answer = _call(user["output_fn"], context, prediction, response_type)
-            return _response(answer, response_type)
+            return _response(user["output_fn"](prediction, response_type), response_type)
         return codecs.encode(prediction, response_type), response_type
 
     def _reader_for(self, custom_attributes: str | None) -> TableReader:
@@ -302,9 +298,10 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
     ensure_requirements(model_dir, env)  # code/requirements.txt, before the user module
     module_path = find_user_module(model_dir, env)
     module = _import_user_module(module_path) if module_path else None
+    context = HandlerContext({"model_dir": str(model_dir), "gpu_id": _gpu_id()})
     functions = {
-        name: getattr(module, name)
-        for name in USER_FUNCTIONS
+        name: _with_context(getattr(module, name), arguments, context)
+        for name, arguments in USER_FUNCTIONS.items()
         if callable(getattr(module, name, None))
     }
     overlap = sorted(functions.keys() & {"input_fn", "predict_fn", "output_fn"})
@@ -313,10 +310,9 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
             f"{module_path}: defines transform_fn and {', '.join(overlap)}; "
             "transform_fn replaces input_fn, predict_fn and output_fn: keep one or the other"
         )
-    context = HandlerContext({"model_dir": str(model_dir), "gpu_id": _gpu_id()})
     if "model_fn" in functions:
         try:
-            model = _call(functions["model_fn"], context, str(model_dir))
+            model = functions["model_fn"](str(model_dir))
         except Exception as exc:
             raise ModelLoadError(
                 f"{module_path}: model_fn failed: {type(exc).__name__}: {exc}"
@@ -343,7 +339,6 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         predict_method=method,
         default_accept=default_accept,
         reader=reader,
-        context=context,
         batch_records=batch_records,
         row_wise_predict_fn=getattr(module, ROW_WISE_FLAG, False) is True,
     )
