@@ -110,6 +110,11 @@ def _measured(points: list[TunePoint]) -> list[TunePoint]:
     return [p for p in points if p.fits and p.rows_per_second is not None]
 
 
+def _fastest(measured: list[TunePoint]) -> TunePoint:
+    """The measured point of the highest median."""
+    return max(measured, key=lambda p: p.rows_per_second or 0.0)
+
+
 def tied(point: TunePoint, best: TunePoint) -> bool:
     """Whether the passes of ``point`` and ``best`` overlap: the sample cannot tell them
     apart."""
@@ -127,7 +132,7 @@ def recommend(points: list[TunePoint]) -> TunePoint | None:
     measured = _measured(points)
     if not measured:
         return None
-    best = max(measured, key=lambda p: p.rows_per_second or 0.0)
+    best = _fastest(measured)
     candidates = [p for p in measured if tied(p, best)]
     return min(candidates, key=lambda p: (*_memory(p), -(p.rows_per_second or 0.0)))
 
@@ -138,7 +143,7 @@ def indistinct(points: list[TunePoint]) -> bool:
     measured = _measured(points)
     if len(measured) < 2:
         return False
-    best = max(measured, key=lambda p: p.rows_per_second or 0.0)
+    best = _fastest(measured)
     return all(tied(p, best) for p in measured)
 
 
@@ -147,7 +152,7 @@ def _falls(point: TunePoint, line: list[TunePoint]) -> bool:
     earlier = _measured(line)
     if not earlier or point.rows_per_second is None:
         return False
-    best = max(earlier, key=lambda p: p.rows_per_second or 0.0)
+    best = _fastest(earlier)
     return point.fastest < best.slowest
 
 
