@@ -1,7 +1,6 @@
 """The model: the inference image, the SageMaker execution role and the SageMaker model."""
 
 from pathlib import Path
-from typing import Any
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -10,12 +9,15 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from batchinfer.errors import ValidationError
+from batchinfer.instances.specs import accelerator
 from batchinfer.pipeline.contract.layout import RUNS_PREFIX, SHARDS_PREFIX
 from batchinfer.uris import parse_s3_uri
 from stacks.config import PipelineConfig
 from stacks.config.image import ECR_IMAGE
 from stacks.data_access import JOB_OUTPUT_KEY_ACTIONS, grant_write
 from stacks.framework_images import framework_image_uri
+from stacks.image_builds import REPRESENTATIVE_TYPES, build_arguments
 from stacks.nag import acknowledge, resource_finding
 from stacks.network import SAGEMAKER_NETWORK_ACTIONS, allow_network_interfaces
 from stacks.storage import Storage
@@ -76,8 +78,9 @@ def grant_job_logs(role: iam.Role) -> str:
 
 
 class Model(Construct):
-    """``image_uri`` (the configured image, or one built from ``containers/`` by ``cdk
-    deploy``), ``role`` (what the transform and processing jobs run as: read input and
+    """``images`` (per accelerator: builds from ``containers/`` made by ``cdk deploy``, or
+    AWS's framework images) and ``image_uri`` (the default model's, or the configured
+    image), ``role`` (what the transform and processing jobs run as: read input and
     shards, write output, use the key, pull the image), and ``model`` (network isolation
     on)."""
 
@@ -127,7 +130,11 @@ class Model(Construct):
             "WriteDestinations",
             key_actions=JOB_OUTPUT_KEY_ACTIONS,
         )
-        self.image_uri = self._image(config, repo_root)
+        self.images = self._images(config, repo_root)
+        # The default model's image: its instance type's build (config checks one serves it).
+        self.image_uri = self.images.get(
+            accelerator(config.settings.instance_type), config.image_uri or ""
+        )
         log_group_arn = grant_job_logs(self.role)
         if config.vpc is not None:
             allow_network_interfaces(self.role, SAGEMAKER_NETWORK_ACTIONS, "SageMaker")
@@ -193,53 +200,87 @@ class Model(Construct):
             ],
         )
 
-    def _image(self, config: PipelineConfig, repo_root: Path) -> str:
-        """The image the jobs run, with the role allowed to pull it."""
-        image_uri = config.image_uri
+    def _images(self, config: PipelineConfig, repo_root: Path) -> dict[str, str]:
+        """The image of each accelerator the jobs' builds serve (image_builds.py; none for a
+        configured ``image_uri``, which serves every type), with the role allowed to pull
+        them."""
+        self._built_images: list[ecr_assets.DockerImageAsset] = []
+        self._image_repositories: list[str] = []
         if config.framework_image is not None:
-            assert config.region is not None  # checked with the config
-            image_uri = framework_image_uri(
-                config.framework_image.framework,
-                config.framework_image.version,
-                region=config.region,
-                instance_type=config.settings.instance_type,
-                py_version=config.framework_image.py_version,
-                where=f"environments.{config.name}.framework_image",
-            )
-        if image_uri is None:
-            image = ecr_assets.DockerImageAsset(
-                self,
-                "Image",
-                directory=str(repo_root),
-                file=IMAGE_DOCKERFILE,
-                exclude=IMAGE_CONTEXT_EXCLUDES,
-                platform=ecr_assets.Platform.LINUX_AMD64,
-            )
-            self._image_repository: Any = image.repository
-            self.grant_pull(self.role)
-            return image.image_uri
-        parts = ECR_IMAGE.fullmatch(image_uri)
-        assert parts is not None  # checked with the config, or made by the SDK
-        self._image_repository = Stack.of(self).format_arn(
-            service="ecr",
-            account=parts["account"],
-            region=parts["region"],
-            resource="repository",
-            resource_name=parts["repository"],
-        )
+            images = self._framework_images(config)
+        elif config.image_uri is not None:
+            images = {}
+        else:
+            images = {
+                kind: self._build(kind, arguments, repo_root)
+                for kind, arguments in build_arguments(config.image_build).items()
+            }
+        for uri in {*images.values(), *([config.image_uri] if config.image_uri else [])}:
+            if parts := ECR_IMAGE.fullmatch(uri):  # built images are pulled by grant_pull
+                self._image_repositories.append(
+                    Stack.of(self).format_arn(
+                        service="ecr",
+                        account=parts["account"],
+                        region=parts["region"],
+                        resource="repository",
+                        resource_name=parts["repository"],
+                    )
+                )
         self.grant_pull(self.role)
-        return image_uri
+        return images
+
+    def _build(self, kind: str, arguments: dict[str, str], repo_root: Path) -> str:
+        image = ecr_assets.DockerImageAsset(
+            self,
+            "Image" if kind == "cpu" else f"{kind.capitalize()}Image",
+            directory=str(repo_root),
+            file=IMAGE_DOCKERFILE,
+            exclude=IMAGE_CONTEXT_EXCLUDES,
+            platform=ecr_assets.Platform.LINUX_AMD64,
+            build_args=arguments or None,
+        )
+        self._built_images.append(image)
+        return image.image_uri
+
+    def _framework_images(self, config: PipelineConfig) -> dict[str, str]:
+        """AWS's framework image for the default instance type's accelerator, and for the
+        other where the framework has a build for it."""
+        framework = config.framework_image
+        assert framework is not None and config.region is not None  # checked with the config
+        default_type = config.settings.instance_type
+        images = {}
+        for kind, representative in REPRESENTATIVE_TYPES.items():
+            default = accelerator(default_type) == kind
+            try:
+                images[kind] = framework_image_uri(
+                    framework.framework,
+                    framework.version,
+                    region=config.region,
+                    instance_type=default_type if default else representative,
+                    py_version=framework.py_version,
+                    where=f"environments.{config.name}.framework_image",
+                )
+            except ValidationError:
+                if default:
+                    raise
+        return images
+
+    def image_for(self, instance_type: str) -> str:
+        """The image jobs on ``instance_type`` run (the stack's default for a type no build
+        serves: Plan refuses such runs)."""
+        return self.images.get(accelerator(instance_type), self.image_uri)
 
     def grant_pull(self, role: iam.Role) -> None:
-        """Let jobs running as ``role`` pull the image."""
-        if not isinstance(self._image_repository, str):
-            self._image_repository.grant_pull(role)
+        """Let jobs running as ``role`` pull the images."""
+        for image in self._built_images:
+            image.repository.grant_pull(role)
+        if not self._image_repositories:
             return
         role.add_to_policy(
             iam.PolicyStatement(
                 sid="PullImage",
                 actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                resources=[self._image_repository],
+                resources=sorted(self._image_repositories),
             )
         )
         # (grant_pull of a built image includes the token)

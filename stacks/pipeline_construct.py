@@ -21,6 +21,7 @@ from batchinfer.units import parse_size
 from stacks.cli_access import CliAccess
 from stacks.config import PipelineConfig, validate_config
 from stacks.functions import Functions
+from stacks.image_builds import GPU_AMI_VERSION
 from stacks.log_groups import encrypted_log_group
 from stacks.model import Model
 from stacks.nag import acknowledge
@@ -74,6 +75,8 @@ class BatchInferencePipeline(Construct):
             model_name=self.model.model_name,
             model_data_url=self.model.model_data_url,
             image_uri=self.model.image_uri,
+            images=self.model.images,
+            gpu_ami_version=GPU_AMI_VERSION if config.image_build.gpu else "",
             sagemaker_role_arn=self.model.role.role_arn,
             kms_key_arn=self.storage.key.key_arn,
             processing_volume_gb=config.processing_volume_gb,

@@ -332,7 +332,7 @@ def _split_job(
                 "ProcessingJobName.$": "$.attempt.name",
                 "RoleArn": jobs.role.role_arn,
                 "AppSpecification": {
-                    "ImageUri": model.image_uri,
+                    "ImageUri": model.image_for(config.split_instance_type),
                     "ContainerEntrypoint": SPLIT_ENTRYPOINT,
                     "ContainerArguments.$": "$.job.arguments",
                 },

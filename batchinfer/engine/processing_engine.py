@@ -18,8 +18,8 @@ from typing import IO
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.key_split import shard_by_key
+from batchinfer.engine.local_instances import local_instances
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
-from batchinfer.engine.transform_engine import workers_and_environment
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import child_of_this_process
 from batchinfer.transform.assemble import output_name
@@ -42,12 +42,13 @@ def run_processing(
     EngineInterrupted (their reports come only at the end, so no file counts as done).
     ``skip_blank_lines`` drops empty lines (``batchinfer process --skip-blank-lines``)."""
     progress = progress or Progress()
-    workers, model_env = workers_and_environment(settings)
+    instances, model_env = local_instances(settings)
     # Each instance, in a process group of its own, stops once this process is gone.
     env = child_of_this_process({**os.environ, **model_env})
     with tempfile.TemporaryDirectory(prefix="batchinfer-processing-") as scratch:
         running = []
-        for instance, assigned in enumerate(shard_by_key(files, settings.instance_count)):
+        assignments = shard_by_key(files, settings.instance_count)
+        for instance, (assigned, local) in enumerate(zip(assignments, instances, strict=True)):
             if not assigned:
                 continue
             host = Path(scratch) / f"algo-{instance + 1}"
@@ -61,7 +62,7 @@ def run_processing(
                 f"--input-dir={host / 'input'}",
                 f"--model-dir={model_dir}",
                 f"--output-dir={output_dir}",
-                f"--workers={workers}",
+                f"--workers={local.workers}",
                 f"--report={host / 'report.json'}",
                 f"--message-file={host / 'message'}",
                 "--progress",
@@ -69,7 +70,11 @@ def run_processing(
             ]
             log = (host / "log").open("wb")
             proc = subprocess.Popen(
-                command, env=env, stdout=subprocess.PIPE, stderr=log, start_new_session=True
+                command,
+                env=env | local.environment,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
             )
             assert proc.stdout is not None
             reader = threading.Thread(
@@ -95,7 +100,7 @@ def run_processing(
             for *_, proc, _reader in running:
                 proc.wait()
             raise EngineInterrupted([]) from None
-    effective = settings.resolve(execution_parameters(workers))
+    effective = settings.resolve(execution_parameters(instances[0].workers))
     return EngineReport(effective, [outcomes[f.name] for f in files])
 
 

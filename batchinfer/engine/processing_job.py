@@ -18,13 +18,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import die_with
 from batchinfer.serving.handlers import InferenceHandler, load_handler
-from batchinfer.serving.server import share_cores
+from batchinfer.serving.server import default_workers as serving_workers
+from batchinfer.serving.server import share_cores, visible_gpus
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError, error_answer
 from batchinfer.transform.record_errors import checked_response
 from batchinfer.transform.server_limits import configured_workers, execution_parameters
@@ -39,11 +41,14 @@ _handler: InferenceHandler | None = None
 _load_error: str | None = None
 
 
-def _load(model_dir: str, job: int) -> None:
+def _load(model_dir: str, job: int, gpus: Any) -> None:
     """A worker's start: it stops once the job's process ``job`` is gone (its parent is the
-    forkserver, which waits for every worker to end), then loads the model."""
+    forkserver, which waits for every worker to end), takes its GPU from the queue ``gpus``
+    (None: no GPUs), then loads the model (on that GPU, the only one it sees)."""
     global _handler, _load_error
     die_with(job)
+    if gpus is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get_nowait()
     try:
         _handler = load_handler(Path(model_dir))
     except ModelLoadError as exc:
@@ -92,7 +97,10 @@ def run_processing_job(
     share_cores(workers, os.environ)  # before the pool's processes start: they inherit it
     context = get_context("forkserver")
     with ProcessPoolExecutor(
-        workers, context, initializer=_load, initargs=(str(model_dir), os.getpid())
+        workers,
+        context,
+        initializer=_load,
+        initargs=(str(model_dir), os.getpid(), _dealt_gpus(workers, context)),
     ) as pool:
         not_loaded = pool.submit(_why_not_loaded).result()
         if not_loaded:
@@ -121,6 +129,18 @@ def run_processing_job(
         {"name": o.file.name, "stats": o.stats and asdict(o.stats), "error": o.error}
         for o in outcomes
     ]
+
+
+def _dealt_gpus(workers: int, context: Any) -> Any:
+    """A queue of this instance's GPUs dealt in turn to ``workers`` workers, which each take
+    one as they start (as the model server pins its workers); None without GPUs."""
+    gpus = visible_gpus(os.environ)
+    if not gpus:
+        return None
+    dealt = context.Queue()
+    for n in range(workers):
+        dealt.put(gpus[n % len(gpus)])
+    return dealt
 
 
 def _check_writable(output_dir: Path) -> None:
@@ -164,5 +184,6 @@ class JsonLinesProgress(Progress):
 
 
 def default_workers() -> int:
-    """SAGEMAKER_MODEL_SERVER_WORKERS, as the model server takes it, else one per core."""
-    return configured_workers(os.environ) or os.cpu_count() or 1
+    """SAGEMAKER_MODEL_SERVER_WORKERS, as the model server takes it, else one per GPU, else
+    one per core."""
+    return configured_workers(os.environ) or serving_workers(os.environ)

@@ -10,7 +10,6 @@ in flight). Each file is framed, processed and assembled by
 every record succeeded (R19: a file with any failed record gets no output).
 """
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,47 +17,12 @@ from pathlib import Path
 from batchinfer.engine.file_queue import take_files
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile, Units, resolve_units
+from batchinfer.engine.local_instances import local_instances
 from batchinfer.engine.outcomes import EngineReport, FileOutcome, Progress, transform_input
 from batchinfer.serving.launcher import ServerProcess, start_server
-from batchinfer.serving.server import native_thread_limits, visible_gpus
-from batchinfer.transform.server_limits import configured_workers
 from batchinfer.transform.settings import TransformSettings
 
 SERVER_START_TIMEOUT = 120.0
-
-
-def default_workers_per_instance(instance_count: int) -> int:
-    """Server workers per instance so that all instances together use every core."""
-    return max(1, (os.cpu_count() or 1) // instance_count)
-
-
-def instance_gpus(instance_count: int) -> list[list[str]]:
-    """The GPUs of this machine dealt to ``instance_count`` local instances in turn (an
-    instance of a machine with fewer GPUs shares one); all empty without GPUs."""
-    gpus = visible_gpus(os.environ)
-    if not gpus:
-        return [[] for _ in range(instance_count)]
-    dealt: list[list[str]] = [[] for _ in range(instance_count)]
-    for n in range(max(len(gpus), instance_count)):
-        dealt[n % instance_count].append(gpus[n % len(gpus)])
-    return [sorted(set(share), key=gpus.index) for share in dealt]
-
-
-def workers_and_environment(
-    settings: TransformSettings, workers_per_instance: int | None = None
-) -> tuple[int, dict[str, str]]:
-    """The model workers per instance (``workers_per_instance``, else the job environment's
-    SAGEMAKER_MODEL_SERVER_WORKERS, else a share of the cores) and the variables the model
-    processes get: the job's environment, with native thread counts for what neither it nor
-    this process's environment sets."""
-    container = settings.container_environment({})
-    workers = (
-        workers_per_instance
-        or configured_workers(container)
-        or default_workers_per_instance(settings.instance_count)
-    )
-    processes = settings.instance_count * workers
-    return workers, {**native_thread_limits(processes, {**os.environ, **container}), **container}
 
 
 def run_transform(
@@ -75,16 +39,16 @@ def run_transform(
     giving them is called while the servers start. Ctrl-C stops them all and raises
     EngineInterrupted with the files done before it. ``skip_blank_lines`` drops empty lines."""
     progress = progress or Progress()
-    workers, env = workers_and_environment(settings, workers_per_instance)
+    instances, env = local_instances(settings, workers_per_instance)
     servers: list[ServerProcess] = []
     started = time.perf_counter()
     try:
-        chosen = workers_per_instance or configured_workers(env)
-        for gpus in instance_gpus(settings.instance_count):
-            # With GPUs each instance gets its own (one worker each unless told otherwise).
-            pinned = {"CUDA_VISIBLE_DEVICES": ",".join(gpus)} if gpus else {}
-            count = len(gpus) if gpus and not chosen else workers
-            servers.append(start_server(model_dir, workers=count, env={**env, **pinned}))
+        for instance in instances:
+            servers.append(
+                start_server(
+                    model_dir, workers=instance.workers, env={**env, **instance.environment}
+                )
+            )
         files = resolve_units(units)
         for server in servers:
             server.wait_healthy(SERVER_START_TIMEOUT)  # C4: nothing is sent before /ping is 200

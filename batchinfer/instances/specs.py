@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from batchinfer.errors import ValidationError
-from batchinfer.instances.supported import nearest
+from batchinfer.instances.supported import instance_family, nearest
 
 AS_OF = "2024-06"
 ACCELERATED_AS_OF = "2026-01"
@@ -83,6 +83,21 @@ SPECS: dict[str, InstanceSpec] = {
     **_gpu_family(_G6E, "g6e", "NVIDIA L40S"),
     **_gpu_family(_INF2, "inf2", "AWS Inferentia2"),
 }
+
+
+# What runs a model on each family's accelerators: NVIDIA GPUs (g*, p*) take CUDA builds,
+# Inferentia and Trainium (inf*, trn*) the Neuron SDK; every other family is CPUs alone.
+ACCELERATORS = {"g": "gpu", "p": "gpu", "inf": "neuron", "trn": "neuron"}
+
+
+def accelerator(instance_type: str) -> str:
+    """``"gpu"``, ``"neuron"`` or ``"cpu"``: what ``instance_type``'s family computes with,
+    from its name (``ml.g5.xlarge``: gpu), so any type botocore accepts has an answer."""
+    family = instance_family(instance_type)
+    for prefix in sorted(ACCELERATORS, key=len, reverse=True):
+        if family.startswith(prefix) and family[len(prefix) :][:1].isdigit():
+            return ACCELERATORS[prefix]
+    return "cpu"
 
 
 def instance_spec(instance_type: str) -> InstanceSpec:

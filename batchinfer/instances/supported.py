@@ -32,10 +32,14 @@ def accepted(engine: str) -> tuple[str, ...]:
     return tuple(model.shape_for(_ENUMS[engine]).enum)
 
 
+def instance_family(instance_type: str) -> str:
+    """The family of an ``ml.<family>.<size>`` type (``ml.g5.xlarge``: ``g5``), else ""."""
+    return instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
+
+
 def has_local_storage(instance_type: str) -> bool:
     """True for a type with an instance store (``ml.g5.xlarge``, ``ml.r5d.large``)."""
-    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
-    return family in LOCAL_STORAGE_FAMILIES
+    return instance_family(instance_type) in LOCAL_STORAGE_FAMILIES
 
 
 def check_instance_type(instance_type: str, engine: str) -> None:

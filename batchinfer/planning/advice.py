@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from batchinfer.errors import ValidationError
 from batchinfer.instances.price_table import AS_OF, UNPRICED_FAMILIES
 from batchinfer.instances.prices import known_regions
+from batchinfer.instances.supported import instance_family
 from batchinfer.planning.survey import InputSurvey, Sharding
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.transform.records import oversize_error
@@ -87,7 +88,7 @@ def no_spec(reason: str) -> Advice:
 
 
 def no_price(instance_type: str, region: str) -> Advice:
-    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
+    family = instance_family(instance_type)
     held = (
         f"the table has no list price for the {family} family"
         if family in UNPRICED_FAMILIES

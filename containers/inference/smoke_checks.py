@@ -9,6 +9,11 @@
                                               REQUEST its request body, REQUEST.expected the
                                               pipeline's predictions made here
     smoke_checks.py pipeline PORT REQUEST     the image's predictions equal those
+    smoke_checks.py network-model DIR FRAMEWORK RECORDS
+                                              the example network as FRAMEWORK's file alone
+                                              (pytorch: model.pt, onnx: model.onnx), and its
+                                              in-process predictions for RECORDS beside them
+    smoke_checks.py network PORT RECORDS      the image's default handler predicts those
 
 Run from the repository root's venv with the root on PYTHONPATH (tests.support.wheels).
 """
@@ -134,6 +139,34 @@ def check_pipeline(url: str, request: Path) -> None:
     print(f"/invocations: {len(expected.splitlines())} pipeline predictions as made outside")
 
 
+def write_network_model(model_dir: Path, framework: str, records: Path) -> None:
+    import numpy as np
+
+    from batchinfer.examples import train_framework_model
+    from batchinfer.serving.models import load_model
+
+    train_framework_model(model_dir, framework)
+    features = np.loadtxt(records, delimiter=",", ndmin=2)
+    predictions = load_model(model_dir).predict(features)
+    np.save(f"{records}.{framework}.npy", np.asarray(predictions, dtype=np.float64).ravel())
+
+
+def check_network(url: str, records: Path, framework: str) -> None:
+    import numpy as np
+
+    wait_healthy(url)
+    body, content_type = invoke(
+        url, records.read_bytes(), **{"Content-Type": "text/csv", "Accept": "text/csv"}
+    )
+    assert content_type == "text/csv", content_type
+    predicted = np.loadtxt(body.decode().splitlines(), ndmin=1)
+    expected = np.load(f"{records}.{framework}.npy")
+    # The image's float32 forward pass against the one made here: same weights and inputs.
+    assert predicted.shape == expected.shape, f"{predicted.shape} predictions, not {expected.shape}"
+    assert np.allclose(predicted, expected, rtol=1e-5, atol=1e-6), "predictions differ"
+    print(f"/invocations: {len(expected)} {framework} predictions as made outside, no inference.py")
+
+
 def main(command: str, *args: str) -> None:
     if command == "example":
         check_example(f"http://127.0.0.1:{args[0]}", Path(args[1]).read_bytes())
@@ -141,6 +174,10 @@ def main(command: str, *args: str) -> None:
         write_pipeline_model(Path(args[0]), Path(args[1]))
     elif command == "pipeline":
         check_pipeline(f"http://127.0.0.1:{args[0]}", Path(args[1]))
+    elif command == "network-model":
+        write_network_model(Path(args[0]), args[1], Path(args[2]))
+    elif command == "network":
+        check_network(f"http://127.0.0.1:{args[0]}", Path(args[1]), args[2])
     else:
         sys.exit(textwrap.dedent(__doc__ or ""))
 

@@ -16,6 +16,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 BASE_TAG="docker.io/library/debian:bookworm-slim"
 IMAGE="${IMAGE:-localhost/batchinfer-inference:smoke}"
+TORCH_IMAGE="$IMAGE-cpu"
+# torch's CPU build: from a folder of wheels on this machine when it has one, else from
+# torch's CPU index.
+TORCH_WHEELS="${TORCH_WHEELS:-/opt/wheels}"
 CONTAINER="batchinfer-smoke-$$"
 WORK="$(mktemp -d /tmp/batchinfer-smoke.XXXXXX)"
 PODMAN=(podman --runtime runc --cgroup-manager cgroupfs --events-backend file)
@@ -132,4 +136,28 @@ installs="$("${PODMAN[@]}" logs "$CONTAINER" 2>&1 | grep -c "Successfully instal
 "${PODMAN[@]}" stop -t 30 "$CONTAINER" >/dev/null
 user="$("${PODMAN[@]}" image inspect -f '{{.Config.User}}' "$IMAGE")"
 [ "$user" = "1000:1000" ] || fail "the image runs as '$user', not the non-root user"
+"${PODMAN[@]}" rm "$CONTAINER" >/dev/null
+
+torch_source=(--build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu)
+if compgen -G "$TORCH_WHEELS/torch-*+cpu-*.whl" >/dev/null; then
+    torch_source=(-v "$TORCH_WHEELS:/wheels:ro" --build-arg PIP_FIND_LINKS=/wheels)
+fi
+step "building $TORCH_IMAGE (DEEP_LEARNING=cpu, ${torch_source[*]})"
+(cd "$ROOT" && "${SUDO[@]}" buildah bud --isolation chroot --pull-never --layers \
+    --build-arg DEEP_LEARNING=cpu "${torch_source[@]}" \
+    -f containers/inference/Dockerfile -t "$TORCH_IMAGE" .)
+for framework in pytorch onnx; do
+    step "serving the example network as $framework's file alone"
+    network="$WORK/$framework"
+    checks "$ROOT/containers/inference/smoke_checks.py" network-model "$network" "$framework" "$WORK/records.csv"
+    chmod -R a+rX "$network"
+    "${PODMAN[@]}" run -d --name "$CONTAINER" \
+        --ulimit "nofile=$hard:$hard" --ulimit nproc=32768:32768 \
+        --network slirp4netns -p "127.0.0.1:$port:8080" \
+        -e SAGEMAKER_BATCH=true -e SAGEMAKER_MODEL_SERVER_WORKERS=2 \
+        -v "$network:/opt/ml/model:ro" "$TORCH_IMAGE" serve >/dev/null
+    checks "$ROOT/containers/inference/smoke_checks.py" network "$port" "$WORK/records.csv" "$framework"
+    "${PODMAN[@]}" stop -t 30 "$CONTAINER" >/dev/null
+    "${PODMAN[@]}" rm "$CONTAINER" >/dev/null
+done
 echo "IMAGE SMOKE TEST PASSED"

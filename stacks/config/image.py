@@ -1,5 +1,5 @@
 """``image_uri`` and ``framework_image``: the image the jobs run when it is not built from
-``containers/``."""
+``containers/``; ``image_build``: which builds of that image a stack deploys."""
 
 import re
 from collections.abc import Mapping
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from batchinfer.errors import ValidationError
+from batchinfer.instances.specs import accelerator
 from stacks.config.checks import known_keys, require
 from stacks.framework_images import FRAMEWORKS
 
@@ -27,6 +28,32 @@ class FrameworkImageConfig:
     framework: str
     version: str
     py_version: str | None = None
+
+
+@dataclass(frozen=True)
+class ImageBuildConfig:
+    """The builds of batchinfer's image: with torch and ONNX Runtime for ``model.pt`` and
+    ``model.onnx`` (``torch``), and a CUDA build beside the CPU one for GPU types (``gpu``,
+    which needs ``torch``). Without either: the one CPU image, for tabular models."""
+
+    torch: bool = False
+    gpu: bool = False
+
+
+def parse_image_build(raw: Any, where: str) -> ImageBuildConfig:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}: expected an object with torch and gpu")
+    values = known_keys(raw, ImageBuildConfig, where)
+    for key, value in values.items():
+        require(isinstance(value, bool), f"{where}.{key}", value, "true or false")
+    build = ImageBuildConfig(**values)
+    require(
+        build.torch or not build.gpu,
+        f"{where}.torch",
+        build.torch,
+        "true with gpu: true (the GPU build serves torch and ONNX models)",
+    )
+    return build
 
 
 def parse_framework_image(raw: Any, where: str) -> FrameworkImageConfig:
@@ -55,7 +82,20 @@ def check_image(config: "PipelineConfig", where: str) -> None:
             "an ECR image URI with a tag or digest, "
             "<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag>",
         )
+    if config.image_build != ImageBuildConfig() and (config.image_uri or config.framework_image):
+        raise ValidationError(
+            f"{where}.image_build: builds batchinfer's image from containers/; this environment "
+            "names image_uri or framework_image instead"
+        )
     if config.framework_image is None:
+        if config.image_uri is None and not config.image_build.gpu:
+            instance_type = config.settings.instance_type
+            require(
+                accelerator(instance_type) == "cpu",
+                f"{where}.transform.instance_type",
+                instance_type,
+                "a CPU type, or image_build.gpu: true (the image is built for CPUs alone)",
+            )
         return
     if config.image_uri is not None:
         raise ValidationError(f"{where}: give image_uri or framework_image, not both")

@@ -11,7 +11,7 @@ from stacks.config.admission import check_admission, parse_admission
 from stacks.config.checks import as_list, known_keys
 from stacks.config.deployment import check_deployment
 from stacks.config.endpoints import check_endpoints, parse_endpoints
-from stacks.config.image import check_image, parse_framework_image
+from stacks.config.image import check_image, parse_framework_image, parse_image_build
 from stacks.config.model import check_model, check_one_model
 from stacks.config.notifications import check_emails, check_event_source
 from stacks.config.pipeline import PipelineConfig
@@ -75,6 +75,8 @@ def parse_config(name: str, raw: Any, base_dir: Path) -> PipelineConfig:
         values["framework_image"] = parse_framework_image(
             values["framework_image"], f"{where}.framework_image"
         )
+    if "image_build" in values:
+        values["image_build"] = parse_image_build(values["image_build"], f"{where}.image_build")
     for key in ("data_sources", "output_destinations"):
         values[key] = parse_places(values.get(key, []), f"{where}.{key}")
     values["endpoints"] = parse_endpoints(values.get("endpoints", []), f"{where}.endpoints")
@@ -93,8 +95,8 @@ def validate_config(config: PipelineConfig, base_dir: Path) -> None:
     check_deployment(config, where)
     check_engine(config, where)
     check_endpoints(config, where)
-    check_image(config, where)
     check_transform(config, where)
+    check_image(config, where)
     check_model(config, where, base_dir)
     check_rounds(config, where)
     check_split_jobs(config, where)

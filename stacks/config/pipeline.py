@@ -13,7 +13,7 @@ from batchinfer.pipeline.contract.layout import INPUT_PREFIX, OUTPUT_PREFIX
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import is_s3_uri
 from stacks.config.admission import AdmissionConfig
-from stacks.config.image import FrameworkImageConfig
+from stacks.config.image import FrameworkImageConfig, ImageBuildConfig
 from stacks.config.retry import RetryConfig
 from stacks.config.schedules import ScheduleConfig
 from stacks.config.trigger import S3TriggerConfig
@@ -72,6 +72,8 @@ class PipelineConfig:
     image_uri: str | None = None
     # Or one of AWS's framework inference images, resolved for the region at synth.
     framework_image: FrameworkImageConfig | None = None
+    # Otherwise the builds of the image from containers/: with torch, and for GPU types.
+    image_build: ImageBuildConfig = field(default_factory=ImageBuildConfig)
     vpc: VpcConfig | None = None
     # Existing buckets (and prefixes) runs may read inputs from / write outputs to.
     data_sources: tuple[DataPlace, ...] = ()

@@ -88,6 +88,11 @@ class PipelineEnvironment:
     # "<framework> <version>" when the image is one of AWS's framework images (which has
     # no processing mode), else empty.
     framework_image: str = ""
+    # The image of each accelerator its builds serve ("cpu", "gpu": run_image.py); a run's
+    # jobs use the one for its instance type. Empty: image_uri, whatever the type.
+    images: dict[str, str] = field(default_factory=dict, metadata=_JSON_OBJECT_FIELD)
+    # The TransformAmiVersion of transform jobs on GPU types (the driver the GPU build needs).
+    gpu_ami_version: str = ""
     # The endpoints runs of the endpoint engine may name.
     endpoints: tuple[EndpointTarget, ...] = _setting((), _ENDPOINTS)
 

@@ -20,11 +20,13 @@ from batchinfer.errors import ValidationError
 from batchinfer.instances.specs import SPECS
 from batchinfer.instances.supported import has_local_storage
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.jobs.run_image import run_image, transform_ami_version
 from batchinfer.transform.job_api import to_api
 from batchinfer.transform.server_limits import (
     BATCH_STRATEGY,
     TIMEOUT_VAR,
     WORKERS_VAR,
+    configured_workers,
     max_payload_mb,
 )
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
@@ -100,6 +102,11 @@ def transform_request(
             **request["TransformResources"],
             "VolumeKmsKeyId": volume_key,
         }
+    if ami := transform_ami_version(settings.instance_type, env):
+        request["TransformResources"] = {
+            **request["TransformResources"],
+            "TransformAmiVersion": ami,
+        }
     return request
 
 
@@ -129,8 +136,7 @@ def torchserve_settings(
     environment = dict(settings.environment) | {
         key: value for key, value in wanted.items() if key not in given
     }
-    chosen = given.get(WORKERS_VAR, "").strip()
-    serving = int(chosen) if chosen.isdigit() else workers or 0
+    serving = configured_workers(given) or workers or 0
     within_r1 = MAX_PAYLOAD_X_CONCURRENCY_MB // payload_mb if payload_mb else serving
     concurrency = settings.max_concurrent_transforms or min(serving, within_r1)
     return {"MaxConcurrentTransforms": concurrency, "Environment": environment}
@@ -229,7 +235,7 @@ def processing_request(
         "ProcessingJobName": name,
         "RoleArn": env.sagemaker_role_arn,
         "AppSpecification": {
-            "ImageUri": env.image_uri,
+            "ImageUri": run_image(settings.instance_type, env),
             "ContainerEntrypoint": PROCESSING_ENTRYPOINT,
             "ContainerArguments": processing_arguments(settings),
         },

@@ -6,12 +6,14 @@ the configuration names. A run gets a model of its own when its request names on
 of the SageMaker Model Registry: a version, or a group whose newest approved version each
 run takes. Plan checks it (a package must be approved, model data must lie under the
 stack's model sources, which the jobs may read) and creates it after claiming the run;
-Finalize or the failure recorder deletes it when the run ends.
+Finalize or the failure recorder deletes it when the run ends. A transform run whose
+instance type needs another of the stack's images than its model runs (run_image.py) gets
+a model of its own too: the stack's model data on that image.
 """
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -33,11 +35,12 @@ NOT_FOUND = "Could not find model"
 
 @dataclass(frozen=True)
 class OwnModel:
-    """A run's own model: an approved package version or model data, and the model data
-    its processing jobs load."""
+    """A run's own model: an approved package version or model data, the model data its
+    processing jobs load, and the image of a model of data (a package names its own)."""
 
     package_arn: str | None
     model_data_url: str
+    image: str = ""
 
 
 def run_model_name(job_base: str) -> str:
@@ -84,6 +87,25 @@ def own_model(
     return OwnModel(version, data)
 
 
+def model_on_image(
+    model: OwnModel | None, image: str, instance_type: str, env: PipelineEnvironment
+) -> OwnModel | None:
+    """The run's model once its image is known: its own model data on ``image``; or, when
+    the stack's model runs another image, the stack's model data on ``image``. A package
+    keeps the image it names."""
+    if model is not None:
+        return model if model.package_arn else replace(model, image=image)
+    if image == env.image_uri:
+        return None
+    if not env.model_data_url:
+        raise ValidationError(
+            f"instance_type (InstanceType): a run on {instance_type} needs the image {image}, "
+            f"but the stack's model {env.model_name} runs {env.image_uri} and the stack does "
+            "not know its data; name model_data for the run"
+        )
+    return OwnModel(None, env.model_data_url, image)
+
+
 def _newest_approved(group: str, field: str, sagemaker: Any) -> str:
     versions = [
         summary
@@ -121,7 +143,7 @@ def create_run_model(
     container: dict[str, Any] = (
         {"ModelPackageName": model.package_arn}
         if model.package_arn
-        else {"Image": env.image_uri, "ModelDataUrl": model.model_data_url}
+        else {"Image": model.image or env.image_uri, "ModelDataUrl": model.model_data_url}
     )
     if env.model_environment:
         container["Environment"] = env.model_environment

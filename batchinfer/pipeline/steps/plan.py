@@ -35,9 +35,11 @@ from batchinfer.pipeline.jobs.job_requests import (
     processing_arguments,
 )
 from batchinfer.pipeline.jobs.run_estimate import ShardTally, run_estimate
+from batchinfer.pipeline.jobs.run_image import run_image
 from batchinfer.pipeline.jobs.run_model import (
     MODEL_KEYS,
     create_run_model,
+    model_on_image,
     own_model,
     run_model_name,
 )
@@ -96,6 +98,10 @@ def plan_run(
             f"AWS's {env.framework_image} image, which serves transform jobs only"
         )
     model = own_model(run_request.given, env, sagemaker)
+    if target is None:
+        image = run_image(settings.instance_type, env)  # refuses a type no build serves
+        if engine == "transform":  # processing jobs name their image themselves
+            model = model_on_image(model, image, settings.instance_type, env)
     if engine == "processing" and model is None and not env.model_data_url:
         raise ValidationError(
             "engine: processing jobs load the model's data, and the stack's model is an "

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from batchinfer.engine.transform_engine import instance_gpus
+from batchinfer.engine.local_instances import instance_gpus
 from batchinfer.errors import ValidationError
 from batchinfer.serving.server import cpu_count, least_used_gpu, native_thread_limits, visible_gpus
 from batchinfer.transform.server_limits import configured_workers
@@ -141,8 +141,30 @@ def test_a_server_on_three_gpus_runs_one_worker_pinned_to_each(tmp_path, monkeyp
     assert sorted(by_worker.values()) == ["0", "1", "2"]  # three workers, one GPU each
 
 
-def test_run_deals_the_gpus_to_its_instances(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_run_deals_the_gpus_to_its_instances(capsys, tmp_path, monkeypatch, engine):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    seen = _seen(capsys, tmp_path, "transform", "OMP_NUM_THREADS=1", instances=2)
+    seen = _seen(capsys, tmp_path, engine, "OMP_NUM_THREADS=1", instances=2)
     assert {row[4] for row in seen} == {"0", "1"}
     assert len({row[0] for row in seen}) == 2  # one worker each
+
+
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_one_instance_on_two_gpus_runs_a_worker_pinned_to_each(
+    capsys, tmp_path, monkeypatch, engine
+):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    seen = _seen(capsys, tmp_path, engine, "OMP_NUM_THREADS=1")
+    by_worker = {row[0]: row[4] for row in seen}
+    assert sorted(by_worker.values()) == ["0", "1"]
+
+
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_the_one_gpu_worker_gets_every_core_for_its_threads(capsys, tmp_path, monkeypatch, engine):
+    """Threads are shared among the workers that run: one per GPU, not one per core."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    seen = _seen(capsys, tmp_path, engine)
+    assert len({row[0] for row in seen}) == 1
+    assert {(*row[1:4], row[5]) for row in seen} == {("-", "-", "-", str(cpu_count()))}
