@@ -26,8 +26,9 @@ from batchinfer.planning.job_plan import (
     Plan,
     largest_record,
 )
-from batchinfer.planning.tune import PASSES, TunePoint, recommend
+from batchinfer.planning.tune import PASSES, TunePoint, point_environment, recommend
 from batchinfer.planning.tune_plot import check_plotting, write_plot
+from batchinfer.transform.server_limits import MAX_BATCH_RECORDS_VAR
 from batchinfer.units import MIB
 
 FILES_SHOWN = 20
@@ -226,7 +227,7 @@ def _show_tuning(line: Any, points: list[TunePoint]) -> None:
     line(
         f"tune: rows/s on the sample (median of {PASSES} passes, slowest-fastest) by "
         "MaxPayloadInMB (records per request) x MaxConcurrentTransforms, then by records per "
-        "forward pass",
+        "forward pass, then by workers x threads",
         style="bold",
     )
     for point in points:
@@ -242,13 +243,23 @@ def _show_tuning(line: Any, points: list[TunePoint]) -> None:
     forward = (
         "" if best.max_batch_records is None else f" --max-batch-records {best.max_batch_records}"
     )
+    layout = "".join(
+        f" --env {name}={value}"
+        for name, value in point_environment(best).items()
+        if name != MAX_BATCH_RECORDS_VAR
+    )
     line(
         f"recommended: {option_name('max_payload_mb')} {best.max_payload_mb} "
         f"{option_name('max_concurrent_transforms')} {best.max_concurrent_transforms}"
-        f"{forward} ({best.rows_per_second:,.0f} rows/s on the sample; the fastest, or the "
-        "point needing least memory that the sample cannot tell from it)",
+        f"{forward}{layout} ({best.rows_per_second:,.0f} rows/s on the sample; the fastest, "
+        "or the point needing least memory that the sample cannot tell from it)",
         style="bold",
     )
+    if layout:
+        line(
+            "  (workers and threads as measured on this machine's cores: on an instance, keep "
+            "the threads per worker and run vCPUs / threads workers)"
+        )
 
 
 def _point_label(point: TunePoint) -> str:
@@ -258,6 +269,8 @@ def _point_label(point: TunePoint) -> str:
     )
     if point.max_batch_records is not None:
         label += f", {point.max_batch_records:,} per pass"
+    if point.workers is not None:
+        label += f", {point.workers} workers x {point.threads} threads"
     return label
 
 

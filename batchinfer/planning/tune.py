@@ -17,12 +17,17 @@ server up, and the median kept with the spread:
    record larger than it fails its file), and MaxConcurrentTransforms x MaxPayloadInMB is at
    most 100 (R1: a request outside CreateTransformJob's limits is refused);
 2. forward batch: at the pair recommended by stage 1, forward passes of 64, 128, ... records
-   up to a whole request, rising until throughput clearly falls.
+   up to a whole request, rising until throughput clearly falls;
+3. workers x threads: at the point recommended so far, this machine's cores split between
+   model server workers (SAGEMAKER_MODEL_SERVER_WORKERS) and the native threads of each
+   (OMP_NUM_THREADS): one worker per core with one thread each (the default), down to one
+   worker with every core. More threads per worker trade the parallelism of requests for
+   that of each forward pass, and every worker holds its own copy of the model.
 
 The recommendation is the fastest point by median, except that a point whose spread
 overlaps it and that needs less memory (a smaller payload, then a smaller forward batch,
-then fewer requests in flight) is recommended in its place: the sample cannot tell them
-apart, and memory is what a larger batch costs (on a GPU, what runs out).
+then fewer workers, then fewer requests in flight) is recommended in its place: the sample
+cannot tell them apart, and memory is what a larger batch costs (on a GPU, what runs out).
 """
 
 import math
@@ -33,13 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from batchinfer.planning.calibrate import calibrate
-from batchinfer.transform.server_limits import MAX_BATCH_RECORDS_VAR
+from batchinfer.transform.server_limits import MAX_BATCH_RECORDS_VAR, WORKERS_VAR
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
 from batchinfer.units import MIB
 
 PAYLOADS_MB = (1, 2, 4, 6, 8, 16, 32, 64, 100)
 CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64)
 FORWARD_BATCHES = tuple(2**n for n in range(6, 17))  # 64 .. 65,536 records
+THREADS_VAR = "OMP_NUM_THREADS"  # every native pool's threads, and PyTorch's
 PASSES = 3  # measurements of each point, after one pass that warms the server up
 
 
@@ -54,6 +60,10 @@ class TunePoint:
     requests: int | None = None  # one pass over the sample took
     max_batch_records: int | None = None  # records per forward pass; None: a whole request
     passes: tuple[float, ...] = ()  # rows/s of each pass over the sample
+    # Model server workers and native threads per worker; None: the defaults (one worker
+    # per core, the cores shared among them).
+    workers: int | None = None
+    threads: int | None = None
 
     @property
     def slowest(self) -> float:
@@ -121,8 +131,9 @@ def tied(point: TunePoint, best: TunePoint) -> bool:
     return point.fastest >= best.slowest and best.fastest >= point.slowest
 
 
-def _memory(point: TunePoint) -> tuple[int, int, int]:
-    return point.max_payload_mb, point.forward_records, point.max_concurrent_transforms
+def _memory(point: TunePoint) -> tuple[float, ...]:
+    workers = math.inf if point.workers is None else point.workers  # default: one per core
+    return point.max_payload_mb, point.forward_records, workers, point.max_concurrent_transforms
 
 
 def recommend(points: list[TunePoint]) -> TunePoint | None:
@@ -174,8 +185,8 @@ def sweep(
             max_payload_mb=point.max_payload_mb,
             max_concurrent_transforms=point.max_concurrent_transforms,
         )
-        if point.max_batch_records is not None:
-            variables = {MAX_BATCH_RECORDS_VAR: str(point.max_batch_records)}
+        variables = point_environment(point)
+        if variables:
             tried = replace(tried, environment={**tried.environment, **variables})
         result = calibrate(model, "transform", tried, records=records, passes=1 + PASSES)
         runs = result.runs[1:]
@@ -209,7 +220,34 @@ def sweep(
         batches.append(point)
         if falls:
             break
-    return swept + batches
+    chosen = recommend(swept + batches) or pair
+    layouts: list[TunePoint] = []
+    for workers in worker_counts(local_cpus):
+        point = measure(replace(chosen, workers=workers, threads=local_cpus // workers))
+        on_point(point)
+        layouts.append(point)
+    return swept + batches + layouts
+
+
+def worker_counts(cpus: int) -> list[int]:
+    """The workers to try on ``cpus`` cores, each with an equal share of them: one per core,
+    then halving, down to one; none on one core (one worker with its one thread is the
+    default)."""
+    if cpus <= 1:
+        return []
+    return [w for w in range(cpus, 0, -1) if w == cpus or (cpus % w == 0 and w & (w - 1) == 0)]
+
+
+def point_environment(point: TunePoint) -> dict[str, str]:
+    """The container variables that set ``point``'s forward batch, workers and threads."""
+    variables = {}
+    if point.max_batch_records is not None:
+        variables[MAX_BATCH_RECORDS_VAR] = str(point.max_batch_records)
+    if point.workers is not None:
+        variables[WORKERS_VAR] = str(point.workers)
+    if point.threads is not None:
+        variables[THREADS_VAR] = str(point.threads)
+    return variables
 
 
 def tune_json(points: list[TunePoint]) -> dict[str, Any]:

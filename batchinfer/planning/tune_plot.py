@@ -27,17 +27,20 @@ def check_plotting() -> None:
 
 def tune_figure(points: list[TunePoint]) -> Any:
     """A matplotlib Figure of the measured points that fit the payload rule: the pairs on
-    its first axes, the forward batches (when swept) on a second."""
+    its first axes, the forward batches and the workers x threads (when swept) on more."""
     from matplotlib.figure import Figure  # no pyplot: no global state, no display needed
 
     measured = [p for p in points if p.fits and p.rows_per_second is not None]
-    pairs = [p for p in measured if p.max_batch_records is None]
+    layouts = sorted((p for p in measured if p.workers is not None), key=_workers)
+    staged = [p for p in measured if p.workers is None]
+    pairs = [p for p in staged if p.max_batch_records is None]
     batches = sorted(
-        (p for p in measured if p.max_batch_records is not None), key=lambda p: p.forward_records
+        (p for p in staged if p.max_batch_records is not None), key=lambda p: p.forward_records
     )
-    figure = Figure(figsize=(7, 4.5), dpi=100, layout="constrained")
+    panels = 1 + bool(batches) + bool(layouts)
+    figure = Figure(figsize=(max(7, 3.5 * panels), 4.5), dpi=100, layout="constrained")
     best = recommend(points)
-    axes = figure.add_subplot(1, 2 if batches else 1, 1)
+    axes = figure.add_subplot(1, panels, 1)
     for concurrency in sorted({p.max_concurrent_transforms for p in pairs}):
         line = sorted(
             (p for p in pairs if p.max_concurrent_transforms == concurrency),
@@ -48,18 +51,25 @@ def tune_figure(points: list[TunePoint]) -> Any:
     payloads = sorted({p.max_payload_mb for p in pairs})
     _style(axes, payloads, [f"{mb} MB" for mb in payloads], "MaxPayloadInMB (records per request)")
     axes.set_title("batchinfer plan --tune")
-    if best is not None and best.max_batch_records is None:
+    if best is not None and best.max_batch_records is None and best.workers is None:
         chosen = f"{best.max_payload_mb} MB x {best.max_concurrent_transforms}"
         _ring(axes, best.max_payload_mb, best, chosen)
     if batches:
-        right = figure.add_subplot(1, 2, 2, sharey=axes)
+        right = figure.add_subplot(1, panels, 2, sharey=axes)
         sizes = [p.forward_records for p in batches]
         pair = batches[0]
         label = f"{pair.max_payload_mb} MB x {pair.max_concurrent_transforms}"
         _curve(right, batches, sizes, f"forward batches at {label}")
         _style(right, sizes, [f"{n:,}" for n in sizes], "records per forward pass")
-        if best is not None and best.max_batch_records is not None:
+        if best is not None and best.max_batch_records is not None and best.workers is None:
             _ring(right, best.forward_records, best, f"{best.forward_records:,} per pass")
+    if layouts:
+        last = figure.add_subplot(1, panels, panels, sharey=axes)
+        counts = [_workers(p) for p in layouts]
+        _curve(last, layouts, counts, "cores shared as workers x threads")
+        _style(last, counts, [f"{p.workers} x {p.threads}" for p in layouts], "workers x threads")
+        if best is not None and best.workers is not None:
+            _ring(last, _workers(best), best, f"{best.workers} x {best.threads}")
     for drawn in figure.axes:
         if drawn.has_data():
             drawn.legend(loc="lower right", fontsize="small")
@@ -105,6 +115,11 @@ def write_plot(points: list[TunePoint], path: Path) -> None:
         tune_figure(points).savefig(path, format="png")
     except OSError as exc:
         raise ValidationError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _workers(point: TunePoint) -> int:
+    assert point.workers is not None
+    return point.workers
 
 
 def _speed(point: TunePoint) -> float:

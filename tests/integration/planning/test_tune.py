@@ -5,12 +5,13 @@ sweep stops and the forward batches it tries, a sweep on the real model server, 
 curves drawn as a PNG."""
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 
 import pytest
 
-from batchinfer.planning import tune
+from batchinfer.planning import job_plan, tune
 from batchinfer.planning.tune import TunePoint, grid, indistinct, recommend
 from batchinfer.planning.tune_plot import tune_figure
 from batchinfer.transform.settings import TransformSettings
@@ -91,6 +92,64 @@ def test_the_sweep_stops_a_dimension_once_throughput_clearly_falls(monkeypatch):
         (2, 256, 300.0),  # clearly slower than 128: 512 and up are not tried
     ]
     assert recommend(points).max_batch_records == 128
+
+
+def _layouts_measured(monkeypatch, speeds):
+    """Calibration by workers x threads (``speeds`` keyed by workers), flat otherwise."""
+
+    def measured(model, engine, settings, *, records, passes):
+        variables = settings.environment
+        workers = variables.get("SAGEMAKER_MODEL_SERVER_WORKERS")
+        rows = 1000.0 if workers is None else speeds[int(workers)]
+        if workers is not None:
+            assert int(variables["OMP_NUM_THREADS"]) * int(workers) == 4  # the 4 cores shared
+        return FakeCalibration((0.0, rows - 5, rows, rows + 5))
+
+    monkeypatch.setattr(tune, "calibrate", measured)
+
+
+def test_the_last_stage_shares_the_cores_as_workers_x_threads(monkeypatch):
+    _layouts_measured(monkeypatch, {4: 1000.0, 2: 1400.0, 1: 900.0})
+    records = [b"1,2,3\n"] * 1000
+    settings = TransformSettings.from_request({"split_type": "Line"})
+    points = tune.sweep(None, settings, records, 6, 4)
+    layouts = [(p.workers, p.threads, p.rows_per_second) for p in points if p.workers]
+    assert layouts == [(4, 1, 1000.0), (2, 2, 1400.0), (1, 4, 900.0)]
+    best = recommend(points)
+    assert (best.workers, best.threads) == (2, 2)
+    assert tune.point_environment(best) == {
+        "BATCHINFER_MAX_BATCH_RECORDS": "64",  # forward batches all tied: the smallest
+        "SAGEMAKER_MODEL_SERVER_WORKERS": "2",
+        "OMP_NUM_THREADS": "2",
+    }
+    assert tune.worker_counts(1) == [] and tune.worker_counts(6) == [6, 2, 1]
+
+
+def test_of_layouts_the_sample_cannot_tell_apart_the_fewer_workers_win(monkeypatch):
+    _layouts_measured(monkeypatch, {4: 1000.0, 2: 1004.0, 1: 1002.0})  # all within 5 rows/s
+    records = [b"1,2,3\n"] * 1000
+    points = tune.sweep(None, TransformSettings.from_request({"split_type": "Line"}), records, 6, 4)
+    assert recommend(points).workers == 1  # one copy of the model instead of four
+
+
+def test_tune_prints_the_workers_and_threads_to_set(capsys, example_dir, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    _layouts_measured(monkeypatch, {4: 1000.0, 2: 1400.0, 1: 900.0})
+    monkeypatch.setattr(job_plan, "sweep", _four_cores(tune.sweep))  # as on 4 cores
+    code, printed = run_cli(
+        capsys, "plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model"),
+        "--sample-records", "200", "--tune",
+    )  # fmt: skip
+    assert code == 0, printed
+    assert "2 workers x 2 threads" in printed
+    assert "--env SAGEMAKER_MODEL_SERVER_WORKERS=2 --env OMP_NUM_THREADS=2" in printed
+
+
+def _four_cores(sweep):
+    def on_four(model, settings, records, largest_record, local_cpus, on_point=lambda _p: None):
+        return sweep(model, settings, records, largest_record, 4, on_point)
+
+    return on_four
 
 
 def test_the_fastest_measured_pair_that_fits_is_recommended_not_a_faster_one_that_does_not():
@@ -240,6 +299,23 @@ def test_the_plot_draws_the_forward_batches_with_their_spread_beside_the_pairs()
     assert rings == ["recommended: 512 per pass"]
 
 
+def test_the_plot_draws_workers_x_threads_on_axes_of_their_own():
+    layouts = [
+        TunePoint(1, 1, 4096, True, rows_per_second=r, passes=(r - 5, r, r + 5), workers=w,
+                  threads=4 // w)
+        for w, r in ((4, 1000.0), (2, 1400.0), (1, 900.0))
+    ]  # fmt: skip
+    figure = tune_figure([point(1, 1, 700.0), *layouts])
+    pairs, shared = figure.axes
+    assert [c.get_label() for c in pairs.containers] == ["MaxConcurrentTransforms 1"]
+    (curve,) = shared.containers
+    assert list(curve.lines[0].get_xdata()) == [1, 2, 4]
+    assert list(curve.lines[0].get_ydata()) == [900.0, 1400.0, 1000.0]
+    assert [t.get_text() for t in shared.get_xticklabels()] == ["1 x 4", "2 x 2", "4 x 1"]
+    rings = [line.get_label() for line in shared.get_lines() if line.get_label()[0] != "_"]
+    assert rings == ["recommended: 2 x 2"]
+
+
 def test_tune_plot_writes_the_curve_as_a_png(capsys, example_dir, tmp_path):
     from matplotlib.image import imread
 
@@ -252,7 +328,8 @@ def test_tune_plot_writes_the_curve_as_a_png(capsys, example_dir, tmp_path):
     assert f"tune: curve drawn in {png}" in printed
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = imread(png)
-    assert pixels.shape[:2] == (450, 700)
+    # pairs and forward batches, and on more than one core workers x threads: 350 px a panel
+    assert pixels.shape[:2] == (450, 1050 if (os.cpu_count() or 1) > 1 else 700)
     assert pixels.std() > 0.05, "the image is not blank"
 
 
