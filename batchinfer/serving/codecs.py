@@ -37,7 +37,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import numpy as np
@@ -144,6 +144,26 @@ def _read_csv(
             body, n_fields, delimiter, f"{table.num_rows} rows read from {records} lines", numbers
         )
     return table
+
+
+def line_runs(body: bytes, size: int) -> Iterator[bytes]:
+    """``body`` in runs of at most ``size`` lines, each run ending with its last line's
+    ``\\n`` (the last run as the body ends); found a block of :data:`_SCAN` bytes at a time,
+    so that no temporary as large as the body is made."""
+    view = np.frombuffer(body, dtype=np.uint8)
+    start = pending = 0  # where the current run starts; its lines found so far
+    for block in range(0, len(body), _SCAN):
+        ends = np.flatnonzero(view[block : block + _SCAN] == _NEWLINE) + (block + 1)
+        for end in ends[size - pending - 1 :: size].tolist():
+            yield body[start:end]
+            start = end
+        pending = (pending + len(ends)) % size
+    if start < len(body):
+        yield body[start:]
+
+
+_SCAN = 1 << 16
+_NEWLINE = ord("\n")
 
 
 def _newlines(body: bytes) -> int:

@@ -18,7 +18,9 @@ with or without grad): it is encoded as the array it holds.
 ``BATCHINFER_MAX_BATCH_RECORDS`` splits each decoded request into forward passes of at most
 that many records, for the default ``predict_fn`` and for a user one whose module declares
 ``PREDICT_FN_ROW_WISE = True`` (it scores each record on its own); the predictions are joined
-in order, so the response is the one a single pass gives.
+in order, so the response is the one a single pass gives. Numeric CSV answered a line per
+record is split before it is decoded: each forward batch is decoded, predicted and encoded in
+turn, so a request's decoded records never stand in memory all at once.
 As in SageMaker's scikit-learn and XGBoost containers, a user ``input_fn`` receives ``str`` for
 text/csv, application/json and application/jsonlines bodies and ``bytes`` otherwise; content
 types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``),
@@ -45,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from batchinfer.errors import ValidationError
-from batchinfer.media_types import CSV, JSON, codec_type
+from batchinfer.media_types import CSV, JSON, JSONLINES, codec_type
 from batchinfer.serving import codecs
 from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.models import load_model, predict_method
@@ -61,6 +63,8 @@ ROW_WISE_FLAG = "PREDICT_FN_ROW_WISE"
 # The user functions and the arguments the handler calls each with (context aside).
 USER_FUNCTIONS = {"model_fn": 1, "input_fn": 2, "predict_fn": 2, "output_fn": 2, "transform_fn": 4}
 _SUPPORTED_OUTPUTS = frozenset(codecs.ENCODERS)
+# Responses of one line per record, which a request's parts answer in turn.
+LINE_OUTPUTS = frozenset({CSV, JSONLINES})
 
 
 @dataclass(frozen=True)
@@ -171,21 +175,56 @@ class InferenceHandler:
             with _value_errors_refuse("input_fn"):
                 data = user["input_fn"](_user_body(body, kind), kind)
         else:
-            data = self._reader_for(custom_attributes).decode(body, kind)
-        if "predict_fn" in user:
-            batch = self._batch_records if self._row_wise_predict_fn else None
-            with _value_errors_refuse("predict_fn"):
-                prediction = in_batches(
-                    lambda part: user["predict_fn"](part, self.model), data, batch
-                )
-        else:
-            self._check_width(data)
-            with _value_errors_refuse(f"the model's {self.predict_method}"):
-                predict = getattr(self.model, self.predict_method or "predict")
-                prediction = in_batches(predict, data, self._batch_records)
+            reader = self._reader_for(custom_attributes)
+            if self._streams(reader, kind, response_type):
+                return self._streamed(body, reader, response_type), response_type
+            data = reader.decode(body, kind)
+        prediction = self._predict(data)
         if "output_fn" in user:
             return _response(user["output_fn"](prediction, response_type), response_type)
         return codecs.encode(prediction, response_type), response_type
+
+    def _predict(self, data: Any) -> Any:
+        """The prediction of decoded ``data``: the user's ``predict_fn`` or the model's
+        method, in forward passes of the batch records where they apply."""
+        user = self.user_functions
+        if "predict_fn" in user:
+            batch = self._batch_records if self._row_wise_predict_fn else None
+            with _value_errors_refuse("predict_fn"):
+                return in_batches(lambda part: user["predict_fn"](part, self.model), data, batch)
+        self._check_width(data)
+        with _value_errors_refuse(f"the model's {self.predict_method}"):
+            predict = getattr(self.model, self.predict_method or "predict")
+            return in_batches(predict, data, self._batch_records)
+
+    def _streams(self, reader: TableReader, kind: str, response_type: str) -> bool:
+        """Whether a request is decoded, predicted and encoded a forward pass at a time:
+        numeric CSV records (a model without named features), answered a line per record,
+        by the default output and a predict that takes records apart (the defaults, or a
+        row-wise predict_fn), with a forward batch set."""
+        user = self.user_functions
+        return (
+            self._batch_records is not None
+            and kind == CSV
+            and reader.features is None
+            and response_type in LINE_OUTPUTS
+            and "output_fn" not in user
+            and ("predict_fn" not in user or self._row_wise_predict_fn)
+        )
+
+    def _streamed(self, body: bytes, reader: TableReader, response_type: str) -> bytes:
+        """The response to CSV ``body`` made a forward batch of records at a time: the same
+        bytes as one pass, in memory that grows with the batch, not with the request."""
+        assert self._batch_records is not None
+        answers = []
+        for records in codecs.line_runs(body, self._batch_records):
+            try:
+                data = reader.decode(records, CSV)
+            except RequestError:
+                reader.decode(body, CSV)  # the whole request, to name the record within it
+                raise
+            answers.append(codecs.encode(self._predict(data), response_type))
+        return b"".join(answers)
 
     def _reader_for(self, custom_attributes: str | None) -> TableReader:
         try:

@@ -10,12 +10,18 @@ saved as TorchScript (``model.pt``) and exported to ONNX (``model.onnx``); the i
    decoding, HTTP and encoding are overhead on top);
    the same for ONNX Runtime at each size;
 2. ``batchinfer run`` (transform engine, one instance, one worker per core) on the same rows
-   with ``--max-batch-records`` at the loop's best size, over its transform time (decoding,
+   with ``--max-batch-records`` at the loop's best size (the smallest within 5 % of the
+   fastest), over its transform time (decoding,
    HTTP and encoding included, the servers' start-up not), in pairs alternating with the loop
    at that size; the median ratio run / loop (target >= 0.8), outputs checked against the
    loop;
 3. the model server workers' peak RSS (VmHWM, polled) at MaxPayloadInMB 1 and 32 with that
-   forward batch: flat within 20 % is the target, whatever the request size.
+   forward batch: flat within 20 % is the target, whatever the request size;
+4. the ceiling of that ratio on this machine: one core's cost a row of what every served row
+   needs, decoding the CSV (the server's decoder), the forward pass at the best batch with one
+   thread, and encoding the answer, timed in one process on 6 MB bodies; the cores doing only
+   that (no HTTP, no framing) would reach cores / (decode + forward + encode) rows/s, which,
+   over the loop's rate, bounds the ratio any server could reach.
 
 Usage (``--quick`` runs in under a minute; ``--device cuda`` measures the GPU this machine
 has, the loop and the servers on it):
@@ -107,6 +113,43 @@ print(len(rows) / seconds, grown)
 """
 
 
+CEILING = """
+import sys, time
+import numpy as np
+from batchinfer.serving.codecs import decode_csv, encode_csv
+from batchinfer.serving.models import load_model
+model_dir, data, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(data, "rb") as source:
+    body = source.read(6 * 1024 * 1024)
+body = body[: body.rfind(b"\\n") + 1]
+model = load_model(__import__("pathlib").Path(model_dir))
+def timed(step):
+    step()
+    started = time.perf_counter()
+    for _ in range(3):
+        value = step()
+    return (time.perf_counter() - started) / 3, value
+decode, rows = timed(lambda: decode_csv(body))
+forward, out = timed(lambda: np.concatenate(
+    [np.asarray(model.predict(rows[i:i + batch])) for i in range(0, len(rows), batch)]))
+encode, _ = timed(lambda: encode_csv(out))
+print(*(seconds / len(rows) * 1e9 for seconds in (decode, forward, encode)))
+"""
+
+
+def ceiling(model_dir: Path, data: Path, batch: int) -> tuple[float, float, float]:
+    """One core's nanoseconds a row to decode a 6 MB CSV body, run the forward passes at
+    ``batch``, and encode the answer (one thread: as each of the server's workers runs)."""
+    threads = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {**os.environ, **threads, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", CEILING, str(model_dir), str(data), str(batch)],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    decode, forward, encode = map(float, done.stdout.split())
+    return decode, forward, encode
+
+
 def loop(runtime: str, model: Path, batch: int, device: str) -> tuple[float, float]:
     """rows/s of the in-process forward loop at ``batch`` on the decoded rows, and its peak
     RSS growth in MiB."""
@@ -195,6 +238,13 @@ def check_outputs(runtime: str) -> None:
         raise SystemExit(f"{runtime}: outputs differ from the loop's by up to {worst:g}")
 
 
+def knee(rates: dict[int, float]) -> int:
+    """The smallest forward batch within 5 % of the fastest: one loop pass per size is noisy,
+    and a larger batch only costs memory."""
+    fastest = max(rates.values())
+    return min(batch for batch, rate in rates.items() if rate >= 0.95 * fastest)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400_000)
@@ -225,7 +275,7 @@ def main() -> None:
         ("torch", pt_dir, "model.pt"),
         ("onnx", onnx_dir, "model.onnx"),
     ):
-        best = max(curve[runtime], key=lambda b: curve[runtime][b])
+        best = knee(curve[runtime])
         loops, runs, ratios = [], [], []
         for _ in range(repeat):  # alternating pairs
             loops.append(loop(runtime, model_dir / model_file, best, args.device)[0])
@@ -239,6 +289,14 @@ def main() -> None:
             f"{statistics.median(ratios):.2f} (pairs {', '.join(f'{r:.2f}' for r in ratios)}; "
             "target >= 0.8, outputs checked)"
         )
+        if args.device == "cpu":
+            decode, forward, encode = ceiling(model_dir, data, best)
+            bound = (os.cpu_count() or 1) / ((decode + forward + encode) / 1e9)
+            print(
+                f"{runtime}: one core a row: decode {decode:,.0f} ns, forward {forward:,.0f} ns,"
+                f" encode {encode:,.0f} ns; all cores doing only these: {bound:,.0f} rows/s,"
+                f" a ratio of at most {bound / statistics.median(loops):.2f}"
+            )
         small = run(model_dir, data, best, 1, args.device)[1]
         large = run(model_dir, data, best, 32, args.device)[1]
         print(

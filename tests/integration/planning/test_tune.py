@@ -136,13 +136,19 @@ def test_tune_prints_the_workers_and_threads_to_set(capsys, example_dir, monkeyp
     monkeypatch.setenv("COLUMNS", "200")
     _layouts_measured(monkeypatch, {4: 1000.0, 2: 1400.0, 1: 900.0})
     monkeypatch.setattr(job_plan, "sweep", _four_cores(tune.sweep))  # as on 4 cores
-    code, printed = run_cli(
-        capsys, "plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model"),
-        "--sample-records", "200", "--tune",
-    )  # fmt: skip
-    assert code == 0, printed
+    printed = _tune(capsys, example_dir, 200)
     assert "2 workers x 2 threads" in printed
     assert "--env SAGEMAKER_MODEL_SERVER_WORKERS=2 --env OMP_NUM_THREADS=2" in printed
+
+
+def _tune(capsys, example_dir, records: int, *options: str) -> str:
+    """What ``plan --tune`` printed on the example's sample of ``records`` records."""
+    code, printed = run_cli(
+        capsys, "plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model"),
+        "--sample-records", str(records), "--tune", *options,
+    )  # fmt: skip
+    assert code == 0, printed
+    return printed
 
 
 def _four_cores(sweep):
@@ -224,11 +230,7 @@ def test_tune_sweeps_the_sample_on_the_real_server_and_recommends_the_fastest_fi
 
 def test_tune_prints_the_curve_and_the_options_to_use(capsys, example_dir, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    code, printed = run_cli(
-        capsys, "plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model"),
-        "--sample-records", "500", "--tune",
-    )  # fmt: skip
-    assert code == 0, printed
+    printed = _tune(capsys, example_dir, 500)
     assert "tune: rows/s on the sample (median of 3 passes, slowest-fastest) by" in printed
     assert "█" in printed and "<- recommended" in printed
     assert "1 MB (~500 rec) x 1, 64 per pass" in printed  # the forward batches swept
@@ -320,11 +322,7 @@ def test_tune_plot_writes_the_curve_as_a_png(capsys, example_dir, tmp_path):
     from matplotlib.image import imread
 
     png = tmp_path / "curve.png"
-    code, printed = run_cli(
-        capsys, "plan", str(example_dir / "input"), *CSV, "--model", str(example_dir / "model"),
-        "--sample-records", "500", "--tune", "--plot", str(png),
-    )  # fmt: skip
-    assert code == 0, printed
+    printed = _tune(capsys, example_dir, 500, "--plot", str(png))
     assert f"tune: curve drawn in {png}" in printed
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pixels = imread(png)

@@ -38,6 +38,25 @@ def test_jsonlines_and_json_encodings_are_valid_json(matrix):
     np.testing.assert_array_equal(codecs.decode_jsonlines(codecs.encode_jsonlines(matrix)), matrix)
 
 
+LINES = st.lists(st.sampled_from([b"1,2\n", b"\n", b"3.5,x,y\n", b"7" * 40 + b"\n"]), max_size=40)
+
+
+@settings(deadline=None, max_examples=200)
+@given(LINES, st.binary(max_size=3).filter(lambda tail: b"\n" not in tail), st.integers(1, 9),
+       st.integers(1, 64))  # fmt: skip
+def test_line_runs_cut_a_body_into_runs_of_whole_lines(lines, tail, size, scan):
+    """Runs of ``size`` lines, the last as the body ends, whatever the scanning block."""
+    body = b"".join(lines) + tail
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codecs, "_SCAN", scan)
+        runs = list(codecs.line_runs(body, size))
+    assert b"".join(runs) == body
+    assert all(run.count(b"\n") == size for run in runs[:-1])
+    if runs:
+        last = runs[-1]
+        assert 1 <= last.count(b"\n") + (not last.endswith(b"\n")) <= size
+
+
 def test_encodings_of_labels_probabilities_and_other_values():
     assert codecs.encode_csv(np.array([1, 0, 1])) == b"1\n0\n1\n"
     assert codecs.encode_csv(np.array([0.25, 1.0])) == b"0.25\n1\n"
