@@ -87,15 +87,17 @@ def check_image(config: "PipelineConfig", where: str) -> None:
             f"{where}.image_build: builds batchinfer's image from containers/; this environment "
             "names image_uri or framework_image instead"
         )
+    if config.image_uri is None:  # the default type needs an image of its accelerator
+        gpus = config.framework_image is not None or config.image_build.gpu
+        require(
+            accelerator(config.settings.instance_type) in (("cpu", "gpu") if gpus else ("cpu",)),
+            f"{where}.transform.instance_type",
+            config.settings.instance_type,
+            "a CPU or NVIDIA GPU type (no image is made for AWS Neuron)"
+            if gpus
+            else "a CPU type, or image_build.gpu: true (the image is built for CPUs alone)",
+        )
     if config.framework_image is None:
-        if config.image_uri is None and not config.image_build.gpu:
-            instance_type = config.settings.instance_type
-            require(
-                accelerator(instance_type) == "cpu",
-                f"{where}.transform.instance_type",
-                instance_type,
-                "a CPU type, or image_build.gpu: true (the image is built for CPUs alone)",
-            )
         return
     if config.image_uri is not None:
         raise ValidationError(f"{where}: give image_uri or framework_image, not both")

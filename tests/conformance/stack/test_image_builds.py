@@ -92,6 +92,25 @@ def test_the_pytorch_image_is_resolved_for_cpu_and_gpu_types(tmp_path):
             r"allowed: a CPU type, or image_build\.gpu: true",
         ),
         (
+            {
+                "image_build": {"torch": True, "gpu": True},
+                "transform_instance_type": "ml.inf2.xlarge",
+            },
+            r"transform\.instance_type: 'ml\.inf2\.xlarge' is not allowed; allowed: a CPU or "
+            r"NVIDIA GPU type \(no image is made for AWS Neuron\)",
+        ),
+        (
+            {
+                "framework_image": {
+                    "framework": "pytorch",
+                    "version": "2.5",
+                    "py_version": "py311",
+                },
+                "transform_instance_type": "ml.inf2.xlarge",
+            },
+            r"transform\.instance_type: 'ml\.inf2\.xlarge' is not allowed",
+        ),
+        (
             {"image_build": {"gpu": True}},
             r"image_build\.torch: False is not allowed; allowed: true with gpu: true",
         ),
