@@ -216,13 +216,16 @@ class InferenceHandler:
         """The response to CSV ``body`` made a forward batch of records at a time: the same
         bytes as one pass, in memory that grows with the batch, not with the request."""
         assert self._batch_records is not None
-        answers = []
+        answers, width = [], None
         for records in codecs.line_runs(body, self._batch_records):
             try:
                 data = reader.decode(records, CSV)
+                if width is not None and data.shape[1:] != width:
+                    raise RequestError(400, f"text/csv records of {data.shape[1:]} fields")
             except RequestError:
                 reader.decode(body, CSV)  # the whole request, to name the record within it
                 raise
+            width = data.shape[1:]
             answers.append(codecs.encode(self._predict(data), response_type))
         return b"".join(answers)
 

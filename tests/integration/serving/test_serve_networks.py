@@ -227,9 +227,15 @@ def test_numeric_csv_is_decoded_a_forward_batch_at_a_time_with_the_bytes_of_one_
     assert np.allclose(_values(streamed), _values(one_pass), rtol=1e-6, atol=1e-12)
 
 
-def test_a_bad_record_of_a_later_batch_is_named_by_its_place_in_the_request(networks):
+@pytest.mark.parametrize(
+    "bad", [",".join(["1.5"] * 9 + ["x"]), ",".join(["1.5"] * 9)], ids=["text", "short"]
+)
+def test_a_bad_record_of_a_later_batch_is_named_by_its_place_in_the_request(networks, bad):
+    """Text where a number belongs (record 150), or every record from 129 on, the third
+    batch of 64, one field short: a batch that decodes well alone, not with those before."""
     rows = [",".join(["1.5"] * 10)] * 200
-    rows[149] = ",".join(["1.5"] * 9 + ["x"])
+    first = 149 if "x" in bad else 128
+    rows[first:] = [bad] * (1 if "x" in bad else 200 - first)
     handler = load_handler(networks / "pytorch", env={"BATCHINFER_MAX_BATCH_RECORDS": "64"})
     with pytest.raises(RequestError) as refused:
         handler.invoke("\n".join(rows).encode() + b"\n", "text/csv", "text/csv")
@@ -237,7 +243,7 @@ def test_a_bad_record_of_a_later_batch_is_named_by_its_place_in_the_request(netw
     with pytest.raises(RequestError) as at_once:
         whole.invoke("\n".join(rows).encode() + b"\n", "text/csv", "text/csv")
     assert refused.value.status == 400
-    assert "record 150" in str(refused.value)
+    assert f"record {first + 1}" in str(refused.value)
     assert str(refused.value) == str(at_once.value)
 
 
