@@ -269,8 +269,10 @@ def _point_label(point: TunePoint) -> str:
     )
     if point.max_batch_records is not None:
         label += f", {point.max_batch_records:,} per pass"
-    if point.workers is not None:
-        label += f", {point.workers} workers x {point.threads} threads"
+    if point.workers is not None and point.threads is not None:
+        label += (
+            f", {figures.count(point.workers, 'worker')} x {figures.count(point.threads, 'thread')}"
+        )
     return label
 
 
