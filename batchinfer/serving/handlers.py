@@ -18,9 +18,10 @@ with or without grad): it is encoded as the array it holds.
 ``BATCHINFER_MAX_BATCH_RECORDS`` splits each decoded request into forward passes of at most
 that many records, for the default ``predict_fn`` and for a user one whose module declares
 ``PREDICT_FN_ROW_WISE = True`` (it scores each record on its own); the predictions are joined
-in order, so the response is the one a single pass gives. Numeric CSV answered a line per
-record is split before it is decoded: each forward batch is decoded, predicted and encoded in
-turn, so a request's decoded records never stand in memory all at once.
+in order: a single pass's predictions, record for record (a runtime's kernels may block
+batches of other sizes apart, so a float can differ in its last digit). Numeric CSV answered
+a line per record is split before it is decoded: each forward batch is decoded, predicted
+and encoded in turn, so a request's decoded records never stand in memory all at once.
 As in SageMaker's scikit-learn and XGBoost containers, a user ``input_fn`` receives ``str`` for
 text/csv, application/json and application/jsonlines bodies and ``bytes`` otherwise; content
 types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``),
@@ -213,8 +214,9 @@ class InferenceHandler:
         )
 
     def _streamed(self, body: bytes, reader: TableReader, response_type: str) -> bytes:
-        """The response to CSV ``body`` made a forward batch of records at a time: the same
-        bytes as one pass, in memory that grows with the batch, not with the request."""
+        """The response to CSV ``body`` made a forward batch of records at a time: the bytes
+        of the same passes made after one whole decode, in memory that grows with the batch,
+        not with the request."""
         assert self._batch_records is not None
         answers, width = [], None
         for records in codecs.line_runs(body, self._batch_records):
