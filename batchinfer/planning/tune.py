@@ -231,8 +231,8 @@ def sweep(
 
 def worker_counts(cpus: int) -> list[int]:
     """The workers to try on ``cpus`` cores, each with an equal share of them: one per core,
-    then halving, down to one; none on one core (one worker with its one thread is the
-    default)."""
+    then each power of two that divides the cores, down to one (6 cores: 6, 2, 1); none on
+    one core (one worker with its one thread is the default)."""
     if cpus <= 1:
         return []
     return [w for w in range(cpus, 0, -1) if w == cpus or (cpus % w == 0 and w & (w - 1) == 0)]
