@@ -1,7 +1,7 @@
 """Deep-learning models: TorchScript (model.pt) and ONNX (model.onnx) served by the default
 handler with no inference.py, the PyTorch toolkit's handler signatures (``context``), tensors
 answered by a user predict_fn, and forward passes of at most BATCHINFER_MAX_BATCH_RECORDS
-(numeric CSV decoded, predicted and encoded a forward batch at a time).
+(numeric CSV decoded a run of whole forward batches at a time, predicted a batch at a time).
 
 Tolerance: a served float32 prediction is written in its shortest round-trip form, so it
 reads back as the very float32 the model computed; served and in-process outputs of one
@@ -18,7 +18,7 @@ import torch
 from onnx import TensorProto, helper
 
 from batchinfer.examples import train_framework_model
-from batchinfer.serving import codecs
+from batchinfer.serving import codecs, handlers
 from batchinfer.serving.handlers import load_handler
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
 from tests.integration.serving.helpers import csv_body
@@ -207,19 +207,21 @@ def test_a_max_batch_records_that_is_not_a_positive_integer_is_refused(networks,
 
 
 @pytest.mark.parametrize("accept", ["text/csv", "application/jsonlines"])
-def test_numeric_csv_is_decoded_a_forward_batch_at_a_time_with_the_bytes_of_one_pass(
+def test_numeric_csv_is_decoded_in_runs_of_whole_batches_with_the_bytes_of_one_pass(
     networks, accept, monkeypatch
 ):
     rows = np.random.default_rng(1).normal(50, 30, size=(1000, 10))
     body = csv_body(rows)
+    lines = body.splitlines(keepends=True)
     model_dir = networks / "pytorch"
     one_pass, _ = load_handler(model_dir, env={}).invoke(body, "text/csv", accept)
-    handler = load_handler(model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "300"})
+    handler = load_handler(model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "150"})
+    # Runs of as many whole batches as fit the bytes of 400 first lines: 2 (300 records).
+    monkeypatch.setattr(handlers, "_DECODE_BYTES", 400 * len(lines[0]))
     decoded: list[int] = []
     decode = codecs.decode
     monkeypatch.setattr(codecs, "decode", lambda b, *a: decoded.append(len(b)) or decode(b, *a))
     streamed, content_type = handler.invoke(body, "text/csv", accept)
-    lines = body.splitlines(keepends=True)
     assert decoded == [sum(map(len, lines[i : i + 300])) for i in range(0, 1000, 300)]
     monkeypatch.setattr(handler, "_streams", lambda *_: False)  # decoded whole, then passes
     in_passes, _ = handler.invoke(body, "text/csv", accept)
@@ -228,11 +230,24 @@ def test_numeric_csv_is_decoded_a_forward_batch_at_a_time_with_the_bytes_of_one_
 
 
 @pytest.mark.parametrize(
+    ("line", "batch", "records"),
+    [(100, 512, 512 * 20), (100, 3000, 3000 * 3), (4000, 512, 512), (1, 1, 1 << 20)],
+)
+def test_a_run_is_the_whole_batches_that_fit_a_mib_one_at_the_least(line, batch, records):
+    body = (b"1" * (line - 1) + b"\n") * 3
+    assert handlers._records_per_decode(body, batch) == records
+
+
+@pytest.mark.parametrize(
     "bad", [",".join(["1.5"] * 9 + ["x"]), ",".join(["1.5"] * 9)], ids=["text", "short"]
 )
-def test_a_bad_record_of_a_later_batch_is_named_by_its_place_in_the_request(networks, bad):
+def test_a_bad_record_of_a_later_run_is_named_by_its_place_in_the_request(
+    networks, bad, monkeypatch
+):
     """Text where a number belongs (record 150), or every record from 129 on, the third
-    batch of 64, one field short: a batch that decodes well alone, not with those before."""
+    batch of 64, one field short: a run (a batch here) that decodes well alone, not with
+    those before."""
+    monkeypatch.setattr(handlers, "_DECODE_BYTES", 1)
     rows = [",".join(["1.5"] * 10)] * 200
     first = 149 if "x" in bad else 128
     rows[first:] = [bad] * (1 if "x" in bad else 200 - first)
@@ -247,12 +262,12 @@ def test_a_bad_record_of_a_later_batch_is_named_by_its_place_in_the_request(netw
     assert str(refused.value) == str(at_once.value)
 
 
-def test_a_streamed_request_holds_a_forward_batch_of_decoded_records_not_the_request(networks):
-    """NumPy's allocations, traced: the decoded float64 records (80 bytes a record here) of
-    20,000 records at once, against 256 at a time."""
+def test_a_streamed_request_holds_a_run_of_decoded_records_not_the_request(networks):
+    """Allocations, traced: the decoded float64 records (80 bytes a record here) of 60,000
+    records (9 MB of CSV) at once, against runs of about a MiB of them."""
     import tracemalloc
 
-    body = csv_body(np.random.default_rng(2).normal(50, 30, size=(20_000, 10)))
+    body = csv_body(np.random.default_rng(2).normal(50, 30, size=(60_000, 10)))
     peaks = {}
     for batch in ("", "256"):
         handler = load_handler(networks / "onnx", env={"BATCHINFER_MAX_BATCH_RECORDS": batch})
@@ -262,5 +277,5 @@ def test_a_streamed_request_holds_a_forward_batch_of_decoded_records_not_the_req
         handler.invoke(body, "text/csv", "text/csv")
         peaks[batch] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert peaks[""] > 20_000 * 80  # the whole request decoded
+    assert peaks[""] > 60_000 * 80  # the whole request decoded
     assert peaks["256"] < peaks[""] / 4, peaks
