@@ -4,8 +4,9 @@ CSV = "text/csv"
 JSON = "application/json"
 JSONLINES = "application/jsonlines"
 NPY = "application/x-npy"
+PARQUET = "application/x-parquet"
 # The request types the model server's default handler decodes (serving/codecs.DECODERS).
-DECODED_TYPES = frozenset({CSV, JSON, JSONLINES, NPY})
+DECODED_TYPES = frozenset({CSV, JSON, JSONLINES, NPY, PARQUET})
 
 
 def media_type(header: str | None) -> str | None:
@@ -16,12 +17,13 @@ def media_type(header: str | None) -> str | None:
     return header.split(";", 1)[0].strip().lower() or None
 
 
-# Other spellings of JSON Lines and NumPy's type, read as the names above.
+# Other spellings of JSON Lines, NumPy's type and Parquet's, read as the names above.
 ALIASES = {
     "application/jsonl": JSONLINES,
     "application/x-jsonlines": JSONLINES,
     "application/json-lines": JSONLINES,
     "application/npy": NPY,
+    "application/vnd.apache.parquet": PARQUET,  # Apache Parquet's own vendor type
 }
 
 

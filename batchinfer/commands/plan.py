@@ -187,9 +187,17 @@ def show(console: Console, plan: Plan) -> None:
     if largest is not None:
         limit = largest["max_payload_bytes"]
         bound = "0 (no limit)" if limit is None else f"{limit // MIB} ({limit:,} bytes)"
+        parquet = next((i for i in plan.inputs if i.name == largest["file"] and i.row_groups), None)
+        what = (
+            f"largest record: {largest['file']} record {largest['record']}"
+            if parquet is None
+            else f"largest request: {largest['file']}, a whole Parquet file of "
+            f"{figures.count(parquet.records or 0, 'row')} in "
+            f"{figures.count(parquet.row_groups or 0, 'row group')} (the largest "
+            f"{parquet.largest_row_group:,} bytes)"
+        )
         line(
-            f"largest record: {largest['file']} record {largest['record']}, "
-            f"{largest['bytes']:,} bytes; MaxPayloadInMB {bound}: "
+            f"{what}, {largest['bytes']:,} bytes; MaxPayloadInMB {bound}: "
             + ("fits" if largest["fits"] else "TOO LARGE")
         )
     if plan.spec is not None:

@@ -19,6 +19,7 @@ from batchinfer.engine.stop_signals import exit_code, stop_like_ctrl_c
 from batchinfer.errors import ValidationError
 from batchinfer.serving.image_imports import imports_note
 from batchinfer.transform.assemble import RESULT_MANIFEST
+from batchinfer.transform.parquet_footer import MAGIC as PARQUET_MAGIC
 from batchinfer.uris import is_s3_uri, parse_s3_uri
 
 SAMPLE_LINES = 3
@@ -173,12 +174,30 @@ def _report(console: Console, result: JobResult) -> None:
         console.print(escape(said), highlight=False)
         return
     path = Path(result.output_dir) / first.outputs[0]
-    lines = preview(path)
-    console.print(
-        f"[bold]{escape(str(path))}[/] (first {count(len(lines), 'line')}):", highlight=False
+    with path.open("rb") as handle:
+        parquet = handle.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC
+    lines = parquet_preview(path) if parquet else preview(path)
+    what = (
+        count(len(lines) - 1, "row") + " of a Parquet file"
+        if parquet
+        else count(len(lines), "line")
     )
+    console.print(f"[bold]{escape(str(path))}[/] (first {what}):", highlight=False)
     for line in lines:
         console.print("  " + line, highlight=False, markup=False)
+
+
+def parquet_preview(path: Path) -> list[str]:
+    """The column names of the Parquet file ``path``, then its first :data:`SAMPLE_LINES`
+    rows, comma-separated, each cut to :data:`PREVIEW_CHARS` characters."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as parquet:
+        rows = next(parquet.iter_batches(batch_size=SAMPLE_LINES), None)
+        names = parquet.schema_arrow.names
+    records = [] if rows is None else rows.to_pylist()
+    lines = [", ".join(names)] + [", ".join(str(v) for v in r.values()) for r in records]
+    return [line if len(line) <= PREVIEW_CHARS else line[:PREVIEW_CHARS] + "…" for line in lines]
 
 
 def preview(path: Path) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from batchinfer.errors import InputError, ValidationError
-from batchinfer.media_types import media_type
+from batchinfer.media_types import PARQUET, media_type
 from batchinfer.sharding.header import read_header_line
 from batchinfer.sharding.local_files import LocalSource
 from batchinfer.sharding.selection import EVERY_INPUT, InputSelection, Selector
@@ -26,6 +26,7 @@ from batchinfer.transform.csv_dialect import (
     same_header,
     with_header,
 )
+from batchinfer.transform.parquet_footer import MAGIC
 from batchinfer.transform.settings import TransformSettings
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -185,35 +186,45 @@ def check_not_all_empty(files: list[InputFile], paths: Sequence[Path | str]) -> 
         raise InputError(f"every input file under {', '.join(map(str, paths))} is empty ({listed})")
 
 
-def check_compression(
-    files: list[InputFile],
-    compression_type: str,
-    content_type: str | None,
-    open_source: OpenSource = local_source,
+def check_leading_bytes(
+    files: list[InputFile], settings: TransformSettings, open_source: OpenSource = local_source
 ) -> None:
-    """Refuse a gzip file (it starts with 1f 8b) read with CompressionType None: its
-    compressed bytes would go to the model, which is never meant unless the content type
-    is gzip itself. Only each file's first bytes are read, through ``open_source``. Files
-    that cannot be read are left to fail on their own (R19: a file with any failed record
-    gets no output)."""
-    if compression_type != "None" or media_type(content_type) in GZIP_CONTENT_TYPES:
-        return
+    """Refuse a file whose first bytes say it is not what the settings say it is: gzip
+    (1f 8b) read with CompressionType None, whose compressed bytes would go to the model
+    (never meant unless the content type is gzip itself); a Parquet file (PAR1) sent as
+    another type, which would go to the model as text. Only each file's first 4 bytes are
+    read, through ``open_source``. Files that cannot be read are left to fail on their own
+    (R19: a file with any failed record gets no output)."""
+    if settings.compression_type != "None" or media_type(settings.content_type) in (
+        GZIP_CONTENT_TYPES
+    ):
+        return  # the bytes are (or are meant to be) compressed: their first say nothing more
     for file in files:
         try:
             source = open_source(file)
             try:
-                head = (
-                    source.read_range(0, min(len(GZIP_MAGIC), source.size)) if source.size else b""
-                )
+                head = source.read_range(0, min(len(MAGIC), source.size)) if source.size else b""
             finally:
                 source.close()
         except (OSError, InputError):
             continue
-        if head == GZIP_MAGIC:
+        if head.startswith(GZIP_MAGIC):
             raise ValidationError(
                 f"{file.where}: is gzip-compressed (starts with 1f 8b) but compression_type "
                 "is None; set --compression-type Gzip to decompress it before the model"
             )
+        check_not_parquet(head, file.where, settings)
+
+
+def check_not_parquet(head: bytes, where: str, settings: TransformSettings) -> None:
+    """Refuse a file whose first bytes ``head`` are Parquet's magic when the settings send
+    it as another type."""
+    if head.startswith(MAGIC) and not settings.parquet_in:
+        raise ValidationError(
+            f"{where}: is a Parquet file (starts with PAR1) but content_type is "
+            f"{settings.content_type or 'not set (text/csv)'}; set --content-type "
+            f"{PARQUET} (each file is then sent whole: --split-type None)"
+        )
 
 
 def header_settings(

@@ -23,7 +23,7 @@ from batchinfer.engine.inputs import (
     InputFile,
     OpenSource,
     Units,
-    check_compression,
+    check_leading_bytes,
     check_not_all_empty,
     collect_inputs,
     header_settings,
@@ -180,7 +180,7 @@ def _checked_inputs(
     read = files if read is None else read
     check_not_all_empty(files, job.inputs)
     settings = job.settings
-    check_compression(read, settings.compression_type, settings.content_type, open_source)
+    check_leading_bytes(read, settings, open_source)
     if job.header:
         job = replace(job, settings=header_settings(read, settings, open_source))
     return job

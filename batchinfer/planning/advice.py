@@ -13,6 +13,7 @@ from batchinfer.planning.survey import InputSurvey, Sharding
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.transform.records import oversize_error
 from batchinfer.transform.settings import TransformSettings
+from batchinfer.units import MIB
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,9 @@ def inputs(surveys: list[InputSurvey], settings: TransformSettings, units: int) 
         largest = survey.largest
         if limit is None or largest is None or largest.size <= limit:
             continue
+        if survey.row_groups is not None:
+            found.append(Advice("record-too-large", _parquet_too_large(survey, limit)))
+            continue
         message = str(oversize_error(survey.name, largest.number, limit, largest.size))
         if settings.split_type == "None":
             message += (
@@ -81,6 +85,16 @@ def inputs(surveys: list[InputSurvey], settings: TransformSettings, units: int) 
             )
         )
     return found
+
+
+def _parquet_too_large(survey: InputSurvey, limit: int) -> str:
+    return (
+        f"{survey.name}: a Parquet file of {survey.bytes:,} bytes ({survey.records:,} rows in "
+        f"{survey.row_groups} row group(s), the largest {survey.largest_row_group:,} bytes) is "
+        f"over MaxPayloadInMB={limit // MIB} ({limit:,} bytes), and a Parquet file is sent "
+        "whole: raise --max-payload-mb (up to 100, or 0 for no limit) (the job would fail "
+        "this file)"
+    )
 
 
 def no_spec(reason: str) -> Advice:

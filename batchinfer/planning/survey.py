@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any, BinaryIO, Literal
 
-from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.inputs import InputFile, check_not_parquet
+from batchinfer.errors import InputError
 from batchinfer.planning.scan import LargestRecord, Reservoir, scan_lines
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.gzip_split import decompressed_chunks, split_header
 from batchinfer.sharding.local_files import LocalSource
 from batchinfer.sharding.planner import plan_shards, shard_count
+from batchinfer.transform.parquet_footer import MAGIC as PARQUET_MAGIC
+from batchinfer.transform.parquet_footer import ParquetError, footer_at_end
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
@@ -48,6 +51,33 @@ class InputSurvey:
     data_bytes: int | None = None  # after decompression, no header row; None when not read
     records: int | None = None
     largest: LargestRecord | None = None
+    row_groups: int | None = None  # Parquet: its row groups
+    largest_row_group: int | None = None  # Parquet: the bytes of its largest row group
+
+
+def survey_parquet(file: InputFile) -> InputSurvey:
+    """A Parquet input from its footer (its last bytes): its rows are its records, and it
+    is one request (a Parquet file is sent whole). InputError naming the file when it is
+    not a whole Parquet file."""
+    source = LocalSource(str(file.path))
+    try:
+        footer = footer_at_end(source.read_range, file.size)
+    except ParquetError as exc:
+        raise InputError(f"{file.path}: {exc}, but --content-type is Parquet") from None
+    finally:
+        source.close()
+    return InputSurvey(
+        name=file.name,
+        location=str(file.path),
+        bytes=file.size,
+        shards=1,
+        gzip=False,
+        data_bytes=file.size,
+        records=footer.rows,
+        largest=LargestRecord(1, file.size),
+        row_groups=len(footer.row_groups),
+        largest_row_group=max((group.size for group in footer.row_groups), default=0),
+    )
 
 
 def survey_local(
@@ -61,10 +91,15 @@ def survey_local(
 ) -> InputSurvey:
     """Read ``file`` as the job would frame it (SplitType Line or None), without its first
     line when it is a ``header`` and without empty lines when ``skip_blank_lines``; Line
-    records go to ``reservoir``."""
+    records go to ``reservoir``. A Parquet input's footer alone is read; a Parquet file sent
+    as another type is refused (ValidationError naming it), as ``batchinfer run`` refuses it."""
     size = file.size
+    if settings.parquet_in:
+        return survey_parquet(file)
     with file.path.open("rb") as handle:
-        looks_gzip = file.name.endswith(".gz") or handle.read(2) == GZIP_MAGIC
+        head = handle.read(len(PARQUET_MAGIC))
+        check_not_parquet(head, str(file.path), settings)
+        looks_gzip = file.name.endswith(".gz") or head.startswith(GZIP_MAGIC)
         handle.seek(0)
         chunks = _chunks(handle, file.name, settings.compression_type == "Gzip")
         if header and size:

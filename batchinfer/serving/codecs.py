@@ -44,8 +44,9 @@ import numpy as np
 import numpy.lib.format as npy_format
 import pyarrow as pa
 import pyarrow.csv as pacsv
+import pyarrow.parquet as papq
 
-from batchinfer.media_types import CSV, JSON, JSONLINES, NPY, codec_type
+from batchinfer.media_types import CSV, JSON, JSONLINES, NPY, PARQUET, codec_type
 from batchinfer.serving.server_errors import RequestError
 
 # Text types whose body a user's ``input_fn`` receives as ``str``, as SageMaker's
@@ -430,11 +431,46 @@ def decode_npy(body: bytes) -> np.ndarray:
     return array.reshape(-1, 1) if array.ndim == 1 else array
 
 
+def read_parquet(body: bytes) -> pa.Table:
+    """A Parquet body (a whole Parquet file) as its table: columns named, types kept."""
+    try:
+        return papq.read_table(pa.BufferReader(body))
+    except (pa.ArrowException, OSError) as exc:
+        raise RequestError(400, f"{PARQUET} body is not a readable Parquet file: {exc}") from None
+
+
+def decode_parquet(body: bytes) -> np.ndarray:
+    """A Parquet body's columns, in the file's order, as an ``(records, columns)`` float64
+    array for a model fitted on an array: numbers and booleans, a missing value as NaN; a
+    column of anything else is a 400 naming it."""
+    table = read_parquet(body)
+    if table.num_rows == 0:
+        raise RequestError(400, f"{PARQUET} body holds no record")
+    matrix = np.empty((table.num_rows, table.num_columns), dtype=np.float64)
+    for j, (field, column) in enumerate(zip(table.schema, table.columns, strict=True)):
+        kind = field.type
+        if not any(check(kind) for check in (pa.types.is_integer, pa.types.is_floating,
+                                             pa.types.is_boolean)):  # fmt: skip
+            raise RequestError(
+                400,
+                f"{PARQUET} column {field.name!r} holds {kind} values, not numbers: a model "
+                "fitted on an array takes numbers only; text or categorical columns need a "
+                "model fitted on a DataFrame (given the columns by name), or input_fn in "
+                "inference.py",
+            )
+        start = 0
+        for chunk in column.cast(pa.float64()).chunks:
+            matrix[start : start + len(chunk), j] = _float64_values(chunk)
+            start += len(chunk)
+    return matrix
+
+
 DECODERS: dict[str, Callable[[bytes], np.ndarray]] = {
     CSV: decode_csv,
     JSONLINES: decode_jsonlines,
     JSON: decode_json,
     NPY: decode_npy,
+    PARQUET: decode_parquet,
 }
 
 
@@ -557,11 +593,75 @@ def encode_npy(prediction: Any) -> bytes:
     return stream.getvalue()
 
 
+PREDICTION_COLUMN = "prediction"
+
+
+def prediction_table(prediction: Any) -> pa.Table:
+    """Predictions as a table: a DataFrame's or a named Series' own columns; otherwise one
+    column ``prediction`` for one value a record, ``prediction_0``, ``prediction_1``, ... for
+    several (class probabilities)."""
+    if hasattr(prediction, "columns") and hasattr(prediction, "iloc"):  # a DataFrame
+        return pa.Table.from_pandas(prediction, preserve_index=False)
+    if hasattr(prediction, "iloc"):  # a Series
+        name = prediction.name if prediction.name is not None else PREDICTION_COLUMN
+        return pa.Table.from_pandas(prediction.to_frame(str(name)), preserve_index=False)
+    array = np.asarray(prediction)
+    if array.ndim == 0:
+        array = array.reshape(1)
+    if array.ndim > 2:
+        raise ValueError(f"a prediction of shape {array.shape} cannot be written as {PARQUET}")
+    if array.ndim == 1:
+        return pa.table({PREDICTION_COLUMN: _column_values(array)})
+    return pa.table(
+        {f"{PREDICTION_COLUMN}_{j}": _column_values(array[:, j]) for j in range(array.shape[1])}
+    )
+
+
+def _column_values(column: np.ndarray) -> pa.Array:
+    if column.dtype.kind in "biuf":
+        return _arrow_values(column)
+    return pa.array(column.tolist())  # labels: text, or values of mixed types
+
+
+def encode_parquet(prediction: Any) -> bytes:
+    """One Parquet file holding the predictions, a row per record (:func:`prediction_table`)."""
+    return write_parquet(prediction_table(prediction))
+
+
+def joined_parquet(body: bytes, prediction: Any) -> bytes:
+    """The Parquet request ``body``'s columns, then the prediction's
+    (:func:`prediction_table`), as one Parquet file: a join of the input and its answer, row
+    for row. A prediction of another length is answered as it is (the client's count of rows
+    then names both); a prediction column the input already has is a 400 naming it."""
+    table = read_parquet(body)
+    answer = prediction_table(host_values(prediction))
+    if answer.num_rows != table.num_rows:
+        return write_parquet(answer)
+    taken = sorted(set(answer.column_names) & set(table.column_names))
+    if taken:
+        raise RequestError(
+            400,
+            f"{PARQUET} column {taken[0]!r} is in the input and in the prediction: a join "
+            "would hold it twice; rename it in the input, or leave out --join-source Input",
+        )
+    for name, column in zip(answer.column_names, answer.columns, strict=True):
+        table = table.append_column(name, column)
+    return write_parquet(table)
+
+
+def write_parquet(table: pa.Table) -> bytes:
+    """``table`` as the bytes of one Parquet file (one row group)."""
+    sink = pa.BufferOutputStream()
+    papq.write_table(table, sink, row_group_size=max(1, table.num_rows))
+    return sink.getvalue().to_pybytes()
+
+
 ENCODERS: dict[str, Callable[[Any], bytes]] = {
     CSV: encode_csv,
     JSONLINES: encode_jsonlines,
     JSON: encode_json,
     NPY: encode_npy,
+    PARQUET: encode_parquet,
 }
 
 

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from batchinfer.errors import ValidationError
-from batchinfer.media_types import CSV, JSON, JSONLINES, codec_type
+from batchinfer.media_types import CSV, JSON, JSONLINES, PARQUET, codec_type
 from batchinfer.serving import codecs
 from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.models import load_model, predict_method
@@ -57,6 +57,7 @@ from batchinfer.serving.server_errors import ModelLoadError, RequestError
 from batchinfer.serving.tables import TableReader
 from batchinfer.transform.csv_dialect import DEFAULT_CHARSET, charset, dialect_from_attributes
 from batchinfer.transform.server_limits import max_batch_records
+from batchinfer.transform.settings import JOIN_SOURCE_VAR
 
 LOG = logging.getLogger(__name__)
 DEFAULT_ACCEPT_VAR = "SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT"
@@ -144,6 +145,7 @@ class InferenceHandler:
         reader: TableReader | None = None,
         batch_records: int | None = None,
         row_wise_predict_fn: bool = False,
+        join_input: bool = False,
     ) -> None:
         self.model = model
         self.user_functions = dict(user_functions)
@@ -153,6 +155,8 @@ class InferenceHandler:
         # Records per forward pass of the default predict_fn, or a row-wise user one.
         self._batch_records = batch_records
         self._row_wise_predict_fn = row_wise_predict_fn
+        # A Parquet request answered in Parquet holds its own columns too (JOIN_SOURCE_VAR).
+        self._join_input = join_input
 
     def invoke(
         self,
@@ -195,6 +199,8 @@ class InferenceHandler:
         prediction = self._predict(data)
         if "output_fn" in user:
             return _response(user["output_fn"](prediction, response_type), response_type)
+        if self._join_input and kind == PARQUET and response_type == PARQUET:
+            return codecs.joined_parquet(body, prediction), response_type
         return codecs.encode(prediction, response_type), response_type
 
     def _predict(self, data: Any) -> Any:
@@ -343,7 +349,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
 
     ``env`` (default: the process environment) supplies SAGEMAKER_PROGRAM,
     BATCHINFER_PREDICT_METHOD, SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT,
-    BATCHINFER_MAX_BATCH_RECORDS and BATCHINFER_REQUIREMENTS_TARGET
+    BATCHINFER_MAX_BATCH_RECORDS, BATCHINFER_JOIN_SOURCE and BATCHINFER_REQUIREMENTS_TARGET
     (:mod:`~batchinfer.serving.model_requirements`). Raises :class:`ModelLoadError` saying
     what is missing or broken.
     """
@@ -397,6 +403,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         reader=reader,
         batch_records=batch_records,
         row_wise_predict_fn=getattr(module, ROW_WISE_FLAG, False) is True,
+        join_input=env.get(JOIN_SOURCE_VAR) == "Input",
     )
 
 

@@ -9,6 +9,8 @@ names) gets a DataFrame of exactly those columns, in its order, chosen by name:
   their types (numbers, booleans, text: a categorical column stays text);
 - JSON objects (JSON Lines, or ``{"instances": [...]}``) by key, never by key order; arrays
   of numbers by position;
+- Parquet columns by name, with the types the file gives them (a dictionary column arrives
+  as a pandas category);
 - a column the model needs and the data lacks is a 400 naming it;
 - a boosting model fitted on pandas categories (LightGBM's ``pandas_categorical``, XGBoost's
   ``c`` feature types) gets those columns as categories, which it matches by value to the
@@ -24,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from batchinfer.media_types import CSV, JSON, JSONLINES, NPY
+from batchinfer.media_types import CSV, JSON, JSONLINES, NPY, PARQUET
 from batchinfer.serving import codecs
 from batchinfer.serving.server_errors import RequestError
 from batchinfer.transform.csv_dialect import (
@@ -110,6 +112,10 @@ class TableReader:
             return self._categorised(frame)
         if content_type == NPY:
             return _matrix_frame(codecs.decode_npy(body), self.features, content_type)
+        if content_type == PARQUET:
+            table = codecs.read_parquet(body)
+            _check_present(self.features, table.column_names, content_type)
+            return self._categorised(table.select(list(self.features)).to_pandas())
         return codecs.decode(body, content_type)  # a type no default decoder reads: 415
 
     def _categorised(self, frame: Any) -> Any:

@@ -22,7 +22,7 @@ class DataProcessing:
 
     def __init__(self, settings: TransformSettings, name: str):
         self.name = name
-        self.join = settings.join_source == "Input"
+        self.join = settings.join_source == "Input" and not settings.server_joins
         self.line_records = settings.split_type == "Line"
         self.input_csv = media_type(settings.content_type) == CSV
         self.output_csv = media_type(settings.accept) == CSV

@@ -29,10 +29,11 @@ from typing import Any, BinaryIO, Protocol, cast
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
 from batchinfer.transform.dataprocessing import DataProcessing
+from batchinfer.transform.parquet_footer import ParquetError, footer_of
 from batchinfer.transform.record_errors import InvocationError, RecordError, record_range
 from batchinfer.transform.records import Batch, Readable, empty_line, frame, read_into
 from batchinfer.transform.retry import Invoke, RetryPolicy
-from batchinfer.transform.settings import EffectiveSettings, TransformSettings
+from batchinfer.transform.settings import EffectiveSettings, TransformSettings, label
 
 # Told, after each request's output is written, how many bytes of the file are done so far.
 OnBytes = Callable[[int], None]
@@ -83,6 +84,8 @@ class FileScoring:
 
     def batches(self, source: Readable, first_record: int = 1) -> Iterator[Batch]:
         """The request bodies of ``source``, whose first record is ``first_record``."""
+        if self.settings.parquet_in:
+            return self._parquet_file(source)
         processing = self._processing
         return frame(
             source,
@@ -95,6 +98,29 @@ class FileScoring:
             first_record=first_record,
             skip_blank_lines=self.skip_blank_lines,
         )
+
+    def _parquet_file(self, source: Readable) -> Iterator[Batch]:
+        """A Parquet file as one request, its records its rows (by its footer); InputError
+        naming the file when it is not a whole Parquet file, RecordError when it is over
+        MaxPayloadInMB (R8: a record larger than MaxPayloadInMB fails its file)."""
+        data = source.read()
+        try:
+            rows = footer_of(data).rows
+        except ParquetError as exc:
+            raise InputError(
+                f"{self.name}: {exc}, but {label('content_type')} is {self.settings.content_type!r}"
+            ) from None
+        limit = self.effective.max_payload_bytes
+        if limit is not None and len(data) > limit:
+            raise RecordError(
+                self.name,
+                1,
+                f"are a Parquet file of {len(data)} bytes, over MaxPayloadInMB="
+                f"{self.effective.max_payload_mb} ({limit} bytes), and a Parquet file is sent "
+                "whole: raise max_payload_mb (up to 100, or 0 for no limit)",
+                max(rows, 1),
+            )
+        yield Batch(data, 1, rows, input_bytes=len(data))
 
     def request_failed(self, batch: Batch, reason: str) -> RecordError:
         """How the file fails when the request of ``batch`` failed for ``reason`` (R19: a file
@@ -124,13 +150,24 @@ class FileScoring:
         assemble_with = self.settings.assemble_with
         output = assemble(response, assemble_with)
         verify = self.settings.counts_records
-        produced = output_records(output, assemble_with) if verify else None
+        if not verify:
+            produced = None
+        elif self.settings.answers_parquet:
+            try:
+                produced = footer_of(output).rows
+            except ParquetError as exc:
+                reason = f"the model's answer {exc} (Accept {self.settings.accept!r})"
+                first, last = batch.first_record, batch.last_record
+                raise RecordError(self.name, first, reason, last) from None
+        else:
+            produced = output_records(output, assemble_with)
         if verify and produced != batch.record_count:
+            unit = "row" if self.settings.answers_parquet else "line"
             raise RecordError(
                 self.name,
                 batch.first_record,
                 f"the model returned {produced} output records for {batch.record_count} "
-                "input records; each input record needs exactly one output line",
+                f"input records; each input record needs exactly one output {unit}",
                 batch.last_record,
             )
         return output, produced

@@ -73,7 +73,7 @@ def to_api(
             BatchStrategy=settings.batch_strategy,
             MaxPayloadInMB=settings.max_payload_mb,
             MaxConcurrentTransforms=settings.max_concurrent_transforms,
-            Environment=dict(settings.environment) or None,
+            Environment=settings.job_environment or None,
         )
     )
     return request

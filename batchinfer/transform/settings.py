@@ -17,13 +17,16 @@ from functools import cached_property
 from typing import Any
 
 from batchinfer.errors import ValidationError
-from batchinfer.media_types import CSV, JSON, JSONLINES, codec_type, media_type
+from batchinfer.media_types import CSV, JSON, JSONLINES, PARQUET, codec_type, media_type
 from batchinfer.transform import jsonpath
 from batchinfer.units import MIB
 
 # Answer types that hold one line per record, so output records can be counted (R17: a CSV join adds
 # the prediction to its row, one line per record).
 LINE_ANSWERS = frozenset({CSV, JSONLINES})
+# "Input": the model server answers a Parquet request with its columns and the predictions'
+# (a join SageMaker's DataProcessing cannot make: it joins CSV and JSON only).
+JOIN_SOURCE_VAR = "BATCHINFER_JOIN_SOURCE"
 
 # snake_case key -> CreateTransformJob field name.
 PASCAL = {
@@ -155,7 +158,7 @@ class TransformSettings:
         if not problems:
             problems = _value_problems(self)
             if combined:
-                problems += _data_processing_problems(self)
+                problems += _data_processing_problems(self) + _parquet_problems(self)
         if problems:
             raise ValidationError("; ".join(problems))
         return self
@@ -220,8 +223,13 @@ class TransformSettings:
         is written as the model gives it (R13: AssembleWith decides what goes between responses).
         The answer's type is Accept, else the request's ContentType (the default handler answers in
         it), else CSV."""
+        if self.parquet_in and self.answers_parquet:
+            return None  # rows, from each file's footer
         if self.split_type != "Line" or self.assemble_with != "Line":
-            return "output records are counted only with SplitType Line and AssembleWith Line"
+            return (
+                "output records are counted only with SplitType Line and AssembleWith Line, "
+                "or Parquet in and out"
+            )
         if self.join_source == "Input":
             return None
         answer = codec_type(self.accept) or codec_type(self.content_type) or CSV
@@ -233,8 +241,34 @@ class TransformSettings:
         )
 
     @property
+    def parquet_in(self) -> bool:
+        """True when the input is Parquet: each request a whole Parquet file (a file, or a
+        shard of its row groups), its records the file's rows."""
+        return codec_type(self.content_type) == PARQUET
+
+    @property
+    def answers_parquet(self) -> bool:
+        """True when the answer is Parquet (Accept, else the request's ContentType)."""
+        return (codec_type(self.accept) or codec_type(self.content_type)) == PARQUET
+
+    @property
+    def server_joins(self) -> bool:
+        """True for a join of Parquet input and a Parquet answer, without filters: the model
+        server makes it (the input's columns, then the predictions'), as SageMaker's
+        DataProcessing joins CSV and JSON only (R17, R18)."""
+        return (
+            self.join_source == "Input"
+            and self.parquet_in
+            and self.answers_parquet
+            and self.input_filter == self.output_filter == "$"
+        )
+
+    @property
     def uses_data_processing(self) -> bool:
-        """True when a filter or a join applies (R15)."""
+        """True when a filter or a join applies (R15) that the platform makes (a Parquet join
+        is the model server's: :attr:`server_joins`)."""
+        if self.server_joins:
+            return False
         return self.input_filter != "$" or self.output_filter != "$" or self.join_source != "None"
 
     def resolve(self, execution_parameters: Mapping[str, Any] | None = None) -> EffectiveSettings:
@@ -272,12 +306,20 @@ class TransformSettings:
             ),
         )
 
+    @property
+    def job_environment(self) -> dict[str, str]:
+        """The job's Environment as the platform is sent it: the settings' own, and the
+        Parquet join the model server makes (:attr:`server_joins`)."""
+        if self.server_joins:
+            return {**self.environment, JOIN_SOURCE_VAR: "Input"}
+        return dict(self.environment)
+
     def container_environment(
         self, model_environment: Mapping[str, str] | None = None
     ) -> dict[str, str]:
-        """R21/C6: the model's Environment, then the job's, then the SAGEMAKER_* variables
-        (the batch ones only for values the job sets)."""
-        env = {**(model_environment or {}), **self.environment, "SAGEMAKER_BATCH": "true"}
+        """R21/C6: the model's Environment, then the job's (:attr:`job_environment`), then
+        the SAGEMAKER_* variables (the batch ones only for values the job sets)."""
+        env = {**(model_environment or {}), **self.job_environment, "SAGEMAKER_BATCH": "true"}
         if self.max_payload_mb is not None:
             env["SAGEMAKER_MAX_PAYLOAD_IN_MB"] = str(self.max_payload_mb)
         if self.batch_strategy is not None:
@@ -397,6 +439,23 @@ def _filter_problems(s: TransformSettings) -> list[str]:
             getattr(s, parsed)
         except ValidationError as exc:
             problems.append(str(exc))
+    return problems
+
+
+def _parquet_problems(s: TransformSettings) -> list[str]:
+    """Parquet is framed whole: a request is a whole Parquet file, and so is an answer."""
+    problems = []
+    if s.parquet_in and s.split_type != "None":
+        problems.append(
+            f"{label('split_type')}: {s.split_type!r}; Parquet input ({label('content_type')} "
+            f"{s.content_type!r}) is not made of lines: each file is sent whole, as one "
+            "request; set 'None'"
+        )
+    if s.answers_parquet and s.assemble_with != "None":
+        problems.append(
+            f"{label('assemble_with')}: {s.assemble_with!r}; a Parquet answer is a whole "
+            "Parquet file, which a newline after it would break; set 'None'"
+        )
     return problems
 
 

@@ -3,34 +3,25 @@ machine: Plan reads the run's header once and tells the jobs' model server its n
 job's Environment); every split drops the header and refuses an object whose header
 differs (R6: the header row is no record)."""
 
+import io
 import json
 import tarfile
 from pathlib import Path
 
+import joblib
 import pandas as pd
 import pytest
 
 from batchinfer.serving.launcher import start_server
-from tests.integration.local.test_run_tables import (
-    CSV,
-    FEATURES,
-    JSONL,
-    customers,
-    expected,
-    pipeline_model,
-    shuffled_objects,
-)
+from tests.integration.local.test_run_tables import CSV, JSONL, expected, shuffled_objects
+from tests.support.customers import FEATURES, frame, pipeline_model
 from tests.support.offline import offline_stack
 
 from .test_endpoint_engine import ENDPOINT, endpoint_template
+from .test_happy_path import assert_succeeded
 
 MODEL_DATA = "s3://example-models-bucket/customers/model.tar.gz"
-__all__ = ["endpoint_template", "pipeline_model"]  # fixtures shared with their modules
-
-
-@pytest.fixture(scope="module")
-def frame() -> pd.DataFrame:
-    return customers()
+__all__ = ["endpoint_template", "frame", "pipeline_model"]  # fixtures shared with their modules
 
 
 @pytest.fixture
@@ -133,3 +124,64 @@ def test_a_header_reaches_the_endpoint_in_each_requests_custom_attributes(
     assert execution.status == "SUCCEEDED", execution.cause
     output = stack.get(f"s3://{stack.bucket}/output/ep/a.csv.out").decode()
     assert output.splitlines() == expected(pipeline_model, frame)
+
+
+def test_parquet_objects_are_scored_by_name_and_counted_by_row_through_the_pipeline(
+    tables, pipeline_model, frame
+):
+    """Each Parquet object is one request (SplitType None); the jobs' server reads its
+    columns by name and answers Parquet; CountShard counts the rows of both from their
+    footers, and the status table and the run-finished event carry the rows."""
+    table = frame.assign(plan=frame["plan"].astype("category"))[["plan", "city", "income", "age"]]
+    for name, part in (("a", table[:150]), ("b", table[150:])):
+        sink = io.BytesIO()
+        part.to_parquet(sink, index=False, row_group_size=60)
+        tables.put(f"input/parquet/{name}.parquet", sink.getvalue())
+    request = {
+        "input": f"s3://{tables.bucket}/input/parquet/",
+        "run_id": "parquet",
+        "model_data": MODEL_DATA,
+        "content_type": "application/x-parquet",
+        "accept": "application/x-parquet",
+        "split_type": "None",  # the stack's defaults are Line
+        "assemble_with": "None",
+    }
+    execution = tables.run(request, "exec-parquet")
+    assert execution.status == "SUCCEEDED", execution.cause
+    scored = pd.concat(
+        pd.read_parquet(
+            io.BytesIO(tables.get(f"s3://{tables.bucket}/output/parquet/{n}.parquet.out"))
+        )
+        for n in "ab"
+    )
+    assert [str(v) for v in scored["prediction"]] == expected(pipeline_model, frame)
+    assert_succeeded(tables, "parquet", records=len(frame), shards=2)
+
+
+def test_a_parquet_join_is_the_model_servers_through_the_pipeline(tables, pipeline_model, frame):
+    """SageMaker joins CSV and JSON only (R17, R18): the job asks for no DataProcessing, and
+    its Environment tells the model server to answer the input's columns and the
+    predictions."""
+    sink = io.BytesIO()
+    frame.to_parquet(sink, index=False)
+    tables.put("input/joined/a.parquet", sink.getvalue())
+    request = {
+        "input": f"s3://{tables.bucket}/input/joined/",
+        "run_id": "joined",
+        "model_data": MODEL_DATA,
+        "content_type": "application/x-parquet",
+        "accept": "application/x-parquet",  # the stack's default is text/csv
+        "split_type": "None",
+        "assemble_with": "None",
+        "join_source": "Input",
+    }
+    execution = tables.run(request, "exec-joined")
+    assert execution.status == "SUCCEEDED", execution.cause
+    ((_, job),) = tables.jobs.requests
+    assert "DataProcessing" not in job
+    assert job["Environment"]["BATCHINFER_JOIN_SOURCE"] == "Input"
+    written = pd.read_parquet(
+        io.BytesIO(tables.get(f"s3://{tables.bucket}/output/joined/a.parquet.out"))
+    )
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    pd.testing.assert_frame_equal(written, frame.assign(prediction=pipeline.predict(frame)))

@@ -91,7 +91,7 @@ def transform_request(
         "BatchStrategy": effective.batch_strategy,
         "MaxPayloadInMB": effective.max_payload_mb,
         "MaxConcurrentTransforms": settings.max_concurrent_transforms or 0,
-        "Environment": dict(settings.environment),
+        "Environment": settings.job_environment,
     }
     if env.framework_image.partition(" ")[0] == "pytorch":
         request |= torchserve_settings(settings, env, effective.max_payload_mb)
@@ -133,7 +133,7 @@ def torchserve_settings(
         }
     if workers:
         wanted[WORKERS_VAR] = str(workers)
-    environment = dict(settings.environment) | {
+    environment = settings.job_environment | {
         key: value for key, value in wanted.items() if key not in given
     }
     serving = configured_workers(given) or workers or 0

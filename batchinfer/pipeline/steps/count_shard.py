@@ -1,13 +1,13 @@
 """CountShard: one item of the CountShards Map, the check of one shard of a round. Its
 output must exist and, where output records can be counted (R17: a CSV join adds the prediction to
 its row, one line per record), hold as many Line records as its input (R6: what a record is under
-each SplitType). Each check reads one shard's input and output, no more; Verify gathers the answers
-of the round."""
+each SplitType), or, Parquet in and out, as many rows (read from both footers). Each check
+reads one shard's input and output, no more; Verify gathers the answers of the round."""
 
 from typing import Any
 
 from batchinfer.pipeline.contract.state import ShardCheck, ShardCount
-from batchinfer.pipeline.storage.s3io import count_lines, object_size
+from batchinfer.pipeline.storage.s3io import count_lines, count_rows, object_size
 from batchinfer.transform.assemble import output_name
 from batchinfer.uris import parse_s3_uri
 
@@ -22,8 +22,11 @@ def count_shard(check: ShardCheck, *, s3: Any) -> ShardCount:
     if not check.settings.counts_records:
         return ShardCount(shard, output, None, {})
     source = parse_s3_uri(check.shards_prefix).child(shard.name).uri
-    records_in = count_lines(s3, source, gzip=shard.gzip)
-    records_out = count_lines(s3, output)
+    if check.settings.parquet_in:  # and out: the rows of both, from their footers
+        records_in, records_out = count_rows(s3, source), count_rows(s3, output)
+    else:
+        records_in = count_lines(s3, source, gzip=shard.gzip)
+        records_out = count_lines(s3, output)
     if records_in != records_out:
         problem = f"output has {records_out} records, input {records_in}"
         return ShardCount(shard, output, problem, {})

@@ -1,5 +1,6 @@
 """Small S3 helpers for the pipeline Lambdas: JSON objects, JSON Lines and JSON arrays
-written and read in bounded memory, listing, streaming counts."""
+written and read in bounded memory, listing, streaming counts of lines, and Parquet rows
+from footers."""
 
 import json
 import zlib
@@ -13,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.transform.parquet_footer import ParquetError, footer_at_end
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import S3Location, parse_s3_uri
 
@@ -122,6 +124,26 @@ def object_size(s3: Any, uri: str) -> int | None:
         if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
             return None
         raise
+
+
+def count_rows(s3: Any, uri: str) -> int:
+    """The rows of a Parquet object, from its footer: ranged reads of its end, no download.
+    InputError naming ``uri`` when it is not a whole Parquet file."""
+    location = parse_s3_uri(uri)
+
+    def read_range(start: int, end: int) -> bytes:
+        answer = s3.get_object(
+            Bucket=location.bucket, Key=location.key, Range=f"bytes={start}-{end - 1}"
+        )
+        return bytes(answer["Body"].read())
+
+    size = object_size(s3, uri)
+    if size is None:
+        raise InputError(f"{uri}: no such object")
+    try:
+        return footer_at_end(read_range, size).rows
+    except ParquetError as exc:
+        raise InputError(f"{uri}: {exc}") from None
 
 
 def count_lines(s3: Any, uri: str, *, gzip: bool = False) -> int:

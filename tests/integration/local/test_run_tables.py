@@ -11,60 +11,17 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.compose import ColumnTransformer
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from batchinfer.engine.local_job import LocalJob, run_job
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.serving.launcher import start_server
 from batchinfer.transform.settings import TransformSettings
 from tests.support.cli import run_cli
+from tests.support.customers import FEATURES, ROWS
 
 LINES = dict(split_type="Line", assemble_with="Line")
 CSV = dict(content_type="text/csv", accept="text/csv", **LINES)
 JSONL = dict(content_type="application/jsonlines", accept="application/jsonlines", **LINES)
-FEATURES = ["age", "income", "city", "plan"]
-ROWS = 240
-
-
-def customers(rows: int = ROWS, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame(
-        {
-            "age": rng.integers(18, 90, rows),
-            "income": rng.normal(50_000, 12_000, rows).round(2),
-            "city": rng.choice(["Paris", "Lyon", "Nice, FR", "Saint-Étienne"], rows),
-            "plan": rng.choice(["basic", "plus"], rows),
-        }
-    )
-
-
-@pytest.fixture(scope="module")
-def frame() -> pd.DataFrame:
-    return customers()
-
-
-@pytest.fixture(scope="module")
-def pipeline_model(tmp_path_factory: pytest.TempPathFactory, frame: pd.DataFrame) -> Path:
-    """The most common tabular model: one-hot categories, scaled numbers, a classifier,
-    fitted on a DataFrame (so it knows its features by name)."""
-    pipeline = make_pipeline(
-        ColumnTransformer(
-            [
-                ("categories", OneHotEncoder(handle_unknown="ignore"), ["city", "plan"]),
-                ("numbers", StandardScaler(), ["age", "income"]),
-            ]
-        ),
-        LogisticRegression(),
-    )
-    target = (frame.age > 50) ^ (frame.city == "Lyon")
-    pipeline.fit(frame, target.astype(int))
-    model = tmp_path_factory.mktemp("pipeline") / "model"
-    model.mkdir()
-    joblib.dump(pipeline, model / "model.joblib")
-    return model
 
 
 def expected(model: Path, frame: pd.DataFrame) -> list[str]:

@@ -237,3 +237,64 @@ def test_missing_values_are_nan_in_every_block_of_a_large_body():
     body = codecs.encode_csv(rows).replace(b"nan", b"")
     assert len(body) > 2 * 1024 * 1024
     np.testing.assert_array_equal(codecs.decode_csv(body), rows)
+
+
+def _parquet(table) -> bytes:
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def test_a_parquet_body_is_read_in_column_order_as_numbers_for_an_array_model():
+    import pyarrow as pa
+
+    table = pa.table({"b": [1.5, None], "a": pa.array([3, 4], pa.int8()), "f": [True, False]})
+    decoded = codecs.decode(_parquet(table), "application/x-parquet")
+    np.testing.assert_array_equal(decoded, [[1.5, 3, 1], [np.nan, 4, 0]])
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"1,2\n", "application/x-parquet body is not a readable Parquet file: "),
+        ("text", "application/x-parquet column 'city' holds string values, not numbers: a "
+                 "model fitted on an array takes numbers only; text or categorical columns "
+                 "need a model fitted on a DataFrame (given the columns by name)"),
+        ("empty", "application/x-parquet body holds no record"),
+    ],
+)  # fmt: skip
+def test_a_parquet_body_an_array_model_cannot_read_is_a_400_saying_why(body, message):
+    import pyarrow as pa
+
+    if body == "text":
+        body = _parquet(pa.table({"age": [1], "city": ["Lyon"]}))
+    elif body == "empty":
+        body = _parquet(pa.table({"age": pa.array([], pa.int64())}))
+    with pytest.raises(RequestError) as refused:
+        codecs.decode(body, "application/x-parquet")
+    assert refused.value.status == 400
+    assert str(refused.value).startswith(message)
+
+
+def test_predictions_are_written_as_parquet_columns_named_for_what_they_hold():
+    import pandas as pd
+
+    def read(prediction) -> "pd.DataFrame":
+        return pd.read_parquet(io.BytesIO(codecs.encode(prediction, "application/x-parquet")))
+
+    assert read(np.array([0.25, 1.0])).to_dict("list") == {"prediction": [0.25, 1.0]}
+    assert read(np.array([[0.1, 0.9]])).to_dict("list") == {
+        "prediction_0": [0.1],
+        "prediction_1": [0.9],
+    }
+    assert read(np.array(["yes", "no"], dtype=object)).to_dict("list") == {
+        "prediction": ["yes", "no"]
+    }
+    assert read(pd.Series([1, 2], name="score")).to_dict("list") == {"score": [1, 2]}
+    assert read(pd.DataFrame({"label": ["a"], "p": [0.5]})).to_dict("list") == {
+        "label": ["a"],
+        "p": [0.5],
+    }
+    assert read(np.array([True, False]))["prediction"].dtype == bool

@@ -68,9 +68,9 @@ def test_malformed_records_get_400_naming_the_record(example_server, body, conte
 
 
 def test_unsupported_content_type_415_and_accept_406(example_server):
-    reply = example_server.invoke(ROW, "application/x-parquet")
+    reply = example_server.invoke(ROW, "application/x-protobuf")
     assert reply.status == 415
-    assert "application/x-parquet" in reply.text and "text/csv" in reply.text
+    assert "application/x-protobuf" in reply.text and "text/csv" in reply.text
     reply = example_server.invoke(ROW, "text/csv", "application/x-protobuf")
     assert reply.status == 406 and "application/x-protobuf" in reply.text
 

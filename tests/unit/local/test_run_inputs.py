@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from batchinfer.engine.inputs import InputFile, check_compression, collect_inputs
+from batchinfer.engine.inputs import InputFile, check_leading_bytes, collect_inputs
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.sharding.selection import InputSelection
+from batchinfer.transform.settings import TransformSettings
 
 
 def _files(tmp_path: Path, **contents: bytes) -> list[InputFile]:
@@ -21,10 +22,14 @@ def _files(tmp_path: Path, **contents: bytes) -> list[InputFile]:
     return files
 
 
+def _settings(**given) -> TransformSettings:
+    return TransformSettings(**{"content_type": "text/csv", **given})
+
+
 def test_a_gzip_file_without_compression_type_is_refused_naming_it(tmp_path):
     files = _files(tmp_path, a_csv=b"1,2\n", b_csv=gzip.compress(b"1,2\n"))
     with pytest.raises(ValidationError) as info:
-        check_compression(files, "None", "text/csv")
+        check_leading_bytes(files, _settings())
     assert str(info.value) == (
         f"{tmp_path / 'b_csv'}: is gzip-compressed (starts with 1f 8b) but compression_type is "
         "None; set --compression-type Gzip to decompress it before the model"
@@ -33,10 +38,24 @@ def test_a_gzip_file_without_compression_type_is_refused_naming_it(tmp_path):
 
 def test_gzip_bytes_pass_when_decompressed_or_meant_for_the_model(tmp_path):
     files = _files(tmp_path, d=gzip.compress(b"1,2\n"), empty=b"", one=b"\x1f")
-    check_compression(files, "Gzip", "text/csv")
-    check_compression(files, "None", "application/gzip; charset=binary")
-    check_compression(files[1:], "None", "text/csv")
-    check_compression([InputFile(tmp_path / "gone", "gone")], "None", None)
+    check_leading_bytes(files, _settings(compression_type="Gzip"))
+    check_leading_bytes(files, _settings(content_type="application/gzip; charset=binary"))
+    check_leading_bytes(files[1:], _settings())
+    check_leading_bytes([InputFile(tmp_path / "gone", "gone")], _settings(content_type=None))
+
+
+@pytest.mark.parametrize("content_type", ["text/csv", None])
+def test_a_parquet_file_sent_as_another_type_is_refused_naming_it(tmp_path, content_type):
+    files = _files(tmp_path, a_csv=b"1,2\n", b_parquet=b"PAR1" + b"\0" * 20 + b"PAR1")
+    with pytest.raises(ValidationError) as info:
+        check_leading_bytes(files, _settings(content_type=content_type))
+    assert str(info.value) == (
+        f"{tmp_path / 'b_parquet'}: is a Parquet file (starts with PAR1) but content_type is "
+        f"{content_type or 'not set (text/csv)'}; set --content-type application/x-parquet "
+        "(each file is then sent whole: --split-type None)"
+    )
+    parquet = _settings(content_type="application/vnd.apache.parquet", split_type="None")
+    check_leading_bytes(files[1:], parquet)
 
 
 def _tree(root: Path, *names: str) -> Path:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from batchinfer.endpoints.scoring import endpoint_settings
 from batchinfer.errors import ValidationError
 from batchinfer.transform.job_api import to_api
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings, validate_job_name
@@ -306,3 +307,43 @@ def test_r1_e10_valid_job_names(name):
 def test_r1_e10_invalid_job_names(name):
     with pytest.raises(ValidationError, match=r"TransformJobName"):
         validate_job_name(name)
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/x-parquet", "application/vnd.apache.parquet"]
+)
+def test_r6_parquet_is_framed_whole_and_answered_whole(content_type):
+    """A Parquet file is not made of lines (R6: what a record is under each SplitType), and
+    a Parquet answer is a whole file (R13: AssembleWith Line would add a newline after it)."""
+    with pytest.raises(ValidationError) as info:
+        TransformSettings(
+            content_type=content_type, split_type="Line", assemble_with="Line"
+        ).validate()
+    assert str(info.value) == (
+        f"split_type (SplitType): 'Line'; Parquet input (content_type (ContentType) "
+        f"'{content_type}') is not made of lines: each file is sent whole, as one request; "
+        "set 'None'; assemble_with (AssembleWith): 'Line'; a Parquet answer is a whole Parquet "
+        "file, which a newline after it would break; set 'None'"
+    )
+    whole = TransformSettings(content_type=content_type).validate()
+    assert whole.counts_records  # rows, from the footers of the file and of the answer
+    assert not TransformSettings(content_type=content_type, accept="text/csv").counts_records
+    csv_in = TransformSettings(content_type="text/csv", accept=content_type)
+    assert csv_in.answers_parquet and not csv_in.parquet_in and not csv_in.counts_records
+
+
+def test_r17_a_parquet_join_is_the_model_servers_not_the_platforms():
+    """SageMaker's DataProcessing joins CSV and JSON only: a Parquet join asks for none, and
+    the job's Environment tells the model server to make it; a filter is still refused."""
+    parquet = dict(content_type="application/x-parquet", accept="application/x-parquet")
+    joined = TransformSettings(**parquet, join_source="Input", environment={"A": "1"}).validate()
+    assert joined.server_joins and not joined.uses_data_processing
+    request = to_api(joined)
+    assert "DataProcessing" not in request
+    assert request["Environment"] == {"A": "1", "BATCHINFER_JOIN_SOURCE": "Input"}
+    assert joined.container_environment({})["BATCHINFER_JOIN_SOURCE"] == "Input"
+    assert "BATCHINFER_JOIN_SOURCE" not in TransformSettings(**parquet).container_environment({})
+    with pytest.raises(ValidationError, match="a join \\(DataProcessing\\) needs one of"):
+        TransformSettings(**parquet, join_source="Input", input_filter="$[0]").validate()
+    with pytest.raises(ValidationError, match="not allowed with the endpoint engine"):
+        endpoint_settings(joined)

@@ -1,0 +1,114 @@
+"""The Parquet footer read with the standard library: what pyarrow's own reader says of the
+same files, whatever their columns, row groups, compression and encodings; and a clear
+ParquetError for bytes that are not a whole Parquet file."""
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchinfer.transform.parquet_footer import (
+    FOOTER_GUESS,
+    MAGIC,
+    ParquetError,
+    footer_of,
+    metadata_length,
+    read_footer,
+)
+
+COLUMNS = {
+    "int": lambda n: pa.array(range(n)),
+    "float": lambda n: pa.array([i / 7 if i % 5 else None for i in range(n)]),
+    "text": lambda n: pa.array([f"city-{i % 13}" for i in range(n)]),
+    "category": lambda n: pa.array([f"c{i % 3}" for i in range(n)]).dictionary_encode(),
+    "flag": lambda n: pa.array([i % 2 == 0 for i in range(n)]),
+    "nested": lambda n: pa.array([{"x": i, "y": [i, i + 1]} for i in range(n)]),
+    "list": lambda n: pa.array([[float(i)] * (i % 3) for i in range(n)]),
+    "when": lambda n: pa.array(range(n), pa.timestamp("ms")),
+}
+
+
+def parquet_bytes(table: pa.Table, **options) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, **options)
+    return sink.getvalue()
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    rows=st.integers(0, 600),
+    names=st.lists(st.sampled_from(sorted(COLUMNS)), min_size=1, max_size=5, unique=True),
+    group=st.integers(1, 700),
+    compression=st.sampled_from(["none", "snappy", "gzip", "zstd"]),
+    dictionary=st.booleans(),
+    statistics=st.booleans(),
+)
+def test_the_footer_says_what_pyarrow_reads(
+    rows, names, group, compression, dictionary, statistics
+):
+    table = pa.table({name: COLUMNS[name](rows) for name in names})
+    data = parquet_bytes(
+        table,
+        row_group_size=group,
+        compression=compression,
+        use_dictionary=dictionary,
+        write_statistics=statistics,
+    )
+    footer = footer_of(data)
+    metadata = pq.ParquetFile(io.BytesIO(data)).metadata
+    assert footer.rows == metadata.num_rows == rows
+    assert footer.columns == tuple(names)
+    assert footer.footer_bytes == metadata.serialized_size + 8
+    assert len(footer.row_groups) == metadata.num_row_groups
+    for index, group_read in enumerate(footer.row_groups):
+        expected = metadata.row_group(index)
+        assert group_read.rows == expected.num_rows
+        assert group_read.uncompressed_bytes == expected.total_byte_size
+        chunks = [expected.column(j) for j in range(expected.num_columns)]
+        # pyarrow gives 0 (data) or None (dictionary) for a page a chunk does not have
+        pages = [[o for o in (c.data_page_offset, c.dictionary_page_offset) if o] for c in chunks]
+        spans = [
+            (min(p), min(p) + c.total_compressed_size)
+            for p, c in zip(pages, chunks, strict=True)
+            if p
+        ]
+        start = min((begin for begin, _ in spans), default=4)
+        assert (group_read.start, group_read.size) == (
+            start,
+            max((end for _, end in spans), default=start) - start,
+        )
+
+
+def test_the_footer_is_read_from_the_file_end_alone():
+    data = parquet_bytes(pa.table({"a": range(50_000)}), row_group_size=10_000)
+    end = data[-FOOTER_GUESS:]
+    assert read_footer(end, len(data)) == footer_of(data)
+    needed = metadata_length(data[-8:]) + 8
+    with pytest.raises(ValueError, match=f"needs the last {needed} bytes"):
+        read_footer(data[-(needed - 1) :], len(data))
+
+
+GOOD = parquet_bytes(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}))
+META = GOOD[-(metadata_length(GOOD[-8:]) + 8) :]  # the metadata, its length and the magic
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"a,b\n1,2\n", "does not start with PAR1: not a Parquet file"),
+        (GOOD[:-1], "does not end with PAR1: not a Parquet file, or a truncated one"),
+        (GOOD[: len(GOOD) // 2], "does not end with PAR1"),
+        (MAGIC + b"\xff" * 4 + MAGIC, "is 12 bytes: too short to be a Parquet file"),
+        (MAGIC + b"x" * 40 + MAGIC, "says its metadata is 2021161080 bytes, more than the file"),
+        (GOOD[:40] + META, "lies outside the file"),
+        (GOOD[: -len(META)] + b"\xff" * (len(META) - 8) + GOOD[-8:], "footer that cannot be"),
+    ],
+    ids=["csv", "no end magic", "cut in half", "too short", "length past start", "body cut",
+         "metadata damaged"],
+)  # fmt: skip
+def test_bytes_that_are_not_a_whole_parquet_file_are_refused_saying_why(data, message):
+    with pytest.raises(ParquetError, match=message):
+        footer_of(data)
