@@ -440,10 +440,14 @@ def read_parquet(body: bytes) -> pa.Table:
 
 
 def decode_parquet(body: bytes) -> np.ndarray:
-    """A Parquet body's columns, in the file's order, as an ``(records, columns)`` float64
+    """A Parquet body as :func:`parquet_matrix` reads it."""
+    return parquet_matrix(read_parquet(body))
+
+
+def parquet_matrix(table: pa.Table) -> np.ndarray:
+    """A Parquet table's columns, in the file's order, as an ``(records, columns)`` float64
     array for a model fitted on an array: numbers and booleans, a missing value as NaN; a
     column of anything else is a 400 naming it."""
-    table = read_parquet(body)
     if table.num_rows == 0:
         raise RequestError(400, f"{PARQUET} body holds no record")
     matrix = np.empty((table.num_rows, table.num_columns), dtype=np.float64)
@@ -628,12 +632,11 @@ def encode_parquet(prediction: Any) -> bytes:
     return write_parquet(prediction_table(prediction))
 
 
-def joined_parquet(body: bytes, prediction: Any) -> bytes:
-    """The Parquet request ``body``'s columns, then the prediction's
+def joined_parquet(table: pa.Table, prediction: Any) -> bytes:
+    """The Parquet request's ``table``, then the prediction's columns
     (:func:`prediction_table`), as one Parquet file: a join of the input and its answer, row
     for row. A prediction of another length is answered as it is (the client's count of rows
     then names both); a prediction column the input already has is a 400 naming it."""
-    table = read_parquet(body)
     answer = prediction_table(host_values(prediction))
     if answer.num_rows != table.num_rows:
         return write_parquet(answer)

@@ -188,6 +188,7 @@ class InferenceHandler:
                     self.model, _user_body(body, kind), kind, response_type
                 )
             return _response(result, response_type)
+        table = None  # a Parquet request's, read once for the model and the join
         if "input_fn" in user:
             with _value_errors_refuse("input_fn"):
                 data = user["input_fn"](_user_body(body, kind), kind)
@@ -195,12 +196,17 @@ class InferenceHandler:
             reader = self._reader_for(custom_attributes)
             if self._streams(reader, kind, response_type):
                 return self._streamed(body, reader, response_type), response_type
-            data = reader.decode(body, kind)
+            if kind == PARQUET:
+                table = codecs.read_parquet(body)
+                data = reader.from_parquet(table)
+            else:
+                data = reader.decode(body, kind)
         prediction = self._predict(data)
         if "output_fn" in user:
             return _response(user["output_fn"](prediction, response_type), response_type)
         if self._join_input and kind == PARQUET and response_type == PARQUET:
-            return codecs.joined_parquet(body, prediction), response_type
+            table = codecs.read_parquet(body) if table is None else table
+            return codecs.joined_parquet(table, prediction), response_type
         return codecs.encode(prediction, response_type), response_type
 
     def _predict(self, data: Any) -> Any:

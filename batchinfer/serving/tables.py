@@ -113,10 +113,16 @@ class TableReader:
         if content_type == NPY:
             return _matrix_frame(codecs.decode_npy(body), self.features, content_type)
         if content_type == PARQUET:
-            table = codecs.read_parquet(body)
-            _check_present(self.features, table.column_names, content_type)
-            return self._categorised(table.select(list(self.features)).to_pandas())
+            return self.from_parquet(codecs.read_parquet(body))
         return codecs.decode(body, content_type)  # a type no default decoder reads: 415
+
+    def from_parquet(self, table: Any) -> Any:
+        """The model's input from a Parquet request's table: its columns by name for a
+        model with features, else as numbers in the file's order."""
+        if self.features is None:
+            return codecs.parquet_matrix(table)
+        _check_present(self.features, table.column_names, PARQUET)
+        return self._categorised(table.select(list(self.features)).to_pandas())
 
     def _categorised(self, frame: Any) -> Any:
         """``frame`` with the columns the model reads as categories made categories."""
