@@ -20,8 +20,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from batchinfer.engine.file_queue import files_at_once, take_files
 from batchinfer.engine.inputs import InputFile, collect_inputs
-from batchinfer.engine.outcomes import Progress, transform_input
+from batchinfer.engine.outcomes import FileOutcome, Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import die_with
 from batchinfer.serving.handlers import InferenceHandler, load_handler
@@ -110,13 +111,11 @@ def run_processing_job(
             request = pool.submit(_invoke, body, settings.content_type, settings.accept)
             return checked_response(*request.result())
 
-        outcomes = []
-        for file in files:
-            progress.file_started(0, file)
-            outcome = transform_input(
+        def work(instance: int, file: InputFile) -> FileOutcome:
+            return transform_input(
                 file,
                 output_dir,
-                instance=0,
+                instance=instance,
                 invoke=invoke,
                 settings=settings,
                 effective=effective,
@@ -124,7 +123,9 @@ def run_processing_job(
                 progress=progress,
                 skip_blank_lines=skip_blank_lines,
             )
-            outcomes.append(outcome)
+
+        at_once = files_at_once(settings.split_type, workers)
+        outcomes = take_files(files, 1, work, progress, at_once=at_once)
     return [
         {"name": o.file.name, "stats": o.stats and asdict(o.stats), "error": o.error}
         for o in outcomes
@@ -177,10 +178,16 @@ class JsonLinesProgress(Progress):
     ``{"file": name}`` when a file starts, ``{"file": name, "done": bytes}`` after a request."""
 
     def file_started(self, instance: int, file: InputFile) -> None:
-        print(json.dumps({"file": file.name}), flush=True)
+        _line({"file": file.name})
 
     def file_progress(self, instance: int, file: InputFile, done: int) -> None:
-        print(json.dumps({"file": file.name, "done": done}), flush=True)
+        _line({"file": file.name, "done": done})
+
+
+def _line(value: dict[str, object]) -> None:
+    """One JSON line on stdout, written whole (files run in threads)."""
+    sys.stdout.write(json.dumps(value) + "\n")
+    sys.stdout.flush()
 
 
 def default_workers() -> int:

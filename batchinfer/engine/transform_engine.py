@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from batchinfer.engine.file_queue import take_files
+from batchinfer.engine.file_queue import files_at_once, take_files
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile, Units, resolve_units
 from batchinfer.engine.local_instances import local_instances
@@ -78,8 +78,9 @@ def run_transform(
                 skip_blank_lines=skip_blank_lines,
             )
 
+        at_once = files_at_once(settings.split_type, effective.max_concurrent_transforms)
         outcomes = take_files(
-            files, len(clients), work, progress, on_interrupt=lambda: _stop_all(servers)
+            files, len(clients), work, progress, lambda: _stop_all(servers), at_once
         )
         return EngineReport(effective, outcomes, startup_seconds=startup)
     finally:
