@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any, BinaryIO, Literal
 
-from batchinfer.engine.inputs import InputFile, check_not_parquet
+from batchinfer.engine.inputs import GZIP_MAGIC, InputFile, check_not_parquet
 from batchinfer.errors import InputError
 from batchinfer.planning.scan import LargestRecord, Reservoir, scan_lines
 from batchinfer.sharding.auto import requested_shards
@@ -25,7 +25,6 @@ from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
 READ_SIZE = 8 * 1024 * 1024
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -93,9 +92,9 @@ def survey_local(
     line when it is a ``header`` and without empty lines when ``skip_blank_lines``; Line
     records go to ``reservoir``. A Parquet input's footer alone is read; a Parquet file sent
     as another type is refused (ValidationError naming it), as ``batchinfer run`` refuses it."""
-    size = file.size
     if settings.parquet_in:
         return survey_parquet(file)
+    size = file.size
     with file.path.open("rb") as handle:
         head = handle.read(len(PARQUET_MAGIC))
         check_not_parquet(head, str(file.path), settings)

@@ -20,8 +20,9 @@ that many records, for the default ``predict_fn`` and for a user one whose modul
 ``PREDICT_FN_ROW_WISE = True`` (it scores each record on its own); the predictions are joined
 in order: a single pass's predictions, record for record (a runtime's kernels may block
 batches of other sizes apart, so a float can differ in its last digit). Numeric CSV answered
-a line per record is split before it is decoded: each forward batch is decoded, predicted
-and encoded in turn, so a request's decoded records never stand in memory all at once.
+a line per record is split before it is decoded: each run of whole forward batches (about a
+MiB of the body) is decoded, predicted a batch at a time and encoded in turn, so a request's
+decoded records never stand in memory all at once.
 As in SageMaker's scikit-learn and XGBoost containers, a user ``input_fn`` receives ``str`` for
 text/csv, application/json and application/jsonlines bodies and ``bytes`` otherwise; content
 types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``),
