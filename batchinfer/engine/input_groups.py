@@ -2,9 +2,11 @@
 the shards it is pre-split into (``--shards``), and what became of it once they ran."""
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from batchinfer.engine.inputs import (
     InputFile,
@@ -16,12 +18,14 @@ from batchinfer.engine.previous_run import (
     input_version,
 )
 from batchinfer.engine.s3_staging import S3Staging
-from batchinfer.errors import BatchInferError
+from batchinfer.errors import BatchInferError, InputError
 from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import requested_shards
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import output_name
+from batchinfer.transform.parquet_files import data_span, joined_footer
+from batchinfer.transform.parquet_footer import MAGIC, ParquetError, ParquetFooter, footer_at_end
 
 
 @dataclass
@@ -48,7 +52,8 @@ class InputGroup:
             for unit in self.units:  # R19: nothing of a failed input stays, not even good shards
                 (unit_dir / output_name(unit.name)).unlink(missing_ok=True)
         elif self.merged:
-            _concatenate([p.output for p in parts], merge_dir / output_name(self.source.name))
+            join = join_parquet if job.settings.answers_parquet else _concatenate
+            join([p.output for p in parts], merge_dir / output_name(self.source.name))
         stats = [p.stats for p in parts if p.stats is not None]
         seconds = max((s.seconds for s in stats), default=0.0)
         records_in = None if errors else _sum_or_none([s.records_in for s in stats])
@@ -119,16 +124,17 @@ def _shard_units(
     file: InputFile, count: int, job: LocalJob, workdir: Path, staging: S3Staging | None
 ) -> list[InputFile]:
     """``file`` cut into ``count`` line-aligned shards (fewer when records are longer). A
-    plain file's shards are byte ranges of it, read in place; gzip input is re-chunked, and
-    a processing container, which is handed whole files, gets copies, both written by
-    :func:`split` under ``workdir``. A plain S3 object's shards are fetched when taken
-    (``staging``); a gzip one is fetched whole first. The input itself when nothing could be
-    cut."""
+    plain file's shards are byte ranges of it, read in place; gzip input is re-chunked,
+    Parquet input is cut into standalone files of whole row groups, and a processing
+    container, which is handed whole files, gets copies, all written by :func:`split` under
+    ``workdir``. A plain S3 object's shards are fetched when taken (``staging``); a gzip or
+    Parquet one is fetched whole first. The input itself when nothing could be cut."""
     parent = Path(file.name).parent
     gzip = splits_as_gzip(str(file.path), job.settings.compression_type)
-    if staging is not None and not gzip:
+    copied = gzip or job.settings.parquet_in
+    if staging is not None and not copied:
         return staging.shard_units(file, count, header=job.header)
-    if gzip or job.engine == "processing":
+    if copied or job.engine == "processing":
         if file.fetch is not None:
             file.fetch()
         index = split(
@@ -162,14 +168,48 @@ def _shard_units(
 
 def _concatenate(parts: list[Path], target: Path) -> None:
     """Write ``parts`` in order into ``target`` atomically, copying in the kernel."""
+    with _written(target) as out:
+        for part in parts:
+            with part.open("rb") as src:
+                size = os.fstat(src.fileno()).st_size
+                kernel_copy(src.fileno(), out.fileno(), 0, size, source=str(part))
+
+
+def join_parquet(parts: list[Path], target: Path) -> None:
+    """Write the Parquet files ``parts`` as one, atomically: their row groups in order,
+    copied in the kernel, under a footer that lists them all
+    (:func:`batchinfer.transform.parquet_files.joined_footer`)."""
+    try:
+        footers = [_footer(part) for part in parts]
+        tail = joined_footer(footers, [str(part) for part in parts])
+    except ParquetError as exc:
+        raise InputError(f"cannot merge into {target.name}: {exc}") from None
+    with _written(target) as out:
+        out.write(MAGIC)
+        out.flush()
+        for part, footer in zip(parts, footers, strict=True):
+            start, end = data_span(footer)
+            with part.open("rb") as src:
+                kernel_copy(src.fileno(), out.fileno(), start, end, source=str(part))
+        out.write(tail)
+
+
+def _footer(path: Path) -> ParquetFooter:
+    source = LocalSource(str(path))
+    try:
+        return footer_at_end(source.read_range, source.size)
+    finally:
+        source.close()
+
+
+@contextmanager
+def _written(target: Path) -> Iterator[BinaryIO]:
+    """A file that becomes ``target`` when the block ends without an error."""
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     try:
         with partial.open("wb") as out:
-            for part in parts:
-                with part.open("rb") as src:
-                    size = os.fstat(src.fileno()).st_size
-                    kernel_copy(src.fileno(), out.fileno(), 0, size, source=str(part))
+            yield out
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)

@@ -42,6 +42,7 @@ class LocalSource:
     """A local input file, held open for the whole split."""
 
     copy_workers = 2  # two kernel copies in parallel (they run without the GIL)
+    min_copy = 0  # a kernel copy may be of any length
 
     def __init__(self, path: str) -> None:
         self.path = Path(path).resolve()
@@ -96,6 +97,9 @@ class LocalShardWriter:
     def write(self, data: bytes) -> None:
         self.file.write(data)
         self.size += len(data)
+
+    def flush(self) -> None:
+        self.file.flush()
 
     def finish(self) -> int:
         self.file.close()

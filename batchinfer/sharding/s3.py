@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
-from batchinfer.multipart import MAX_PART_SIZE, copy_part_ranges
+from batchinfer.multipart import MAX_PART_SIZE, MIN_PART_SIZE, copy_part_ranges
 from batchinfer.uris import S3Location
 
 # Size of the parts uploaded when shards are written (gzip re-chunking).
@@ -42,6 +42,7 @@ class S3Source:
     """An S3 input object, pinned to the ETag (and version) seen when the split started."""
 
     copy_workers = 8  # UploadPartCopy runs inside S3: parallel requests only wait
+    min_copy = MIN_PART_SIZE  # every part but the last: what UploadPartCopy may copy
 
     def __init__(self, client: Any, location: S3Location) -> None:
         self.client = client
@@ -160,6 +161,11 @@ class S3ShardWriter:
             Body=body,
         )
         self.add_part(result["ETag"], len(body))
+
+    def flush(self) -> None:
+        """Upload the bytes written so far as a part (at least 5 MiB unless it is the last)."""
+        if self._buffer:
+            self._upload_buffer()
 
     def finish(self) -> int:
         if self._buffer or not self.parts:

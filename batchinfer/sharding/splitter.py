@@ -12,6 +12,7 @@ from batchinfer.sharding.header import check_header
 from batchinfer.sharding.index import Shard, ShardIndex
 from batchinfer.sharding.local_files import LocalSink, LocalSource
 from batchinfer.sharding.names import index_name, manifest_name, shard_name
+from batchinfer.sharding.parquet_split import is_parquet, split_parquet
 from batchinfer.sharding.planner import ShardPlan, plan_shards
 from batchinfer.transform.settings import ENUMS
 from batchinfer.uris import is_s3_uri, parse_s3_uri
@@ -43,7 +44,9 @@ def split(
     shard is not copied: the index points at the input itself. With ``header`` the first
     line is dropped from the shards and kept in the index; with ``header_sha256`` too, a
     header line of another digest fails the split (the inputs of a run share one header:
-    :mod:`batchinfer.sharding.header`). ``progress(done, total)`` is
+    :mod:`batchinfer.sharding.header`). Parquet input (known by its leading ``PAR1``) is cut
+    into runs of whole row groups, each a standalone Parquet file
+    (:mod:`batchinfer.sharding.parquet_split`). ``progress(done, total)`` is
     called as bytes are processed. Shards are published only when all are written; the
     manifest (``<name>.manifest``) and then the index (``<name>.index.json``) are written
     last. Returns the index, whose ``location`` and ``manifest`` say where they are.
@@ -75,6 +78,19 @@ def split(
                     sink.abort()
                     prefix = source.parent_prefix
                     made = [Shard(source.name, source.uri, 0, made[0].end, source.size)]
+            elif is_parquet(source.read_range, source.size):
+                if header:
+                    raise ValidationError(
+                        f"{source.uri}: a Parquet file has no header line; split it without one"
+                    )
+                header_line = None
+                prefix, made = split_parquet(
+                    source,
+                    sink,
+                    shards=shards,
+                    shard_size=shard_size,
+                    on_part=_counter(source.size, progress),
+                )
             else:
                 plan = plan_shards(
                     source.size,
@@ -136,13 +152,8 @@ def _open(input: str, output: str, s3_client: Any) -> tuple[Any, Any]:
     )
 
 
-def _materialise(
-    plan: ShardPlan, source: Any, sink: Any, progress: Progress | None
-) -> tuple[str, list[Shard]]:
-    """Copy each planned byte range into its shard; returns the prefix and the shards."""
-    if plan.whole_object:
-        return source.parent_prefix, [Shard(source.name, source.uri, 0, plan.size, plan.size)]
-    total = sum(end - start for start, end in plan.ranges)
+def _counter(total: int, progress: Progress | None) -> Callable[[int], None]:
+    """A thread-safe ``on_part(size)`` that reports the bytes done so far of ``total``."""
     done = 0
     lock = Lock()
 
@@ -152,6 +163,17 @@ def _materialise(
             done += size
             if progress is not None:
                 progress(done, total)
+
+    return on_part
+
+
+def _materialise(
+    plan: ShardPlan, source: Any, sink: Any, progress: Progress | None
+) -> tuple[str, list[Shard]]:
+    """Copy each planned byte range into its shard; returns the prefix and the shards."""
+    if plan.whole_object:
+        return source.parent_prefix, [Shard(source.name, source.uri, 0, plan.size, plan.size)]
+    on_part = _counter(sum(end - start for start, end in plan.ranges), progress)
 
     def copy(number: int, start: int, end: int) -> Shard:
         name = shard_name(source.name, number)

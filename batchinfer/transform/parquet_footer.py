@@ -5,13 +5,15 @@ plan its shards from its last bytes.
 
 A Parquet file ends with its metadata (a Thrift ``FileMetaData`` in the compact protocol),
 the metadata's length (4 bytes, little-endian) and the magic ``PAR1``; it also starts with
-``PAR1``. Only the fields used here are decoded; the others are skipped by their wire type.
+``PAR1``. The whole metadata is read (:mod:`batchinfer.transform.thrift_compact`) and kept, for
+:mod:`batchinfer.transform.parquet_files` to write footers of its own from it.
 """
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+
+from batchinfer.transform.thrift_compact import Struct, read_struct
 
 MAGIC = b"PAR1"
 TAIL_BYTES = 8  # the metadata's length and the magic
@@ -44,6 +46,7 @@ class ParquetFooter:
     row_groups: tuple[RowGroup, ...]
     columns: tuple[str, ...]  # the top-level columns, in the file's order
     metadata_bytes: int  # the Thrift metadata's length
+    metadata: Struct = field(repr=False, compare=False)  # the whole FileMetaData
 
     @property
     def footer_bytes(self) -> int:
@@ -73,8 +76,7 @@ def read_footer(end: bytes, file_size: int) -> ParquetFooter:
         raise ValueError(f"read_footer needs the last {length + TAIL_BYTES} bytes of the file")
     metadata = end[len(end) - TAIL_BYTES - length : len(end) - TAIL_BYTES]
     try:
-        fields = _Reader(metadata).struct()
-        return _footer(fields, length, file_size)
+        return _footer(read_struct(metadata), length, file_size)
     except (IndexError, KeyError, TypeError, ValueError, struct.error) as exc:
         if isinstance(exc, ParquetError):
             raise
@@ -108,29 +110,28 @@ _META_DATA = 3  # ColumnChunk
 _CM_COMPRESSED, _CM_DATA_PAGE, _CM_DICTIONARY_PAGE = 7, 9, 11  # ColumnMetaData
 
 
-Fields = dict[int, Any]  # a Thrift struct: each field's value by its id
-
-
-def _footer(fields: Fields, length: int, file_size: int) -> ParquetFooter:
-    groups = tuple(_row_group(group) for group in fields.get(_ROW_GROUPS, []))
+def _footer(fields: Struct, length: int, file_size: int) -> ParquetFooter:
+    listed = fields.get(_ROW_GROUPS)
+    groups = tuple(_row_group(group) for group in (listed.items if listed else []))
     data_end = file_size - length - TAIL_BYTES
     if any(group.start < len(MAGIC) or group.start + group.size > data_end for group in groups):
         raise ParquetError("has a row group that lies outside the file: a truncated file")
     return ParquetFooter(
         rows=int(fields[_NUM_ROWS]),
         row_groups=groups,
-        columns=_top_level_names(fields[_SCHEMA]),
+        columns=_top_level_names(fields[_SCHEMA].items),
         metadata_bytes=length,
+        metadata=fields,
     )
 
 
-def _row_group(group: Fields) -> RowGroup:
+def _row_group(group: Struct) -> RowGroup:
     """A row group's rows and bytes; its range runs from its first column chunk's first page
     (a dictionary page where there is one) to its last chunk's end. A chunk with no page (an
     offset of 0: a row group of no rows) takes no bytes."""
     starts, ends = [], []
-    for chunk in group[_COLUMNS]:
-        meta: Fields = chunk[_META_DATA]
+    for chunk in group[_COLUMNS].items:
+        meta: Struct = chunk[_META_DATA]
         pages = [meta[key] for key in (_CM_DATA_PAGE, _CM_DICTIONARY_PAGE) if meta.get(key)]
         if pages:
             starts.append(min(pages))
@@ -144,7 +145,7 @@ def _row_group(group: Fields) -> RowGroup:
     )
 
 
-def _top_level_names(schema: list[Fields]) -> tuple[str, ...]:
+def _top_level_names(schema: list[Struct]) -> tuple[str, ...]:
     """The root's children, skipping each one's own descendants (nested columns)."""
     names, index = [], 1
     for _ in range(int(schema[0].get(_NUM_CHILDREN, 0))):
@@ -153,82 +154,9 @@ def _top_level_names(schema: list[Fields]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _after_subtree(schema: list[Fields], index: int) -> int:
+def _after_subtree(schema: list[Struct], index: int) -> int:
     children = int(schema[index].get(_NUM_CHILDREN, 0))
     index += 1
     for _ in range(children):
         index = _after_subtree(schema, index)
     return index
-
-
-# --- Thrift compact protocol ---------------------------------------------------------------
-
-_STOP, _TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(
-    13
-)
-
-
-class _Reader:
-    """Reads Thrift compact-protocol values: structs as ``{field id: value}``."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data, self._at = data, 0
-
-    def struct(self) -> "Fields":
-        fields: Fields = {}
-        last = 0
-        while True:
-            header = self._byte()
-            kind = header & 0x0F
-            if kind == _STOP:
-                return fields
-            delta = header >> 4
-            last = last + delta if delta else _zigzag(self._varint())
-            fields[last] = self._value(kind, in_field=True)
-
-    def _value(self, kind: int, in_field: bool = False) -> Any:
-        if kind in (_TRUE, _FALSE):
-            # A bool field carries its value in its type; a bool in a list takes a byte.
-            return kind == _TRUE if in_field else self._byte() == 1
-        if kind == _BYTE:
-            return self._byte()
-        if kind in (_I16, _I32, _I64):
-            return _zigzag(self._varint())
-        if kind == _DOUBLE:
-            self._at += 8
-            return struct.unpack_from("<d", self._data, self._at - 8)[0]
-        if kind == _BINARY:
-            size = self._varint()
-            self._at += size
-            if self._at > len(self._data):
-                raise IndexError("binary past the end")
-            return self._data[self._at - size : self._at]
-        if kind in (_LIST, _SET):
-            header = self._byte()
-            size = header >> 4 if header >> 4 != 15 else self._varint()
-            return [self._value(header & 0x0F) for _ in range(size)]
-        if kind == _MAP:
-            size = self._varint()
-            types = self._byte() if size else 0
-            return {self._value(types >> 4): self._value(types & 0x0F) for _ in range(size)}
-        if kind == _STRUCT:
-            return self.struct()
-        raise TypeError(f"unknown compact type {kind}")
-
-    def _byte(self) -> int:
-        value = self._data[self._at]
-        self._at += 1
-        return value
-
-    def _varint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self._byte()
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
-
-def _zigzag(value: int) -> int:
-    return (value >> 1) ^ -(value & 1)

@@ -163,3 +163,38 @@ def test_bad_parquet_files_fail_alone_naming_the_file_and_what_is_wrong(
     )
     outputs = sorted(p.name for p in (tmp_path / "out").glob("*.out"))
     assert outputs == ["good.parquet.out"]
+
+
+@pytest.mark.parametrize("engine", ["transform", "processing"])
+def test_a_file_split_into_row_group_shards_merges_into_one_parquet_of_the_input_frame(
+    tmp_path: Path, pipeline_model: Path, engine: str
+) -> None:
+    """--shards 3 on a file of 6 row groups: three standalone files of two row groups each
+    are scored by three instances, each answering one Parquet file, and --merge writes one
+    Parquet file whose row groups are the answers', in order: the frame
+    ``df.assign(prediction=pipeline.predict(df))`` (R3: each input object goes whole to one
+    instance, so shards are what spreads one file over instances)."""
+    table = customers().assign(customer_id=range(ROWS))
+    table["plan"] = table["plan"].astype("category")
+    source = write(table, tmp_path / "in" / "customers.parquet", row_group_size=40)
+    settings = {**PARQUET, "join_source": "Input", "instance_count": 3}
+    run = job(
+        [source],
+        tmp_path / "out",
+        pipeline_model,
+        engine=engine,
+        settings=settings,
+        shards=3,
+        merge=True,
+    )
+    result = run_job(run)
+    assert result.succeeded, result.failures
+    (scored,) = result.files
+    assert (scored.shards, scored.instances) == (3, [1, 2, 3])
+    assert (scored.records_in, scored.records_out) == (ROWS, ROWS)
+    merged = tmp_path / "out" / "customers.parquet.out"
+    assert [pq.ParquetFile(merged).metadata.row_group(i).num_rows for i in range(3)] == [80] * 3
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(merged), table.assign(prediction=pipeline.predict(table[FEATURES]))
+    )

@@ -1,0 +1,109 @@
+"""Parquet input: shards of whole row groups, each a standalone Parquet file.
+
+A row group is the smallest piece of a Parquet file that stands alone, so a shard is a run
+of consecutive row groups: ``PAR1``, the run's bytes copied as they are (kernel copy
+locally, UploadPartCopy on S3), and a footer written for it
+(:mod:`batchinfer.transform.parquet_files`). Nothing is decoded, so a split reads only the
+footer and, on S3, the edges of each shard (S3 copies parts of at least 5 MiB; the bytes
+around them are read and uploaded). A file of one row group is its own only shard.
+"""
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from threading import Lock
+from typing import Any
+
+from batchinfer.errors import InputError
+from batchinfer.sharding.index import Shard
+from batchinfer.sharding.names import shard_name
+from batchinfer.sharding.planner import shard_count
+from batchinfer.transform.parquet_files import data_span, shard_footer
+from batchinfer.transform.parquet_footer import MAGIC, ParquetError, ParquetFooter, footer_at_end
+
+
+def is_parquet(read_range: Callable[[int, int], bytes], size: int) -> bool:
+    """Whether the object starts with Parquet's magic."""
+    return size >= len(MAGIC) and read_range(0, len(MAGIC)) == MAGIC
+
+
+def row_group_runs(footer: ParquetFooter, count: int) -> list[tuple[int, int]]:
+    """Up to ``count`` runs ``[first, stop)`` of consecutive row groups, of about equal
+    bytes: each row group goes to the run its middle byte falls in. Fewer runs where there
+    are fewer row groups (or one group outweighs the others); one run for a file of none."""
+    sizes = [group.size for group in footer.row_groups]
+    total = sum(sizes)
+    if len(sizes) <= 1 or count <= 1 or total == 0:
+        return [(0, len(sizes))]
+    runs: list[tuple[int, int]] = []
+    before = 0
+    last_run = -1
+    for index, size in enumerate(sizes):
+        run = min(count - 1, (2 * before + size) * count // (2 * total))
+        if run != last_run:
+            runs.append((index, index + 1))
+            last_run = run
+        else:
+            runs[-1] = (runs[-1][0], index + 1)
+        before += size
+    return runs
+
+
+def split_parquet(
+    source: Any,
+    sink: Any,
+    *,
+    shards: int | None,
+    shard_size: int | None,
+    on_part: Callable[[int], None],
+) -> tuple[str, list[Shard]]:
+    """Cut the Parquet ``source`` into shards of whole row groups written to ``sink``; the
+    prefix of the shards and the shards (the source itself when it makes one shard).
+    InputError naming the source when it is not a whole Parquet file."""
+    try:
+        footer = footer_at_end(source.read_range, source.size)
+    except ParquetError as exc:
+        raise InputError(f"{source.uri}: {exc}") from None
+    start, end = data_span(footer)
+    count = shard_count(end - start, shards=shards, shard_size=shard_size)
+    runs = row_group_runs(footer, count)
+    if len(runs) == 1:
+        return source.parent_prefix, [Shard(source.name, source.uri, 0, source.size, source.size)]
+    try:
+        tails = [shard_footer(footer, first, stop, source=source.uri) for first, stop in runs]
+    except ParquetError as exc:
+        raise InputError(str(exc)) from None
+    lock = Lock()
+
+    def locked(size: int) -> None:
+        with lock:
+            on_part(size)
+
+    def copy(number: int) -> Shard:
+        first, stop = runs[number]
+        span_start, span_end = data_span(footer, first, stop)
+        name = shard_name(source.name, number)
+        writer = sink.open(name)
+        _copy_framed(source, writer, span_start, span_end, tails[number], locked)
+        return Shard(name, sink.uri(name), span_start, span_end, writer.finish())
+
+    with ThreadPoolExecutor(min(source.copy_workers, len(runs))) as pool:
+        made = list(pool.map(copy, range(len(runs))))
+    return sink.prefix, made
+
+
+def _copy_framed(
+    source: Any, writer: Any, start: int, end: int, tail: bytes, on_part: Callable[[int], None]
+) -> None:
+    """Write ``PAR1``, the source's bytes ``[start, end)`` and ``tail``. The middle is copied
+    by the source; each edge of ``source.min_copy`` bytes is read and written with the
+    framing, so that every copied part is as large as the store needs."""
+    edge = source.min_copy
+    if end - start < 3 * edge:
+        writer.write(MAGIC + source.read_range(start, end) + tail)
+        on_part(end - start)
+        return
+    writer.write(MAGIC + source.read_range(start, start + edge))
+    writer.flush()
+    source.copy_to(writer, start + edge, end - edge, on_part)
+    writer.write(source.read_range(end - edge, end) + tail)
+    on_part(2 * edge)
