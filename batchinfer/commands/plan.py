@@ -188,14 +188,21 @@ def show(console: Console, plan: Plan) -> None:
         limit = largest["max_payload_bytes"]
         bound = "0 (no limit)" if limit is None else f"{limit // MIB} ({limit:,} bytes)"
         parquet = next((i for i in plan.inputs if i.name == largest["file"] and i.row_groups), None)
-        what = (
-            f"largest record: {largest['file']} record {largest['record']}"
-            if parquet is None
-            else f"largest request: {largest['file']}, a whole Parquet file of "
-            f"{figures.count(parquet.records or 0, 'row')} in "
-            f"{figures.count(parquet.row_groups or 0, 'row group')} (the largest "
-            f"{parquet.largest_row_group:,} bytes)"
-        )
+        if parquet is None:
+            what = f"largest record: {largest['file']} record {largest['record']}"
+        else:
+            whole = (
+                "a whole Parquet file"
+                if parquet.shards == 1
+                else f"the largest of its {parquet.shards} shards of whole row groups (from "
+                f"row {largest['record']:,}), of a Parquet file"
+            )
+            what = (
+                f"largest request: {largest['file']}, {whole} of "
+                f"{figures.count(parquet.records or 0, 'row')} in "
+                f"{figures.count(parquet.row_groups or 0, 'row group')} (the largest "
+                f"{parquet.largest_row_group:,} bytes)"
+            )
         line(
             f"{what}, {largest['bytes']:,} bytes; MaxPayloadInMB {bound}: "
             + ("fits" if largest["fits"] else "TOO LARGE")

@@ -20,7 +20,7 @@ from batchinfer.engine.previous_run import (
 from batchinfer.engine.s3_staging import S3Staging
 from batchinfer.errors import BatchInferError, InputError
 from batchinfer.sharding import plan_shards, shard_name, split
-from batchinfer.sharding.auto import requested_shards
+from batchinfer.sharding.auto import parquet_split, requested_shards
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import output_name
@@ -104,26 +104,39 @@ def split_inputs(
     on_stage("split")
     groups = []
     for file in files:
-        count = requested_shards(file.size, job.shards, job.settings.instance_count)
-        if file.size == 0 or (count == 1 and not job.header):  # a split drops a header
+        asked = _split_asked(file, job)
+        if file.size == 0 or (asked is None and not job.header):  # a split drops a header
             groups.append(InputGroup(file, [file], merged=job.merge))
             continue
         try:
-            units = _shard_units(file, count, job, workdir, staging)
+            units = _shard_units(file, asked or {"shards": 1}, job, workdir, staging)
         except BatchInferError as exc:
             groups.append(InputGroup(file, [], merged=job.merge, error=str(exc)))
             continue
-        if count == 1:  # only its header dropped: it keeps its name, as an unsplit input
+        if asked is None:  # only its header dropped: it keeps its name, as an unsplit input
             groups.append(InputGroup(file, [replace(units[0], name=file.name)], job.merge))
             continue
         groups.append(InputGroup(file, units, merged=job.merge, shards=len(units)))
     return groups
 
 
+def _split_asked(file: InputFile, job: LocalJob) -> dict[str, int] | None:
+    """What ``--shards`` asks of ``file``, as :func:`split`'s ``shards`` or ``shard_size``
+    (None: it stays whole)."""
+    if job.settings.parquet_in:
+        return parquet_split(file.size, job.shards, job.settings.resolve().max_payload_bytes)
+    count = requested_shards(file.size, job.shards, job.settings.instance_count)
+    return None if count == 1 else {"shards": count}
+
+
 def _shard_units(
-    file: InputFile, count: int, job: LocalJob, workdir: Path, staging: S3Staging | None
+    file: InputFile,
+    asked: dict[str, int],
+    job: LocalJob,
+    workdir: Path,
+    staging: S3Staging | None,
 ) -> list[InputFile]:
-    """``file`` cut into ``count`` line-aligned shards (fewer when records are longer). A
+    """``file`` cut into the shards ``asked`` (fewer when records are longer). A
     plain file's shards are byte ranges of it, read in place; gzip input is re-chunked,
     Parquet input is cut into standalone files of whole row groups, and a processing
     container, which is handed whole files, gets copies, all written by :func:`split` under
@@ -133,16 +146,17 @@ def _shard_units(
     gzip = splits_as_gzip(str(file.path), job.settings.compression_type)
     copied = gzip or job.settings.parquet_in
     if staging is not None and not copied:
-        return staging.shard_units(file, count, header=job.header)
+        return staging.shard_units(file, asked["shards"], header=job.header)
     if copied or job.engine == "processing":
         if file.fetch is not None:
             file.fetch()
         index = split(
             str(file.path),
             str(workdir / "shards" / file.name),
-            shards=count,
             header=job.header,
             compression_type=job.settings.compression_type,
+            shards=asked.get("shards"),
+            shard_size=asked.get("shard_size"),
         )
         units = [  # a shard's uri is the source itself when nothing could be cut
             InputFile(Path(shard.uri), (parent / shard.name).as_posix()) for shard in index.shards
@@ -153,7 +167,11 @@ def _shard_units(
     source = LocalSource(str(file.path))
     try:
         plan = plan_shards(
-            source.size, source.read_range, shards=count, header=job.header, source=str(file.path)
+            source.size,
+            source.read_range,
+            shards=asked["shards"],
+            header=job.header,
+            source=str(file.path),
         )
     finally:
         source.close()

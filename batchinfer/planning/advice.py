@@ -88,12 +88,29 @@ def inputs(surveys: list[InputSurvey], settings: TransformSettings, units: int) 
 
 
 def _parquet_too_large(survey: InputSurvey, limit: int) -> str:
+    """Why a Parquet request is over the limit, and the way out: smaller row groups when
+    one does not fit alone (a request holds whole row groups), else shards of them."""
+    group = survey.largest_row_group or 0
+    held = (
+        f"{survey.records:,} rows in {survey.row_groups} row group(s), the largest {group:,} bytes"
+    )
+    bound = f"MaxPayloadInMB={limit // MIB} ({limit:,} bytes)"
+    if group >= limit:
+        way_out = (
+            "a request holds whole row groups: write the file with smaller row groups "
+            "(pyarrow's row_group_size) or raise --max-payload-mb (up to 100, or 0 for no limit)"
+        )
+    elif survey.shards > 1:
+        way_out = "each shard is one request: make more shards (--shards auto packs them)"
+    else:
+        way_out = (
+            "a Parquet file is sent whole: --shards auto splits it into shards of row groups "
+            "within the limit, or raise --max-payload-mb (up to 100, or 0 for no limit)"
+        )
+    largest = survey.largest.size if survey.largest else survey.bytes
     return (
-        f"{survey.name}: a Parquet file of {survey.bytes:,} bytes ({survey.records:,} rows in "
-        f"{survey.row_groups} row group(s), the largest {survey.largest_row_group:,} bytes) is "
-        f"over MaxPayloadInMB={limit // MIB} ({limit:,} bytes), and a Parquet file is sent "
-        "whole: raise --max-payload-mb (up to 100, or 0 for no limit) (the job would fail "
-        "this file)"
+        f"{survey.name}: a Parquet request of {largest:,} bytes ({held}) is over {bound}; "
+        f"{way_out} (the job would fail this file)"
     )
 
 

@@ -9,15 +9,16 @@ is no record: it is dropped first, as a split drops it.
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import chain
+from itertools import accumulate, chain
 from typing import Any, BinaryIO, Literal
 
 from batchinfer.engine.inputs import GZIP_MAGIC, InputFile, check_not_parquet
 from batchinfer.errors import InputError
 from batchinfer.planning.scan import LargestRecord, Reservoir, scan_lines
-from batchinfer.sharding.auto import requested_shards
+from batchinfer.sharding.auto import parquet_split, requested_shards
 from batchinfer.sharding.gzip_split import decompressed_chunks, split_header
 from batchinfer.sharding.local_files import LocalSource
+from batchinfer.sharding.parquet_split import shard_bytes, shard_runs
 from batchinfer.sharding.planner import plan_shards, shard_count
 from batchinfer.transform.parquet_footer import MAGIC as PARQUET_MAGIC
 from batchinfer.transform.parquet_footer import ParquetError, footer_at_end
@@ -54,10 +55,11 @@ class InputSurvey:
     largest_row_group: int | None = None  # Parquet: the bytes of its largest row group
 
 
-def survey_parquet(file: InputFile) -> InputSurvey:
+def survey_parquet(file: InputFile, settings: TransformSettings, sharding: Sharding) -> InputSurvey:
     """A Parquet input from its footer (its last bytes): its rows are its records, and it
-    is one request (a Parquet file is sent whole). InputError naming the file when it is
-    not a whole Parquet file."""
+    is one request, or each of its shards of whole row groups is (as ``split`` would cut
+    it); its largest request is the largest of them. InputError naming the file when it
+    is not a whole Parquet file."""
     source = LocalSource(str(file.path))
     try:
         footer = footer_at_end(source.read_range, file.size)
@@ -65,15 +67,37 @@ def survey_parquet(file: InputFile) -> InputSurvey:
         raise InputError(f"{file.path}: {exc}, but --content-type is Parquet") from None
     finally:
         source.close()
+    asked = (
+        {"shard_size": sharding.shard_size}
+        if sharding.shard_size is not None
+        else parquet_split(file.size, sharding.shards, settings.resolve().max_payload_bytes)
+    )
+    runs = (
+        [(0, len(footer.row_groups))]
+        if asked is None
+        else shard_runs(
+            footer, shards=asked.get("shards"), shard_size=asked.get("shard_size"), source=file.name
+        )
+    )
+    largest = LargestRecord(1, file.size)
+    if len(runs) > 1:
+        firsts = list(accumulate((g.rows for g in footer.row_groups), initial=1))
+        largest = max(
+            (
+                LargestRecord(firsts[first], shard_bytes(footer, first, stop, source=file.name))
+                for first, stop in runs
+            ),
+            key=lambda record: record.size,
+        )
     return InputSurvey(
         name=file.name,
         location=str(file.path),
         bytes=file.size,
-        shards=1,
+        shards=len(runs),
         gzip=False,
         data_bytes=file.size,
         records=footer.rows,
-        largest=LargestRecord(1, file.size),
+        largest=largest,
         row_groups=len(footer.row_groups),
         largest_row_group=max((group.size for group in footer.row_groups), default=0),
     )
@@ -93,7 +117,7 @@ def survey_local(
     records go to ``reservoir``. A Parquet input's footer alone is read; a Parquet file sent
     as another type is refused (ValidationError naming it), as ``batchinfer run`` refuses it."""
     if settings.parquet_in:
-        return survey_parquet(file)
+        return survey_parquet(file, settings, sharding)
     size = file.size
     with file.path.open("rb") as handle:
         head = handle.read(len(PARQUET_MAGIC))

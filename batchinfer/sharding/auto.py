@@ -24,3 +24,20 @@ def requested_shards(size: int, shards: int | Literal["auto"] | None, instances:
     if shards == "auto":
         return auto_shard_count(size, instances)
     return shards
+
+
+def parquet_split(
+    size: int, shards: int | Literal["auto"] | None, max_payload_bytes: int | None
+) -> dict[str, int] | None:
+    """What ``--shards`` asks of a Parquet input of ``size`` bytes, as :func:`split`'s
+    arguments (None: it stays whole). A count is taken as it is; ``auto`` packs row groups
+    into shards of at most :data:`AUTO_SHARD_SIZE` bytes and, as each shard is one request,
+    of at most ``max_payload_bytes`` (MaxPayloadInMB)."""
+    if shards is None or size == 0:
+        return None
+    if shards != "auto":
+        return None if shards == 1 else {"shards": shards}
+    limit = (
+        AUTO_SHARD_SIZE if max_payload_bytes is None else min(AUTO_SHARD_SIZE, max_payload_bytes)
+    )
+    return None if size <= limit else {"shard_size": limit}

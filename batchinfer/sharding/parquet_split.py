@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from threading import Lock
 from typing import Any
 
-from batchinfer.errors import InputError
+from batchinfer.errors import InputError, ValidationError
 from batchinfer.sharding.index import Shard
-from batchinfer.sharding.names import shard_name
+from batchinfer.sharding.names import MAX_SHARDS, shard_name
 from batchinfer.sharding.planner import shard_count
 from batchinfer.transform.parquet_files import data_span, shard_footer
 from batchinfer.transform.parquet_footer import MAGIC, ParquetError, ParquetFooter, footer_at_end
@@ -48,6 +48,47 @@ def row_group_runs(footer: ParquetFooter, count: int) -> list[tuple[int, int]]:
     return runs
 
 
+def packed_runs(footer: ParquetFooter, max_bytes: int) -> list[tuple[int, int]]:
+    """Runs ``[first, stop)`` of consecutive row groups, each as many as fit a shard of
+    ``max_bytes`` (its footer counted as the whole file's, which is no smaller); a row
+    group larger than that is a run of its own."""
+    budget = max_bytes - footer.footer_bytes - len(MAGIC)
+    runs: list[tuple[int, int]] = []
+    held = 0
+    for index, group in enumerate(footer.row_groups):
+        if runs and runs[-1][1] == index and held + group.size <= budget:
+            runs[-1] = (runs[-1][0], index + 1)
+            held += group.size
+        else:
+            runs.append((index, index + 1))
+            held = group.size
+    return runs or [(0, 0)]
+
+
+def shard_runs(
+    footer: ParquetFooter, *, shards: int | None, shard_size: int | None, source: str
+) -> list[tuple[int, int]]:
+    """The row-group runs a split makes: ``shards`` runs of about equal bytes
+    (:func:`row_group_runs`) or runs packed into ``shard_size`` bytes (:func:`packed_runs`);
+    ValidationError naming ``source`` when they would be more than a split may make."""
+    if shard_size is None:
+        start, end = data_span(footer)
+        return row_group_runs(footer, shard_count(end - start, shards=shards, shard_size=None))
+    runs = packed_runs(footer, shard_size)
+    if len(runs) > MAX_SHARDS:
+        raise ValidationError(
+            f"{source}: shards of {shard_size} bytes make {len(runs)} shards of its row "
+            f"groups; the limit is {MAX_SHARDS}"
+        )
+    return runs
+
+
+def shard_bytes(footer: ParquetFooter, first: int, stop: int, *, source: str) -> int:
+    """The bytes of the shard of row groups ``first`` to ``stop``: magic, data and footer."""
+    start, end = data_span(footer, first, stop)
+    return len(MAGIC) + end - start + len(shard_footer(footer, first, stop, source=source))
+
+
 def split_parquet(
     source: Any,
     sink: Any,
@@ -56,16 +97,16 @@ def split_parquet(
     shard_size: int | None,
     on_part: Callable[[int], None],
 ) -> tuple[str, list[Shard]]:
-    """Cut the Parquet ``source`` into shards of whole row groups written to ``sink``; the
-    prefix of the shards and the shards (the source itself when it makes one shard).
+    """Cut the Parquet ``source`` into shards of whole row groups written to ``sink``:
+    ``shards`` runs of about equal bytes, or runs packed into ``shard_size`` bytes a shard
+    (:func:`packed_runs`: a Parquet shard is one request, which MaxPayloadInMB bounds).
+    The prefix of the shards and the shards (the source itself when it makes one shard).
     InputError naming the source when it is not a whole Parquet file."""
     try:
         footer = footer_at_end(source.read_range, source.size)
     except ParquetError as exc:
         raise InputError(f"{source.uri}: {exc}") from None
-    start, end = data_span(footer)
-    count = shard_count(end - start, shards=shards, shard_size=shard_size)
-    runs = row_group_runs(footer, count)
+    runs = shard_runs(footer, shards=shards, shard_size=shard_size, source=source.uri)
     if len(runs) == 1:
         return source.parent_prefix, [Shard(source.name, source.uri, 0, source.size, source.size)]
     try:

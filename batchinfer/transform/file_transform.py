@@ -29,7 +29,8 @@ from typing import Any, BinaryIO, Protocol, cast
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
 from batchinfer.transform.dataprocessing import DataProcessing
-from batchinfer.transform.parquet_footer import ParquetError, footer_of
+from batchinfer.transform.parquet_files import largest_row_group
+from batchinfer.transform.parquet_footer import MAGIC, ParquetError, ParquetFooter, footer_of
 from batchinfer.transform.record_errors import InvocationError, RecordError, record_range
 from batchinfer.transform.records import Batch, Readable, empty_line, frame, read_into
 from batchinfer.transform.retry import Invoke, RetryPolicy
@@ -105,22 +106,41 @@ class FileScoring:
         MaxPayloadInMB (R8: a record larger than MaxPayloadInMB fails its file)."""
         data = source.read()
         try:
-            rows = footer_of(data).rows
+            footer = footer_of(data)
         except ParquetError as exc:
             raise InputError(
                 f"{self.name}: {exc}, but {label('content_type')} is {self.settings.content_type!r}"
             ) from None
         limit = self.effective.max_payload_bytes
         if limit is not None and len(data) > limit:
-            raise RecordError(
+            raise self._parquet_too_large(footer, len(data), limit)
+        yield Batch(data, 1, footer.rows, input_bytes=len(data))
+
+    def _parquet_too_large(self, footer: ParquetFooter, size: int, limit: int) -> RecordError:
+        """R8: the file fails; the message names the largest row group when even it does not
+        fit (a row group cannot be cut), else the shards that would."""
+        bound = f"MaxPayloadInMB={self.effective.max_payload_mb} ({limit} bytes)"
+        index, first = largest_row_group(footer)
+        group = footer.row_groups[index] if footer.row_groups else None
+        if group is not None and group.size + len(MAGIC) + footer.footer_bytes > limit:
+            return RecordError(
                 self.name,
-                1,
-                f"are a Parquet file of {len(data)} bytes, over MaxPayloadInMB="
-                f"{self.effective.max_payload_mb} ({limit} bytes), and a Parquet file is sent "
-                "whole: raise max_payload_mb (up to 100, or 0 for no limit)",
-                max(rows, 1),
+                first,
+                f"are row group {index} of this Parquet file, {group.size} bytes, over "
+                f"{bound}; a request holds whole row groups: write the file with smaller row "
+                "groups (pyarrow's row_group_size) or raise max_payload_mb (up to 100, or 0 "
+                "for no limit)",
+                first + group.rows - 1,
             )
-        yield Batch(data, 1, rows, input_bytes=len(data))
+        return RecordError(
+            self.name,
+            1,
+            f"are a Parquet file of {size} bytes in {len(footer.row_groups)} row groups, over "
+            f"{bound}, and a Parquet file is sent whole: split it into shards of row groups "
+            "(--shards auto keeps each within the limit) or raise max_payload_mb (up to 100, "
+            "or 0 for no limit)",
+            max(footer.rows, 1),
+        )
 
     def request_failed(self, batch: Batch, reason: str) -> RecordError:
         """How the file fails when the request of ``batch`` failed for ``reason`` (R19: a file

@@ -35,6 +35,19 @@ def data_span(footer: ParquetFooter, first: int = 0, stop: int | None = None) ->
     return min(g.start for g in groups), max(g.start + g.size for g in groups)
 
 
+def largest_row_group(footer: ParquetFooter) -> tuple[int, int]:
+    """The largest row group's index and its first row's number (from 1); ``(0, 1)`` for a
+    file of none."""
+    first_rows, row = [], 1
+    for group in footer.row_groups:
+        first_rows.append(row)
+        row += group.rows
+    if not first_rows:
+        return 0, 1
+    index = max(range(len(footer.row_groups)), key=lambda i: footer.row_groups[i].size)
+    return index, first_rows[index]
+
+
 def shard_footer(footer: ParquetFooter, first: int, stop: int, *, source: str) -> bytes:
     """The footer of a file holding row groups ``first`` to ``stop`` (exclusive) of the file
     ``footer`` describes, their bytes (:func:`data_span`) right after the magic.

@@ -132,8 +132,9 @@ def test_a_parquet_file_sent_as_csv_is_refused_before_anything_runs(
 def test_bad_parquet_files_fail_alone_naming_the_file_and_what_is_wrong(
     tmp_path: Path, pipeline_model: Path
 ) -> None:
-    """A truncated file, a CSV file named .parquet, a file over MaxPayloadInMB and a file
-    without a column the model needs each fail with no output; the good file is scored."""
+    """A truncated file, a CSV file named .parquet, a file over MaxPayloadInMB (of one row
+    group over it, and of many row groups that are not) and a file without a column the
+    model needs each fail with no output; the good file is scored."""
     good = write(customers(), tmp_path / "in" / "good.parquet")
     whole = good.read_bytes()
     (tmp_path / "in" / "truncated.parquet").write_bytes(whole[: len(whole) // 2])
@@ -141,11 +142,18 @@ def test_bad_parquet_files_fail_alone_naming_the_file_and_what_is_wrong(
     big = customers(40_000)
     big["note"] = [f"{i:08d}" * 4 for i in range(len(big))]
     write(big, tmp_path / "in" / "big.parquet", compression="none")
+    write(big, tmp_path / "in" / "grouped.parquet", compression="none", row_group_size=5_000)
     write(customers().drop(columns="city"), tmp_path / "in" / "no_city.parquet")
     settings = {**PARQUET, "max_payload_mb": 1}
     result = run_job(job([tmp_path / "in"], tmp_path / "out", pipeline_model, settings=settings))
     errors = {Path(f.input).name: f.error for f in result.files if f.error}
-    assert set(errors) == {"truncated.parquet", "text.parquet", "big.parquet", "no_city.parquet"}
+    assert set(errors) == {
+        "truncated.parquet",
+        "text.parquet",
+        "big.parquet",
+        "grouped.parquet",
+        "no_city.parquet",
+    }
     assert (
         "does not end with PAR1: not a Parquet file, or a truncated one, but content_type ("
         in (errors["truncated.parquet"])
@@ -154,9 +162,17 @@ def test_bad_parquet_files_fail_alone_naming_the_file_and_what_is_wrong(
         "text.parquet: does not start with PAR1: not a Parquet file, but content_type "
         "(ContentType) is 'application/x-parquet'"
     )
-    assert "are a Parquet file of" in errors["big.parquet"]
-    assert "over MaxPayloadInMB=1 (1048576 bytes)" in errors["big.parquet"]
-    assert "records 1-40000" in errors["big.parquet"]
+    assert (
+        "big.parquet: records 1-40000: are row group 0 of this Parquet file"
+        in (errors["big.parquet"])
+    )
+    assert (
+        "over MaxPayloadInMB=1 (1048576 bytes); a request holds whole row groups"
+        in (errors["big.parquet"])
+    )
+    assert "grouped.parquet: records 1-40000: are a Parquet file of" in errors["grouped.parquet"]
+    assert "in 8 row groups, over MaxPayloadInMB=1 (1048576 bytes)" in errors["grouped.parquet"]
+    assert "--shards auto keeps each within the limit" in errors["grouped.parquet"]
     assert (
         "application/x-parquet records have no column 'city', a feature the model needs"
         in (errors["no_city.parquet"])
@@ -197,4 +213,30 @@ def test_a_file_split_into_row_group_shards_merges_into_one_parquet_of_the_input
     pipeline = joblib.load(pipeline_model / "model.joblib")
     pd.testing.assert_frame_equal(
         pd.read_parquet(merged), table.assign(prediction=pipeline.predict(table[FEATURES]))
+    )
+
+
+def test_shards_auto_keeps_each_request_within_max_payload(tmp_path: Path, pipeline_model: Path):
+    """R8: a file of 8 row groups, 2 MB in all, over MaxPayloadInMB 1: --shards auto packs
+    its row groups into shards of at most 1 MiB, each one request, and the merged answer is
+    the whole file's."""
+    big = customers(40_000)
+    big["note"] = [f"{i:08d}" * 4 for i in range(len(big))]
+    source = write(
+        big, tmp_path / "in" / "grouped.parquet", compression="none", row_group_size=5_000
+    )
+    settings = {**PARQUET, "max_payload_mb": 1, "join_source": "Input"}
+    run = job(
+        [source], tmp_path / "out", pipeline_model, settings=settings, shards="auto", merge=True
+    )
+    result = run_job(run)
+    assert result.succeeded, result.failures
+    (scored,) = result.files
+    # whole, the file fails (the test above); every shard passed the engine's own check
+    assert scored.shards is not None and scored.shards >= 2
+    assert scored.bytes_in > 1 << 20
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "out" / "grouped.parquet.out"),
+        big.assign(prediction=pipeline.predict(big[FEATURES])),
     )

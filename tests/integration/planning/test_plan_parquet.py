@@ -39,10 +39,43 @@ def test_a_parquet_file_over_max_payload_is_named_with_its_row_groups(capsys, tm
     assert codes(plan) == ["record-too-large"]
     message = plan["warnings"][0]["message"]
     assert message.startswith(
-        f"big.parquet: a Parquet file of {data.stat().st_size:,} bytes (80,000 rows in 4 row "
+        f"big.parquet: a Parquet request of {data.stat().st_size:,} bytes (80,000 rows in 4 row "
         "group(s), the largest "
     )
-    assert "over MaxPayloadInMB=1 (1,048,576 bytes), and a Parquet file is sent whole" in message
+    assert "is over MaxPayloadInMB=1 (1,048,576 bytes); a Parquet file is sent whole: " in message
+    assert "--shards auto splits it into shards of row groups within the limit" in message
+
+
+def test_r8_shards_auto_plans_shards_of_row_groups_each_within_max_payload(capsys, tmp_path):
+    """The same file with --shards auto: its 4 row groups of under 1 MiB each make 4 shards
+    (two would not fit one), the largest request is the largest shard, and it fits."""
+    data = tmp_path / "big.parquet"
+    table = frame(80_000).assign(note=[f"{i:032d}" for i in range(80_000)])
+    table.to_parquet(data, index=False, row_group_size=20_000, compression="none")
+    plan = plan_json(capsys, data, *PARQUET, "--max-payload-mb", "1", "--shards", "auto")
+    assert plan["warnings"] == []
+    (listed,) = plan["files"]
+    assert (listed["shards"], plan["shards"]) == (4, 4)
+    largest = plan["largest_record"]
+    assert largest["fits"] is True and largest["bytes"] <= 1 << 20
+    assert largest["bytes"] > listed["largest_row_group"]  # the footer and magic with it
+    assert largest["record"] in (1, 20_001, 40_001, 60_001)  # the first row of that shard
+    code, printed = run_cli(
+        capsys, "plan", str(data), *PARQUET, "--max-payload-mb", "1", "--shards", "auto"
+    )
+    assert code == 0
+    assert "the largest of its 4 shards of whole row groups" in " ".join(printed.split())
+
+
+def test_a_row_group_over_max_payload_is_named_and_smaller_row_groups_asked_for(capsys, tmp_path):
+    data = tmp_path / "one.parquet"
+    frame(80_000).assign(note=[f"{i:032d}" for i in range(80_000)]).to_parquet(
+        data, index=False, compression="none"
+    )
+    plan = plan_json(capsys, data, *PARQUET, "--max-payload-mb", "1", "--shards", "auto")
+    assert codes(plan) == ["record-too-large"]
+    message = plan["warnings"][0]["message"]
+    assert "a request holds whole row groups: write the file with smaller row groups" in message
 
 
 def test_a_parquet_file_planned_as_csv_is_refused_naming_it(capsys, tmp_path):

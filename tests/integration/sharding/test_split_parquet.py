@@ -54,6 +54,21 @@ def test_r3_a_local_file_splits_into_standalone_files_of_whole_row_groups(tmp_pa
     )
 
 
+def test_a_shard_size_packs_row_groups_into_files_of_at_most_that_size(tmp_path: Path):
+    """A Parquet shard is one request: with a shard size (MaxPayloadInMB's bytes) each
+    shard, footer included, is at most that size; a row group larger is a shard alone."""
+    rows = table(20_000)
+    source = write(rows, tmp_path / "in.parquet", row_group_size=700, compression="none")
+    limit = 60_000
+    index = split(str(source), str(tmp_path / "shards"), shard_size=limit)
+    sizes = [Path(uri).stat().st_size for uri in index.uris]
+    assert len(sizes) > 3 and max(sizes) <= limit
+    assert sum(pq.ParquetFile(u).metadata.num_row_groups for u in index.uris) == 29
+    assert read_all(index.uris).to_pylist() == rows.to_pylist()
+    alone = split(str(source), str(tmp_path / "alone"), shard_size=1_000)
+    assert [pq.ParquetFile(u).metadata.num_row_groups for u in alone.uris] == [1] * 29
+
+
 def test_a_file_of_fewer_row_groups_than_shards_gives_one_shard_a_group(tmp_path: Path):
     source = write(table(300), tmp_path / "few.parquet", row_group_size=100)
     index = split(str(source), str(tmp_path / "shards"), shards=8)
