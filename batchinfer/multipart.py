@@ -94,30 +94,36 @@ S3_LIMITS = PartLimits()
 
 
 def plan_concatenation(sizes: Sequence[int], limits: PartLimits = S3_LIMITS) -> list[Part]:
-    """The parts of one object made of sources of ``sizes``, concatenated in order.
+    """The parts of one object made of whole sources of ``sizes``, concatenated in order
+    (:func:`plan_pieces` of each source's every byte)."""
+    return plan_pieces([Piece(index, 0, size) for index, size in enumerate(sizes)], limits)
 
-    A source of at least ``min_part`` bytes is copied by S3 in ranges of at most
-    ``max_part``. Smaller sources are downloaded and gathered into upload parts of at most
-    ``max_upload``. A gathered run still below ``min_part`` when a large source follows takes
-    the head of that source to reach ``min_part`` (or the whole source when the rest would be
-    too small to copy), so each run of small sources costs at most ``2 * min_part`` bytes
+
+def plan_pieces(pieces: Sequence[Piece], limits: PartLimits = S3_LIMITS) -> list[Part]:
+    """The parts of one object made of ``pieces`` (byte ranges of sources), in order.
+
+    A piece of at least ``min_part`` bytes is copied by S3 in ranges of at most
+    ``max_part``. Smaller pieces are downloaded and gathered into upload parts of at most
+    ``max_upload``. A gathered run still below ``min_part`` when a large piece follows takes
+    the head of that piece to reach ``min_part`` (or the whole piece when the rest would be
+    too small to copy), so each run of small pieces costs at most ``2 * min_part`` bytes
     downloaded besides its own. A small run at the very end is the last part, which may be
-    small, and is copied when it is a single piece. Empty sources take no part; an empty
+    small, and is copied when it is a single piece. Empty pieces take no part; an empty
     object is one empty upload part. InputError when the object would exceed ``max_object``
     bytes or ``max_parts`` parts.
     """
-    total = sum(sizes)
+    total = sum(piece.size for piece in pieces)
     if total > limits.max_object:
         raise InputError(
             f"{total} bytes is more than the {limits.max_object} bytes an object may hold"
         )
     planner = _Planner(limits)
-    for index, size in enumerate(sizes):
-        planner.add(index, size)
+    for piece in pieces:
+        planner.add(piece)
     parts = planner.finish()
     if len(parts) > limits.max_parts:
         raise InputError(
-            f"{len(sizes)} sources of {total} bytes need {len(parts)} parts, more than the "
+            f"{len(pieces)} sources of {total} bytes need {len(parts)} parts, more than the "
             f"{limits.max_parts} one upload may have"
         )
     return parts
@@ -132,21 +138,22 @@ class _Planner:
         self.pending: list[Piece] = []
         self.pending_size = 0
 
-    def add(self, source: int, size: int) -> None:
-        if size < 0:
-            raise ValueError(f"source {source} has a negative size: {size}")
-        if size < self.limits.min_part:
-            self._gather(Piece(source, 0, size))
+    def add(self, piece: Piece) -> None:
+        if piece.size < 0:
+            raise ValueError(f"source {piece.source} has a negative size: {piece.size}")
+        if piece.size < self.limits.min_part:
+            self._gather(piece)
             return
-        copied_from = 0
+        copied_from = piece.start
         if self.pending:
             short = self.limits.min_part - self.pending_size
             if short > 0:
-                copied_from = size if size - short < self.limits.min_part else short
-                self._gather(Piece(source, 0, copied_from))
+                head = piece.size if piece.size - short < self.limits.min_part else short
+                copied_from = piece.start + head
+                self._gather(Piece(piece.source, piece.start, copied_from))
             self._flush()
-        for start, end in copy_part_ranges(copied_from, size, self.limits.max_part):
-            self.parts.append(CopyPart(Piece(source, start, end)))
+        for start, end in copy_part_ranges(copied_from, piece.end, self.limits.max_part):
+            self.parts.append(CopyPart(Piece(piece.source, start, end)))
 
     def finish(self) -> list[Part]:
         if self.pending:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import joblib
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from batchinfer.serving.launcher import start_server
@@ -185,3 +186,38 @@ def test_a_parquet_join_is_the_model_servers_through_the_pipeline(tables, pipeli
     )
     pipeline = joblib.load(pipeline_model / "model.joblib")
     pd.testing.assert_frame_equal(written, frame.assign(prediction=pipeline.predict(frame)))
+
+
+def test_a_parquet_object_split_into_row_group_shards_merges_into_one_parquet(
+    tables, pipeline_model, frame
+):
+    """R3: one object is one instance's work, so SplitObject cuts it into three standalone
+    Parquet files of whole row groups (UploadPartCopy and a footer each); one job scores
+    them, CountShard counts each shard's rows from the two footers, and MergeObject joins
+    the three answers into one Parquet file: ``df.assign(prediction=pipeline.predict(df))``."""
+    table = frame.assign(customer_id=range(len(frame)))
+    table["plan"] = table["plan"].astype("category")
+    sink = io.BytesIO()
+    table.to_parquet(sink, index=False, row_group_size=40)
+    tables.put("input/groups/a.parquet", sink.getvalue())
+    request = {
+        "input": f"s3://{tables.bucket}/input/groups/",
+        "run_id": "groups",
+        "model_data": MODEL_DATA,
+        "content_type": "application/x-parquet",
+        "accept": "application/x-parquet",
+        "split_type": "None",
+        "assemble_with": "None",
+        "join_source": "Input",
+        "shards": 3,
+        "merge": True,
+    }
+    execution = tables.run(request, "exec-groups")
+    assert execution.status == "SUCCEEDED", execution.cause
+    merged = tables.get(f"s3://{tables.bucket}/output/groups/a.parquet.out")
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(io.BytesIO(merged)), table.assign(prediction=pipeline.predict(table))
+    )
+    assert pq.ParquetFile(io.BytesIO(merged)).metadata.num_row_groups == 3  # one per answer
+    assert_succeeded(tables, "groups", records=len(frame), shards=3)

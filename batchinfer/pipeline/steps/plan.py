@@ -238,11 +238,14 @@ def _split_options(
     run_request: RunRequest, settings: TransformSettings, env: PipelineEnvironment
 ) -> dict[str, Any]:
     """How each object is split: ``shards`` per object or a ``shard_size``; SplitType None
-    keeps every object whole (each is one request, R6: what a record is under each SplitType)."""
+    keeps every object whole (each is one request, R6: what a record is under each SplitType),
+    but Parquet, which is cut into whole row groups."""
     shards, size = run_request.given.get("shards"), run_request.given.get("shard_size")
     header = run_request.header
     if shards is not None and size is not None:
         raise ValidationError("shards, shard_size: give one of them, not both")
+    if settings.parquet_in:
+        return {"header": False, "size": _parquet_size(shards, size, settings, env)}
     if settings.split_type != "Line":
         given = {
             "shards": shards not in (None, 1),
@@ -253,17 +256,39 @@ def _split_options(
         check_sharding(settings, split=asked[0] if asked else None, merge=None)
         return {"header": False, "size": {"shards": 1}}
     if shards is not None:
-        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
-            raise ValidationError(f"shards: {shards!r} is not allowed; allowed: an integer >= 1")
-        return {"header": header, "size": {"shards": shards}}
-    if size is None:
-        size = env.shard_size
+        return {"header": header, "size": {"shards": _shard_count(shards)}}
+    return {
+        "header": header,
+        "size": {"shard_size": _shard_bytes(env.shard_size if size is None else size)},
+    }
+
+
+def _parquet_size(
+    shards: Any, size: Any, settings: TransformSettings, env: PipelineEnvironment
+) -> dict[str, int]:
+    """How a Parquet object is split into shards of whole row groups: ``shards`` of them,
+    or packed into the shard size, which, as each shard is one request, is at most
+    MaxPayloadInMB."""
+    if shards is not None:
+        return {"shards": _shard_count(shards)}
+    bytes_ = _shard_bytes(env.shard_size if size is None else size)
+    limit = settings.resolve().max_payload_bytes
+    return {"shard_size": bytes_ if limit is None else min(bytes_, limit)}
+
+
+def _shard_count(shards: Any) -> int:
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise ValidationError(f"shards: {shards!r} is not allowed; allowed: an integer >= 1")
+    return shards
+
+
+def _shard_bytes(size: Any) -> int:
     if isinstance(size, bool) or not isinstance(size, int | str):
         raise ValidationError(f"shard_size: {size!r} is not a size such as 64MiB")
     nbytes = parse_size(size, field="shard_size") if isinstance(size, str) else size
     if nbytes < 1:
         raise ValidationError(f"shard_size: {size!r} must be at least 1 byte")
-    return {"header": header, "size": {"shard_size": nbytes}}
+    return nbytes
 
 
 def _split_tasks(

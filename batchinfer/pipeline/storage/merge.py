@@ -1,5 +1,6 @@
 """The ordered merge of shard outputs into one object: one multipart upload that follows
-the part plan of :func:`batchinfer.multipart.plan_concatenation`.
+the part plan of :func:`batchinfer.multipart.plan_pieces`; Parquet outputs are joined into
+one Parquet file (their row groups under one new footer).
 
 Copy parts are UploadPartCopy requests with ``CopySourceRange``; upload parts are ranged
 GETs concatenated in memory. Every read and copy carries the ETag seen when the sizes were
@@ -11,6 +12,7 @@ one CopyObject), pinned to an ETag measured earlier.
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -23,8 +25,11 @@ from batchinfer.multipart import (
     Part,
     PartLimits,
     Piece,
-    plan_concatenation,
+    plan_pieces,
 )
+from batchinfer.pipeline.storage.s3io import parquet_footer
+from batchinfer.transform.parquet_files import data_span, joined_footer
+from batchinfer.transform.parquet_footer import MAGIC, ParquetError
 from batchinfer.uris import S3Location
 
 # Parts sent at once: copies run inside S3, and each upload part holds at most
@@ -44,8 +49,51 @@ def merge_objects(
     S3 cannot hold the result in one object. ``etags``: the versions of the sources to read
     (default: those their HEAD answers); any other version fails the merge."""
     heads = [s3.head_object(Bucket=s.bucket, Key=s.key) for s in sources]
+    pinned: list[str | None] = [*(etags or [head["ETag"] for head in heads])]
+    pieces = [Piece(index, 0, head["ContentLength"]) for index, head in enumerate(heads)]
+    _upload(s3, _PartSender(s3, [*sources], pinned), pieces, target, heads, limits)
+
+
+def merge_parquet(
+    s3: Any, sources: list[S3Location], target: S3Location, limits: PartLimits = S3_LIMITS
+) -> None:
+    """Join the Parquet objects ``sources`` into one Parquet object ``target``: their row
+    groups in order, copied by S3 where parts are large enough, under one footer that lists
+    them all (:func:`batchinfer.transform.parquet_files.joined_footer`). InputError naming
+    the object that is not a whole Parquet file or has another schema than the first."""
+    heads = [s3.head_object(Bucket=s.bucket, Key=s.key) for s in sources]
+    pinned = [head["ETag"] for head in heads]
+    footers = [
+        parquet_footer(s3, source, head["ContentLength"], etag)
+        for source, head, etag in zip(sources, heads, pinned, strict=True)
+    ]
     try:
-        plan = plan_concatenation([head["ContentLength"] for head in heads], limits)
+        tail = joined_footer(footers, [source.uri for source in sources])
+    except ParquetError as exc:
+        raise InputError(f"{target.uri}: cannot merge the shard outputs: {exc}") from None
+    # Source 0 is the magic, the last the footer; the objects lie between.
+    literals = {0: MAGIC, len(sources) + 1: tail}
+    pieces = [
+        Piece(0, 0, len(MAGIC)),
+        *(Piece(i + 1, *data_span(footer)) for i, footer in enumerate(footers)),
+        Piece(len(sources) + 1, 0, len(tail)),
+    ]
+    sender = _PartSender(s3, [None, *sources, None], [None, *pinned, None], literals)
+    _upload(s3, sender, pieces, target, heads, limits)
+
+
+def _upload(
+    s3: Any,
+    sender: "_PartSender",
+    pieces: list[Piece],
+    target: S3Location,
+    heads: list[dict[str, Any]],
+    limits: PartLimits,
+) -> None:
+    """Write ``pieces`` in order into ``target`` by one multipart upload whose parts
+    ``sender`` sends, with the first source's content type."""
+    try:
+        plan = plan_pieces(pieces, limits)
     except InputError as exc:
         raise InputError(
             f"{target.uri}: cannot merge the shard outputs: {exc}; "
@@ -55,9 +103,7 @@ def merge_objects(
     upload_id = s3.create_multipart_upload(Bucket=target.bucket, Key=target.key, **kept)["UploadId"]
     request = {"Bucket": target.bucket, "Key": target.key, "UploadId": upload_id}
     try:
-        pinned = etags or [head["ETag"] for head in heads]
-        sender = _PartSender(s3, sources, pinned, request)
-        sent = sender.send_all(plan)
+        sent = sender.send_all(request, plan)
         parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(sent, 1)]
         s3.complete_multipart_upload(**request, MultipartUpload={"Parts": parts})
     except BaseException:
@@ -84,32 +130,37 @@ def copy_pinned(s3: Any, source: S3Location, target: S3Location, etag: str, size
 
 
 class _PartSender:
-    """Sends the parts of one multipart upload ``request`` (bucket, key, upload id), each
-    read from the sources' versions pinned by ``etags``."""
+    """Sends the parts of one multipart upload, each read from ``sources`` (the versions
+    pinned by ``etags``) or, for a source index in ``literals``, from those bytes."""
 
     def __init__(
-        self, s3: Any, sources: list[S3Location], etags: list[str], request: dict[str, str]
+        self,
+        s3: Any,
+        sources: list[S3Location | None],
+        etags: list[str | None],
+        literals: dict[int, bytes] | None = None,
     ) -> None:
         self.s3 = s3
         self.sources = sources
         self.etags = etags
-        self.request = request
+        self.literals = literals or {}
 
-    def send_all(self, plan: list[Part]) -> list[str]:
-        """Send every part of ``plan``, numbered in order; their ETags. The first error
-        cancels the parts not yet started."""
+    def send_all(self, request: dict[str, str], plan: list[Part]) -> list[str]:
+        """Send every part of ``plan`` to the upload ``request`` (bucket, key, upload id),
+        numbered in order; their ETags. The first error cancels the parts not yet started."""
         pool = ThreadPoolExecutor(WORKERS)
         try:
-            return list(pool.map(self.send, range(1, len(plan) + 1), plan))
+            return list(pool.map(partial(self.send, request), range(1, len(plan) + 1), plan))
         finally:
             pool.shutdown(cancel_futures=True)
 
-    def send(self, number: int, part: Part) -> str:
+    def send(self, request: dict[str, str], number: int, part: Part) -> str:
         """Send ``part`` as part ``number``; its ETag."""
-        if isinstance(part, CopyPart):
+        if isinstance(part, CopyPart) and part.piece.source not in self.literals:
             source = self.sources[part.piece.source]
+            assert source is not None  # every index but the literals' names an object
             answer = self.s3.upload_part_copy(
-                **self.request,
+                **request,
                 PartNumber=number,
                 CopySource={"Bucket": source.bucket, "Key": source.key},
                 CopySourceRange=_byte_range(part.piece),
@@ -117,10 +168,13 @@ class _PartSender:
             )
             return answer["CopyPartResult"]["ETag"]
         body = b"".join(self._read(piece) for piece in part.pieces)
-        return self.s3.upload_part(**self.request, PartNumber=number, Body=body)["ETag"]
+        return self.s3.upload_part(**request, PartNumber=number, Body=body)["ETag"]
 
     def _read(self, piece: Piece) -> bytes:
+        if piece.source in self.literals:
+            return self.literals[piece.source][piece.start : piece.end]
         source = self.sources[piece.source]
+        assert source is not None
         return self.s3.get_object(
             Bucket=source.bucket,
             Key=source.key,

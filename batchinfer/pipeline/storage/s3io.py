@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.pipeline.contract.state import RunPlan
-from batchinfer.transform.parquet_footer import ParquetError, footer_at_end
+from batchinfer.transform.parquet_footer import ParquetError, ParquetFooter, footer_at_end
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import S3Location, parse_s3_uri
 
@@ -129,21 +129,30 @@ def object_size(s3: Any, uri: str) -> int | None:
 def count_rows(s3: Any, uri: str) -> int:
     """The rows of a Parquet object, from its footer: ranged reads of its end, no download.
     InputError naming ``uri`` when it is not a whole Parquet file."""
-    location = parse_s3_uri(uri)
-
-    def read_range(start: int, end: int) -> bytes:
-        answer = s3.get_object(
-            Bucket=location.bucket, Key=location.key, Range=f"bytes={start}-{end - 1}"
-        )
-        return bytes(answer["Body"].read())
-
     size = object_size(s3, uri)
     if size is None:
         raise InputError(f"{uri}: no such object")
+    return parquet_footer(s3, parse_s3_uri(uri), size).rows
+
+
+def parquet_footer(
+    s3: Any, location: S3Location, size: int, etag: str | None = None
+) -> ParquetFooter:
+    """The footer of the ``size``-byte Parquet object at ``location`` (the version ``etag``
+    when given) from ranged reads of its end; InputError naming it when it is not a whole
+    Parquet file."""
+    pinned = {} if etag is None else {"IfMatch": etag}
+
+    def read_range(start: int, end: int) -> bytes:
+        answer = s3.get_object(
+            Bucket=location.bucket, Key=location.key, Range=f"bytes={start}-{end - 1}", **pinned
+        )
+        return bytes(answer["Body"].read())
+
     try:
-        return footer_at_end(read_range, size).rows
+        return footer_at_end(read_range, size)
     except ParquetError as exc:
-        raise InputError(f"{uri}: {exc}") from None
+        raise InputError(f"{location.uri}: {exc}") from None
 
 
 def count_lines(s3: Any, uri: str, *, gzip: bool = False) -> int:

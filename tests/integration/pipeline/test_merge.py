@@ -1,15 +1,20 @@
 """merge_objects on moto: the part plan executed byte for byte (ranged part copies and
-uploads gathered from ranged GETs), the upload aborted on any error. moto enforces S3's
+uploads gathered from ranged GETs), the upload aborted on any error; merge_parquet joining
+Parquet answers into one Parquet object the same way. moto enforces S3's
 5 MiB minimum part, so the minimum stays real and only the maximum part is scaled down."""
 
+import io
 import random
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.multipart import CopyPart, PartLimits, plan_concatenation
-from batchinfer.pipeline.storage.merge import merge_objects
+from batchinfer.pipeline.storage.merge import merge_objects, merge_parquet
 from batchinfer.uris import parse_s3_uri
 from tests.support.s3_requests import RequestLog, error_response
 
@@ -92,3 +97,41 @@ def test_more_parts_than_allowed_is_an_input_error_naming_the_target(account, s3
         merge_objects(account.s3, sources, target, PartLimits(max_parts=1))
     assert s3_log.count("CreateMultipartUpload") == 0
     assert account.keys("out/") == []
+
+
+def parquet_answer(rows: int, seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    table = pa.table({"x": rng.random(rows), "prediction": rng.integers(0, 2, rows)})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="none")
+    return sink.getvalue()
+
+
+def test_parquet_answers_join_into_one_parquet_object_copying_what_s3_can(account, s3_log):
+    """A 12 MiB answer between two small ones: the joined file's row groups are theirs in
+    order, the large one's bytes copied by S3 (moto holds every part but the last to
+    5 MiB), and a second merge of the same answers (a retried MergeObject) writes the same
+    bytes to the same key."""
+    answers = [parquet_answer(rows, seed) for seed, rows in enumerate((300, 1_500_000, 50))]
+    uris = [account.put(f"job/out/s-{i}.parquet.out", a) for i, a in enumerate(answers)]
+    target = parse_s3_uri(f"s3://{BUCKET}/out/a.parquet.out")
+    merge_parquet(account.s3, [parse_s3_uri(u) for u in uris], target)
+    merged = account.get(target.uri)
+    expected = pa.concat_tables(pq.read_table(io.BytesIO(a)) for a in answers)
+    assert pq.read_table(io.BytesIO(merged)).equals(expected)
+    groups = [pq.ParquetFile(io.BytesIO(a)).metadata.num_row_groups for a in answers]
+    assert pq.ParquetFile(io.BytesIO(merged)).metadata.num_row_groups == sum(groups)
+    assert s3_log.count("UploadPartCopy") >= 1
+    merge_parquet(account.s3, [parse_s3_uri(u) for u in uris], target)
+    assert account.get(target.uri) == merged
+    assert open_uploads(account) == []
+
+
+def test_an_answer_that_is_not_parquet_fails_the_merge_naming_it_and_writes_nothing(account):
+    good = account.put("job/out/s-0.parquet.out", parquet_answer(10, 0))
+    bad = account.put("job/out/s-1.parquet.out", b"prediction\n1\n")
+    target = parse_s3_uri(f"s3://{BUCKET}/out/b.parquet.out")
+    with pytest.raises(InputError, match=r"s-1\.parquet\.out: does not end with PAR1"):
+        merge_parquet(account.s3, [parse_s3_uri(good), parse_s3_uri(bad)], target)
+    assert not account.s3.list_objects_v2(Bucket=BUCKET, Prefix="out/b").get("Contents")
+    assert open_uploads(account) == []
