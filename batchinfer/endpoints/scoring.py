@@ -55,14 +55,7 @@ def endpoint_settings(settings: TransformSettings) -> EffectiveSettings:
     """The batch settings an endpoint job runs with: the job's, else the defaults (an
     endpoint has no /execution-parameters to ask, R10: the job's batch settings, else the
     container's, else defaults), refused when a request could be over what a real-time endpoint
-    accepts (C8), or when the job joins Parquet (the model server makes that join, told so
-    by a job's environment, which an endpoint's server does not share)."""
-    if settings.server_joins:
-        raise ValidationError(
-            f"{label('join_source')}: 'Input' with Parquet is not allowed with the endpoint "
-            "engine: the model server makes that join, told by the job's environment, and an "
-            "endpoint's server has its own; use the transform or processing engine"
-        )
+    accepts (C8)."""
     effective = settings.resolve(None)
     mb = effective.max_payload_mb
     if not 0 < mb <= REALTIME_MAX_PAYLOAD_MB:

@@ -98,7 +98,7 @@ def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:
         content_type=settings.content_type,
         accept=settings.accept,
         timeout=float(min(settings.invocations_timeout_seconds, REALTIME_TIMEOUT_SECONDS)),
-        custom_attributes=custom_attributes(settings.environment),
+        custom_attributes=custom_attributes(settings.job_environment),
     )
 
 

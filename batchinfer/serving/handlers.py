@@ -56,7 +56,12 @@ from batchinfer.serving.models import load_model, predict_method
 from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
 from batchinfer.serving.tables import TableReader
-from batchinfer.transform.csv_dialect import DEFAULT_CHARSET, charset, dialect_from_attributes
+from batchinfer.transform.csv_dialect import (
+    DEFAULT_CHARSET,
+    RequestAttributes,
+    attributes_of,
+    charset,
+)
 from batchinfer.transform.server_limits import max_batch_records
 from batchinfer.transform.settings import JOIN_SOURCE_VAR
 
@@ -168,7 +173,8 @@ class InferenceHandler:
     ) -> tuple[bytes, str]:
         """Return ``(response body, response content type)`` for one request.
         ``custom_attributes`` (an endpoint request's) may name the CSV columns and delimiter,
-        as a job's environment does (:mod:`batchinfer.transform.csv_dialect`).
+        and ask for the Parquet join, as a job's environment does
+        (:mod:`batchinfer.transform.csv_dialect`).
 
         Raises :class:`RequestError` (400, 406, 415) for a request the client must fix: the
         default decoders' findings, and any ValueError (or RequestError) raised while decoding
@@ -190,11 +196,12 @@ class InferenceHandler:
                 )
             return _response(result, response_type)
         table = None  # a Parquet request's, read once for the model and the join
+        told = self._attributes(custom_attributes)
         if "input_fn" in user:
             with _value_errors_refuse("input_fn"):
                 data = user["input_fn"](_user_body(body, kind), kind)
         else:
-            reader = self._reader_for(custom_attributes)
+            reader = self._reader_for(told)
             if self._streams(reader, kind, response_type):
                 return self._streamed(body, reader, response_type), response_type
             if kind == PARQUET:
@@ -205,7 +212,8 @@ class InferenceHandler:
         prediction = self._predict(data)
         if "output_fn" in user:
             return _response(user["output_fn"](prediction, response_type), response_type)
-        if self._join_input and kind == PARQUET and response_type == PARQUET:
+        join_input = self._join_input or (told is not None and told.join_input)
+        if join_input and kind == PARQUET and response_type == PARQUET:
             table = codecs.read_parquet(body) if table is None else table
             return codecs.joined_parquet(table, prediction), response_type
         return codecs.encode(prediction, response_type), response_type
@@ -256,17 +264,18 @@ class InferenceHandler:
             answers.append(codecs.encode(self._predict(data), response_type))
         return b"".join(answers)
 
-    def _reader_for(self, custom_attributes: str | None) -> TableReader:
+    @staticmethod
+    def _attributes(custom_attributes: str | None) -> RequestAttributes | None:
         try:
-            dialect = dialect_from_attributes(custom_attributes)
+            return attributes_of(custom_attributes)
         except ValidationError as exc:
             raise RequestError(400, str(exc)) from None
-        if dialect is None:
+
+    def _reader_for(self, told: RequestAttributes | None) -> TableReader:
+        if told is None:
             return self._reader
-        columns, delimiter = dialect
-        return replace(
-            self._reader, columns=None if columns is None else tuple(columns), delimiter=delimiter
-        )
+        columns = None if told.columns is None else tuple(told.columns)
+        return replace(self._reader, columns=columns, delimiter=told.delimiter)
 
     def _response_default(self, content_type: str) -> str:
         if self._default_accept:

@@ -4,7 +4,9 @@ A header row is not a record: the engines (and the pipeline's Split) drop it fro
 they send, read its names once, and hand them to the model server in its environment, so
 every request (each a headerless run of records, as SageMaker frames them) is decoded with
 the same names. The delimiter rides beside them; the text encoding rides on the request's
-Content-Type (``text/csv; charset=latin-1``), as HTTP carries it.
+Content-Type (``text/csv; charset=latin-1``), as HTTP carries it. An endpoint's server has
+its own environment: each request's CustomAttributes tell it the same, and the Parquet join
+a job's environment asks for (:class:`RequestAttributes`).
 
 Standard library only: the Plan Lambda reads a header with it too.
 """
@@ -13,12 +15,12 @@ import codecs
 import csv
 import json
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from batchinfer.errors import InputError, ValidationError
 from batchinfer.media_types import CSV, media_type
-from batchinfer.transform.settings import TransformSettings
+from batchinfer.transform.settings import JOIN_SOURCE_VAR, TransformSettings
 
 # The header's names as a JSON array, in the order of the fields the model server receives.
 COLUMNS_VAR = "BATCHINFER_CSV_COLUMNS"
@@ -173,16 +175,30 @@ def with_header(settings: TransformSettings, names: list[str]) -> TransformSetti
     return replace(settings, environment={**settings.environment, **dialect})
 
 
+@dataclass(frozen=True)
+class RequestAttributes:
+    """What an endpoint request's CustomAttributes tell the model server: the CSV columns
+    and delimiter, and whether a Parquet answer joins the input's columns."""
+
+    columns: list[str] | None
+    delimiter: str
+    join_input: bool = False
+
+
 def custom_attributes(env: Mapping[str, str]) -> str | None:
-    """The CustomAttributes that tell an endpoint's server what :func:`dialect_environment`
-    tells a job's (None when there is nothing to tell); ValidationError when they would be
-    longer than InvokeEndpoint allows."""
+    """The CustomAttributes that tell an endpoint's server what a job's environment ``env``
+    tells a job's (:func:`dialect_environment`, and the Parquet join, JOIN_SOURCE_VAR);
+    None when there is nothing to tell. ValidationError when they would be longer than
+    InvokeEndpoint allows."""
     columns = columns_from_environment(env)
     delimiter = delimiter_from_environment(env)
-    if columns is None and delimiter == DEFAULT_DELIMITER:
+    join = env.get(JOIN_SOURCE_VAR) == "Input"
+    if columns is None and delimiter == DEFAULT_DELIMITER and not join:
         return None
-    dialect = {"columns": columns, "delimiter": delimiter}
-    value = ATTRIBUTES_PREFIX + json.dumps(dialect, separators=(",", ":"))  # ASCII escapes
+    told: dict[str, Any] = {"columns": columns, "delimiter": delimiter}
+    if join:
+        told["join_source"] = "Input"
+    value = ATTRIBUTES_PREFIX + json.dumps(told, separators=(",", ":"))  # ASCII escapes
     if len(value) > MAX_CUSTOM_ATTRIBUTES:
         raise ValidationError(
             f"the header's names take {len(value)} characters in an endpoint request's "
@@ -192,15 +208,16 @@ def custom_attributes(env: Mapping[str, str]) -> str | None:
     return value
 
 
-def dialect_from_attributes(value: str | None) -> tuple[list[str] | None, str] | None:
-    """The (columns, delimiter) of a request's CustomAttributes written by
-    :func:`custom_attributes`, or None when it holds none."""
+def attributes_of(value: str | None) -> RequestAttributes | None:
+    """What a request's CustomAttributes written by :func:`custom_attributes` tell, or None
+    when they hold nothing of batchinfer's."""
     if not value or not value.startswith(ATTRIBUTES_PREFIX):
         return None
     try:
-        dialect = json.loads(value[len(ATTRIBUTES_PREFIX) :])
-        columns, delimiter = dialect["columns"], check_delimiter(dialect["delimiter"])
-    except (ValueError, KeyError, TypeError) as exc:
+        told = json.loads(value[len(ATTRIBUTES_PREFIX) :])
+        columns, delimiter = told["columns"], check_delimiter(told["delimiter"])
+        join = told.get("join_source")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValidationError(
             f"{CUSTOM_ATTRIBUTES_HEADER}: not a batchinfer dialect: {exc}"
         ) from None
@@ -208,7 +225,9 @@ def dialect_from_attributes(value: str | None) -> tuple[list[str] | None, str] |
         isinstance(columns, list) and all(isinstance(c, str) for c in columns)
     ):
         raise ValidationError(f"{CUSTOM_ATTRIBUTES_HEADER}: columns must be a list of names")
-    return columns, delimiter
+    if join not in (None, "Input"):
+        raise ValidationError(f"{CUSTOM_ATTRIBUTES_HEADER}: join_source must be 'Input'")
+    return RequestAttributes(columns, delimiter, join == "Input")
 
 
 def with_table(

@@ -221,3 +221,34 @@ def test_a_parquet_object_split_into_row_group_shards_merges_into_one_parquet(
     )
     assert pq.ParquetFile(io.BytesIO(merged)).metadata.num_row_groups == 3  # one per answer
     assert_succeeded(tables, "groups", records=len(frame), shards=3)
+
+
+def test_a_parquet_join_reaches_the_endpoint_in_each_requests_custom_attributes(
+    endpoint_stack, pipeline_model, frame
+):
+    """ScoreShard invokes the endpoint with each row-group shard's bytes; the join rides in
+    the request's CustomAttributes, and MergeObject joins the answers into one Parquet
+    object: ``df.assign(prediction=pipeline.predict(df))``."""
+    stack = endpoint_stack
+    table = frame.assign(plan=frame["plan"].astype("category"))
+    sink = io.BytesIO()
+    table.to_parquet(sink, index=False, row_group_size=60)
+    stack.put("input/ep-parquet/a.parquet", sink.getvalue())
+    request = {
+        "input": f"s3://{stack.bucket}/input/ep-parquet/",
+        "engine": "endpoint",
+        "content_type": "application/x-parquet",
+        "accept": "application/x-parquet",
+        "split_type": "None",
+        "assemble_with": "None",
+        "join_source": "Input",
+        "shards": 2,
+        "merge": True,
+    }
+    execution = stack.run(request, "ep-parquet")
+    assert execution.status == "SUCCEEDED", execution.cause
+    merged = stack.get(f"s3://{stack.bucket}/output/ep-parquet/a.parquet.out")
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(io.BytesIO(merged)), table.assign(prediction=pipeline.predict(table))
+    )

@@ -128,7 +128,7 @@ def plan_run(
             names = header_names(header_line, settings, source=source.uri)
             settings = with_header(settings, names)
             if target is not None:  # an endpoint is told the names with each request
-                custom_attributes(settings.environment)
+                custom_attributes(settings.job_environment)
         objects = tasks.count
         job = run_estimate(
             tally,

@@ -101,7 +101,7 @@ def score_shard(
         reached = score_stream(
             source,
             writer,
-            send=invoke_endpoint(runtime, target, custom_attributes(settings.environment)),
+            send=invoke_endpoint(runtime, target, custom_attributes(settings.job_environment)),
             settings=settings,
             name=source_at.uri,
             position=position,

@@ -16,6 +16,7 @@ import pytest
 
 from batchinfer.engine.local_job import LocalJob, run_job
 from batchinfer.errors import ValidationError
+from batchinfer.serving.launcher import start_server
 from batchinfer.transform.settings import TransformSettings
 from tests.support.customers import FEATURES, ROWS, customers
 
@@ -239,4 +240,35 @@ def test_shards_auto_keeps_each_request_within_max_payload(tmp_path: Path, pipel
     pd.testing.assert_frame_equal(
         pd.read_parquet(tmp_path / "out" / "grouped.parquet.out"),
         big.assign(prediction=pipeline.predict(big[FEATURES])),
+    )
+
+
+def test_the_endpoint_engine_joins_parquet_through_each_requests_custom_attributes(
+    tmp_path: Path, pipeline_model: Path
+):
+    """An endpoint's server has its own environment: the join a job's environment asks
+    for rides in each request's CustomAttributes. Row-group shards, scored through a real
+    `batchinfer serve`, merge into the frame ``df.assign(prediction=pipeline.predict(df))``."""
+    table = customers().assign(customer_id=range(ROWS))
+    table["plan"] = table["plan"].astype("category")
+    source = write(table, tmp_path / "in" / "customers.parquet", row_group_size=40)
+    with start_server(pipeline_model, workers=1) as server:
+        server.wait_healthy(120.0)
+        run = LocalJob(
+            inputs=[source],
+            output_dir=tmp_path / "out",
+            model=None,
+            settings=TransformSettings(**PARQUET, join_source="Input", instance_count=2),
+            engine="endpoint",
+            endpoint_url=server.url,
+            shards=3,
+            merge=True,
+        )
+        result = run_job(run)
+    assert result.succeeded, result.failures
+    assert (result.files[0].shards, result.files[0].records_out) == (3, ROWS)
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "out" / "customers.parquet.out"),
+        table.assign(prediction=pipeline.predict(table[FEATURES])),
     )

@@ -334,7 +334,8 @@ def test_r6_parquet_is_framed_whole_and_answered_whole(content_type):
 
 def test_r17_a_parquet_join_is_the_model_servers_not_the_platforms():
     """SageMaker's DataProcessing joins CSV and JSON only: a Parquet join asks for none, and
-    the job's Environment tells the model server to make it; a filter is still refused."""
+    the job's Environment tells the model server to make it (an endpoint's, each request's
+    CustomAttributes); a filter is still refused."""
     parquet = dict(content_type="application/x-parquet", accept="application/x-parquet")
     joined = TransformSettings(**parquet, join_source="Input", environment={"A": "1"}).validate()
     assert joined.server_joins and not joined.uses_data_processing
@@ -345,5 +346,4 @@ def test_r17_a_parquet_join_is_the_model_servers_not_the_platforms():
     assert "BATCHINFER_JOIN_SOURCE" not in TransformSettings(**parquet).container_environment({})
     with pytest.raises(ValidationError, match="a join \\(DataProcessing\\) needs one of"):
         TransformSettings(**parquet, join_source="Input", input_filter="$[0]").validate()
-    with pytest.raises(ValidationError, match="not allowed with the endpoint engine"):
-        endpoint_settings(joined)
+    endpoint_settings(joined)  # an endpoint is told in each request's CustomAttributes
