@@ -252,3 +252,41 @@ def test_a_parquet_join_reaches_the_endpoint_in_each_requests_custom_attributes(
     pd.testing.assert_frame_equal(
         pd.read_parquet(io.BytesIO(merged)), table.assign(prediction=pipeline.predict(table))
     )
+
+
+def test_a_spark_parquet_folder_is_scored_by_prefix_as_a_schedule_names_it(
+    tables, pipeline_model, frame
+):
+    """A schedule's (or the S3 trigger's) request names a folder: Spark's output has Parquet
+    parts beside ``_SUCCESS`` and hidden ``.crc`` files, which are no inputs; each part is
+    scored and its output holds its rows (R4: the prefix selects the objects)."""
+    parts = {
+        "part-00000-1a.snappy.parquet": frame[:100],
+        "part-00001-1a.snappy.parquet": frame[100:],
+    }
+    for name, part in parts.items():
+        sink = io.BytesIO()
+        part.to_parquet(sink, index=False)
+        tables.put(f"input/spark/day=1/{name}", sink.getvalue())
+        tables.put(f"input/spark/day=1/.{name}.crc", b"crc\x00")
+    tables.put("input/spark/day=1/_SUCCESS", b"")
+    request = {
+        "input": f"s3://{tables.bucket}/input/spark/day=1/",
+        "run_id": "spark",
+        "model_data": MODEL_DATA,
+        "content_type": "application/x-parquet",
+        "accept": "application/x-parquet",
+        "split_type": "None",
+        "assemble_with": "None",
+    }
+    execution = tables.run(request, "exec-spark")
+    assert execution.status == "SUCCEEDED", execution.cause
+    outputs = sorted(k for k in tables.keys("output/spark/") if k.endswith(".out"))
+    assert outputs == [f"output/spark/{name}.out" for name in sorted(parts)]
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    for name, part in parts.items():
+        written = pd.read_parquet(
+            io.BytesIO(tables.get(f"s3://{tables.bucket}/output/spark/{name}.out"))
+        )
+        assert list(written["prediction"]) == list(pipeline.predict(part))
+    assert_succeeded(tables, "spark", records=len(frame), shards=2)
