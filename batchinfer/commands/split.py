@@ -1,6 +1,7 @@
-"""``batchinfer split``: cut one input into line-aligned shards (spec R3: each input object goes
-whole to one instance; R4: a key prefix or a ManifestFile selects the input objects; R6: what a
-record is under each SplitType; R11: Gzip input is decompressed and its output written plain)."""
+"""``batchinfer split``: cut one input into line-aligned shards, or a Parquet file into
+shards of whole row groups (spec R3: each input object goes whole to one instance; R4: a key
+prefix or a ManifestFile selects the input objects; R6: what a record is under each
+SplitType; R11: Gzip input is decompressed and its output written plain)."""
 
 from typing import Annotated
 
@@ -32,7 +33,8 @@ def split(
         typer.Option(help="With --header: fail unless the header line has this SHA-256."),
     ] = None,
 ) -> None:
-    """Split INPUT into shards that each end after a newline; write a manifest and index."""
+    """Split INPUT into shards that each end after a newline (a Parquet file: into shards
+    of whole row groups); write a manifest and index."""
     from batchinfer.sharding import split as split_input
     from batchinfer.units import parse_size
 

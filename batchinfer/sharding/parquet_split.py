@@ -10,7 +10,6 @@ around them are read and uploaded). A file of one row group is its own only shar
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from threading import Lock
 from typing import Any
 
 from batchinfer.errors import InputError, ValidationError
@@ -100,7 +99,8 @@ def split_parquet(
     """Cut the Parquet ``source`` into shards of whole row groups written to ``sink``:
     ``shards`` runs of about equal bytes, or runs packed into ``shard_size`` bytes a shard
     (:func:`packed_runs`: a Parquet shard is one request, which MaxPayloadInMB bounds).
-    The prefix of the shards and the shards (the source itself when it makes one shard).
+    The prefix of the shards and the shards (the source itself when it makes one shard);
+    ``on_part`` (called from several threads) is told the bytes of each part written.
     InputError naming the source when it is not a whole Parquet file."""
     try:
         footer = footer_at_end(source.read_range, source.size)
@@ -113,18 +113,13 @@ def split_parquet(
         tails = [shard_footer(footer, first, stop, source=source.uri) for first, stop in runs]
     except ParquetError as exc:
         raise InputError(str(exc)) from None
-    lock = Lock()
-
-    def locked(size: int) -> None:
-        with lock:
-            on_part(size)
 
     def copy(number: int) -> Shard:
         first, stop = runs[number]
         span_start, span_end = data_span(footer, first, stop)
         name = shard_name(source.name, number)
         writer = sink.open(name)
-        _copy_framed(source, writer, span_start, span_end, tails[number], locked)
+        _copy_framed(source, writer, span_start, span_end, tails[number], on_part)
         return Shard(name, sink.uri(name), span_start, span_end, writer.finish())
 
     with ThreadPoolExecutor(min(source.copy_workers, len(runs))) as pool:

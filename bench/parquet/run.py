@@ -43,7 +43,7 @@ QUICK_SIZE_MB, QUICK_FILES = 40, 4
 ENGINES = ("processing", "transform")
 
 
-def _table_case():  # bench/run/run.py's generator and model, loaded by path
+def table_case():  # bench/run/run.py's generator and model, loaded by path
     spec = importlib.util.spec_from_file_location("table_case", HERE.parent / "run" / "run.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -54,7 +54,7 @@ def _table_case():  # bench/run/run.py's generator and model, loaded by path
 def prepare(size_mb: int, files: int) -> tuple[Path, Path, int]:
     """The model and the input folder of ``files`` Parquet files (kept between runs), and
     the rows they hold."""
-    case = _table_case()
+    case = table_case()
     model_dir = DATA / "model"
     if not (model_dir / "model.joblib").exists():
         case.train_table_model(model_dir)

@@ -22,6 +22,22 @@ from .test_endpoint_engine import ENDPOINT, endpoint_template
 from .test_happy_path import assert_succeeded
 
 MODEL_DATA = "s3://example-models-bucket/customers/model.tar.gz"
+
+
+def parquet_of(frame: pd.DataFrame, **options: object) -> bytes:
+    sink = io.BytesIO()
+    frame.to_parquet(sink, **options)
+    return sink.getvalue()
+
+
+# Parquet in and out: each file (or shard of row groups) one request; the stack's defaults
+# are CSV's, with SplitType and AssembleWith Line.
+PARQUET = {
+    "content_type": "application/x-parquet",
+    "accept": "application/x-parquet",
+    "split_type": "None",
+    "assemble_with": "None",
+}
 __all__ = ["endpoint_template", "frame", "pipeline_model"]  # fixtures shared with their modules
 
 
@@ -135,17 +151,14 @@ def test_parquet_objects_are_scored_by_name_and_counted_by_row_through_the_pipel
     footers, and the status table and the run-finished event carry the rows."""
     table = frame.assign(plan=frame["plan"].astype("category"))[["plan", "city", "income", "age"]]
     for name, part in (("a", table[:150]), ("b", table[150:])):
-        sink = io.BytesIO()
-        part.to_parquet(sink, index=False, row_group_size=60)
-        tables.put(f"input/parquet/{name}.parquet", sink.getvalue())
+        tables.put(
+            f"input/parquet/{name}.parquet", parquet_of(part, index=False, row_group_size=60)
+        )
     request = {
         "input": f"s3://{tables.bucket}/input/parquet/",
         "run_id": "parquet",
         "model_data": MODEL_DATA,
-        "content_type": "application/x-parquet",
-        "accept": "application/x-parquet",
-        "split_type": "None",  # the stack's defaults are Line
-        "assemble_with": "None",
+        **PARQUET,
     }
     execution = tables.run(request, "exec-parquet")
     assert execution.status == "SUCCEEDED", execution.cause
@@ -163,17 +176,12 @@ def test_a_parquet_join_is_the_model_servers_through_the_pipeline(tables, pipeli
     """SageMaker joins CSV and JSON only (R17, R18): the job asks for no DataProcessing, and
     its Environment tells the model server to answer the input's columns and the
     predictions."""
-    sink = io.BytesIO()
-    frame.to_parquet(sink, index=False)
-    tables.put("input/joined/a.parquet", sink.getvalue())
+    tables.put("input/joined/a.parquet", parquet_of(frame, index=False))
     request = {
         "input": f"s3://{tables.bucket}/input/joined/",
         "run_id": "joined",
         "model_data": MODEL_DATA,
-        "content_type": "application/x-parquet",
-        "accept": "application/x-parquet",  # the stack's default is text/csv
-        "split_type": "None",
-        "assemble_with": "None",
+        **PARQUET,
         "join_source": "Input",
     }
     execution = tables.run(request, "exec-joined")
@@ -197,17 +205,12 @@ def test_a_parquet_object_split_into_row_group_shards_merges_into_one_parquet(
     the three answers into one Parquet file: ``df.assign(prediction=pipeline.predict(df))``."""
     table = frame.assign(customer_id=range(len(frame)))
     table["plan"] = table["plan"].astype("category")
-    sink = io.BytesIO()
-    table.to_parquet(sink, index=False, row_group_size=40)
-    tables.put("input/groups/a.parquet", sink.getvalue())
+    tables.put("input/groups/a.parquet", parquet_of(table, index=False, row_group_size=40))
     request = {
         "input": f"s3://{tables.bucket}/input/groups/",
         "run_id": "groups",
         "model_data": MODEL_DATA,
-        "content_type": "application/x-parquet",
-        "accept": "application/x-parquet",
-        "split_type": "None",
-        "assemble_with": "None",
+        **PARQUET,
         "join_source": "Input",
         "shards": 3,
         "merge": True,
@@ -231,16 +234,11 @@ def test_a_parquet_join_reaches_the_endpoint_in_each_requests_custom_attributes(
     object: ``df.assign(prediction=pipeline.predict(df))``."""
     stack = endpoint_stack
     table = frame.assign(plan=frame["plan"].astype("category"))
-    sink = io.BytesIO()
-    table.to_parquet(sink, index=False, row_group_size=60)
-    stack.put("input/ep-parquet/a.parquet", sink.getvalue())
+    stack.put("input/ep-parquet/a.parquet", parquet_of(table, index=False, row_group_size=60))
     request = {
         "input": f"s3://{stack.bucket}/input/ep-parquet/",
         "engine": "endpoint",
-        "content_type": "application/x-parquet",
-        "accept": "application/x-parquet",
-        "split_type": "None",
-        "assemble_with": "None",
+        **PARQUET,
         "join_source": "Input",
         "shards": 2,
         "merge": True,
@@ -265,19 +263,14 @@ def test_a_spark_parquet_folder_is_scored_by_prefix_as_a_schedule_names_it(
         "part-00001-1a.snappy.parquet": frame[100:],
     }
     for name, part in parts.items():
-        sink = io.BytesIO()
-        part.to_parquet(sink, index=False)
-        tables.put(f"input/spark/day=1/{name}", sink.getvalue())
+        tables.put(f"input/spark/day=1/{name}", parquet_of(part, index=False))
         tables.put(f"input/spark/day=1/.{name}.crc", b"crc\x00")
     tables.put("input/spark/day=1/_SUCCESS", b"")
     request = {
         "input": f"s3://{tables.bucket}/input/spark/day=1/",
         "run_id": "spark",
         "model_data": MODEL_DATA,
-        "content_type": "application/x-parquet",
-        "accept": "application/x-parquet",
-        "split_type": "None",
-        "assemble_with": "None",
+        **PARQUET,
     }
     execution = tables.run(request, "exec-spark")
     assert execution.status == "SUCCEEDED", execution.cause
@@ -290,3 +283,23 @@ def test_a_spark_parquet_folder_is_scored_by_prefix_as_a_schedule_names_it(
         )
         assert list(written["prediction"]) == list(pipeline.predict(part))
     assert_succeeded(tables, "spark", records=len(frame), shards=2)
+
+
+def test_a_truncated_parquet_object_fails_its_split_naming_it_and_no_job_runs(tables, frame):
+    whole = parquet_of(frame, index=False, row_group_size=60)
+    tables.put("input/cut/a.parquet", whole)
+    tables.put("input/cut/b.parquet", whole[: len(whole) // 2])
+    request = {
+        "input": f"s3://{tables.bucket}/input/cut/",
+        "run_id": "cut",
+        "model_data": MODEL_DATA,
+        **PARQUET,
+        "shards": 2,
+        "merge": True,
+    }
+    execution = tables.run(request, "exec-cut")
+    assert execution.status == "FAILED"
+    cause = execution.cause or ""
+    assert "input/cut/b.parquet: does not end with PAR1" in cause, cause
+    assert not tables.jobs.requests, "no job scores a run with an input it cannot split"
+    assert not [k for k in tables.keys("output/cut/") if k.endswith(".out")]

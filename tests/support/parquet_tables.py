@@ -4,6 +4,7 @@ import io
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import strategies as st
 
 COLUMNS = {
     "int": lambda n: pa.array(range(n)),
@@ -21,3 +22,12 @@ def parquet_bytes(table: pa.Table, **options: object) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink, **options)
     return sink.getvalue()
+
+
+def column_names(max_size: int) -> st.SearchStrategy[list[str]]:
+    """A few of :data:`COLUMNS`, each at most once."""
+    return st.lists(st.sampled_from(sorted(COLUMNS)), min_size=1, max_size=max_size, unique=True)
+
+
+def table_of(names: list[str], rows: int) -> pa.Table:
+    return pa.table({name: COLUMNS[name](rows) for name in names})

@@ -15,7 +15,7 @@ from batchinfer.sharding.parquet_split import row_group_runs
 from batchinfer.transform.parquet_files import data_span, joined_footer, shard_footer
 from batchinfer.transform.parquet_footer import MAGIC, ParquetError, footer_of, metadata_length
 from batchinfer.transform.thrift_compact import read_struct, write_struct
-from tests.support.parquet_tables import COLUMNS, parquet_bytes
+from tests.support.parquet_tables import column_names, parquet_bytes, table_of
 
 
 def shard(data: bytes, first: int, stop: int) -> bytes:
@@ -33,7 +33,7 @@ def joined(files: list[bytes]) -> bytes:
 @settings(deadline=None, max_examples=50)
 @given(
     rows=st.integers(1, 500),
-    names=st.lists(st.sampled_from(sorted(COLUMNS)), min_size=1, max_size=5, unique=True),
+    names=column_names(5),
     group=st.integers(1, 200),
     shards=st.integers(1, 8),
     compression=st.sampled_from(["none", "snappy", "zstd"]),
@@ -43,7 +43,7 @@ def joined(files: list[bytes]) -> bytes:
 def test_shards_read_as_their_row_groups_and_join_back_into_the_table(
     rows, names, group, shards, compression, dictionary, page_index
 ):
-    table = pa.table({name: COLUMNS[name](rows) for name in names})
+    table = table_of(names, rows)
     data = parquet_bytes(
         table,
         row_group_size=group,
@@ -80,12 +80,12 @@ def test_shards_read_as_their_row_groups_and_join_back_into_the_table(
 @settings(deadline=None, max_examples=40)
 @given(
     rows=st.integers(0, 300),
-    names=st.lists(st.sampled_from(sorted(COLUMNS)), min_size=1, max_size=4, unique=True),
+    names=column_names(4),
     group=st.integers(1, 400),
     statistics=st.booleans(),
 )
 def test_the_thrift_writer_gives_back_the_footer_pyarrow_wrote(rows, names, group, statistics):
-    table = pa.table({name: COLUMNS[name](rows) for name in names})
+    table = table_of(names, rows)
     data = parquet_bytes(table, row_group_size=group, write_statistics=statistics)
     length = metadata_length(data[-8:])
     metadata = data[-8 - length : -8]

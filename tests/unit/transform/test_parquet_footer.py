@@ -18,13 +18,13 @@ from batchinfer.transform.parquet_footer import (
     metadata_length,
     read_footer,
 )
-from tests.support.parquet_tables import COLUMNS, parquet_bytes
+from tests.support.parquet_tables import column_names, parquet_bytes, table_of
 
 
 @settings(deadline=None, max_examples=60)
 @given(
     rows=st.integers(0, 600),
-    names=st.lists(st.sampled_from(sorted(COLUMNS)), min_size=1, max_size=5, unique=True),
+    names=column_names(5),
     group=st.integers(1, 700),
     compression=st.sampled_from(["none", "snappy", "gzip", "zstd"]),
     dictionary=st.booleans(),
@@ -33,7 +33,7 @@ from tests.support.parquet_tables import COLUMNS, parquet_bytes
 def test_the_footer_says_what_pyarrow_reads(
     rows, names, group, compression, dictionary, statistics
 ):
-    table = pa.table({name: COLUMNS[name](rows) for name in names})
+    table = table_of(names, rows)
     data = parquet_bytes(
         table,
         row_group_size=group,
