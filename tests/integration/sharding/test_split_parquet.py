@@ -118,3 +118,20 @@ def test_small_s3_shards_are_read_and_uploaded_whole(s3, bucket, s3_log):
     shards = [pq.read_table(io.BytesIO(bucket.get(uri))) for uri in index.uris]
     assert pa.concat_tables(shards).to_pylist() == table(6_000).to_pylist()
     assert s3_log.count("UploadPartCopy") == 0
+
+
+def test_a_split_run_again_after_it_ran_writes_the_same_shards_once(s3, bucket, s3_log):
+    """A retried SplitObject (its answer lost after it finished) splits the same object
+    into the same prefix: the same shard bytes and index, no second set of objects, and no
+    multipart upload left open."""
+    data = io.BytesIO()
+    pq.write_table(table(6_000), data, row_group_size=1_000)
+    source = bucket.put("in/again.parquet", data.getvalue())
+    first = split(source, f"s3://{bucket.name}/shards/", shards=3, s3_client=s3)
+    written = {uri: bucket.get(uri) for uri in first.uris}
+    keys = bucket.keys("shards/")
+    again = split(source, f"s3://{bucket.name}/shards/", shards=3, s3_client=s3)
+    assert again.shards == first.shards
+    assert {uri: bucket.get(uri) for uri in again.uris} == written
+    assert bucket.keys("shards/") == keys
+    assert bucket.open_uploads() == []
