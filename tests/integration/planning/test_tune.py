@@ -6,6 +6,7 @@ curves drawn as a PNG."""
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -234,7 +235,9 @@ def test_tune_prints_the_curve_and_the_options_to_use(capsys, example_dir, monke
     assert "tune: rows/s on the sample (median of 3 passes, slowest-fastest) by" in printed
     assert "█" in printed and "<- recommended" in printed
     assert "1 MB (~500 rec) x 1, 64 per pass" in printed  # the forward batches swept
-    assert "recommended: --max-payload-mb 1 --max-concurrent-transforms " in printed
+    # which pair wins is a measurement, which a loaded machine can move: only its form is
+    # asserted here (the choice itself is tested on fixed points)
+    assert re.search(r"recommended: --max-payload-mb \d+ --max-concurrent-transforms \d+", printed)
 
 
 @pytest.mark.parametrize(
