@@ -16,7 +16,12 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import boto3
+import joblib
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from sklearn.linear_model import LinearRegression
 
 import batchinfer
 from batchinfer.engine.outcomes import Progress
@@ -460,3 +465,34 @@ def test_plan_measures_an_s3_model_as_the_same_local_one(capsys, s3, s3_model, r
         plan = json.loads(said[said.index("{") :])
         measured[model] = plan["calibration"]["records"]
     assert measured[s3_model] == measured[str(row_sum_model)] == 200
+
+
+def test_a_parquet_object_splits_into_row_groups_and_merges_as_the_local_file_r3(
+    capsys, s3, tmp_path
+):
+    """The object is fetched whole, cut into standalone files of whole row groups, and the
+    shards' Parquet answers are joined into one object: the local file's bytes."""
+    rows = np.random.default_rng(3).random((6_000, 3))
+    model = tmp_path / "model"
+    model.mkdir()
+    fitted = LinearRegression().fit(rows, rows.sum(axis=1))
+    joblib.dump(fitted, model / "model.joblib")
+    folder = tmp_path / "data"
+    folder.mkdir()
+    table = pa.table({name: rows[:, k] for k, name in enumerate("abc")})
+    pq.write_table(table, folder / "rows.parquet", row_group_size=1_000)
+    _upload(s3, folder, "inputs", "pq/")
+    s3.create_bucket(Bucket="outputs")
+    options = ["--content-type", "application/x-parquet", "--shards", "3", "--merge"]
+    here = tmp_path / "local-out"
+    for source, out in ((str(folder), str(here)), ("s3://inputs/pq/rows", "s3://outputs/pq")):
+        code, said = run_cli(
+            capsys, "run", source, "--model", str(model), "--output", out, *options
+        )
+        assert code == 0, said
+    assert _objects(s3, "outputs", "pq/") == _outputs(here)
+    counts = _s3_counts(s3, "outputs", "pq/")
+    assert counts == _counts(here)
+    assert (counts["rows.parquet"]["shards"], counts["rows.parquet"]["records_out"]) == (3, 6_000)
+    merged = pq.read_table(here / "rows.parquet.out").column("prediction").to_numpy()
+    np.testing.assert_array_equal(merged, fitted.predict(rows))
