@@ -130,6 +130,29 @@ def _counts(folder: Path) -> dict[str, dict[str, object]]:
     return {f["name"]: {key: f[key] for key in COUNTS} for f in manifest["files"]}
 
 
+def _run_here_and_on_s3(
+    capsys, s3, folder: Path, prefix: str, model: Path, options: list[str]
+) -> dict[str, dict[str, object]]:
+    """Run ``folder``'s one file into ``local-out`` beside it, and its upload under
+    ``prefix`` of bucket inputs into the same prefix of bucket outputs: the same bytes and
+    counts; the counts."""
+    _upload(s3, folder, "inputs", prefix)
+    s3.create_bucket(Bucket="outputs")
+    (name,) = [p.name for p in folder.iterdir()]
+    here = folder.parent / "local-out"
+    stem = name.split(".")[0]
+    runs = ((str(folder), str(here)), (f"s3://inputs/{prefix}{stem}", f"s3://outputs/{prefix}"))
+    for source, out in runs:
+        code, said = run_cli(
+            capsys, "run", source, "--model", str(model), "--output", out, *options
+        )
+        assert code == 0, said
+    assert _objects(s3, "outputs", prefix) == _outputs(here)
+    counts = _s3_counts(s3, "outputs", prefix)
+    assert counts == _counts(here)
+    return counts
+
+
 def test_an_s3_prefix_and_model_into_an_s3_prefix_as_local_folders_r4_r12_c2(
     capsys, s3, data, s3_model, row_sum_model, tmp_path
 ):
@@ -175,18 +198,9 @@ def test_a_gzip_object_runs_as_the_local_gzip_file_r11(capsys, s3, row_sum_model
     folder = tmp_path / "data"
     folder.mkdir()
     (folder / "rows.csv.gz").write_bytes(gzip.compress(b"a,b,c,d\n" + _rows(30_000)))
-    _upload(s3, folder, "inputs", "gz/")
-    s3.create_bucket(Bucket="outputs")
     options = [*CSV, "--compression-type", "Gzip", "--shards", "3", "--merge", "--header"]
-    here = tmp_path / "local-out"
-    for source, out in ((str(folder), str(here)), ("s3://inputs/gz/rows", "s3://outputs/gz")):
-        code, said = run_cli(
-            capsys, "run", source, "--model", str(row_sum_model), "--output", out, *options
-        )
-        assert code == 0, said
-    assert _objects(s3, "outputs", "gz/") == _outputs(here)
-    counts = _s3_counts(s3, "outputs", "gz/")
-    assert counts == _counts(here) and counts["rows.csv.gz"]["shards"] == 3
+    counts = _run_here_and_on_s3(capsys, s3, folder, "gz/", row_sum_model, options)
+    assert counts["rows.csv.gz"]["shards"] == 3
 
 
 def test_s3_inputs_are_selected_as_local_ones_and_by_an_s3_manifest_r4(
@@ -481,18 +495,9 @@ def test_a_parquet_object_splits_into_row_groups_and_merges_as_the_local_file_r3
     folder.mkdir()
     table = pa.table({name: rows[:, k] for k, name in enumerate("abc")})
     pq.write_table(table, folder / "rows.parquet", row_group_size=1_000)
-    _upload(s3, folder, "inputs", "pq/")
-    s3.create_bucket(Bucket="outputs")
     options = ["--content-type", "application/x-parquet", "--shards", "3", "--merge"]
-    here = tmp_path / "local-out"
-    for source, out in ((str(folder), str(here)), ("s3://inputs/pq/rows", "s3://outputs/pq")):
-        code, said = run_cli(
-            capsys, "run", source, "--model", str(model), "--output", out, *options
-        )
-        assert code == 0, said
-    assert _objects(s3, "outputs", "pq/") == _outputs(here)
-    counts = _s3_counts(s3, "outputs", "pq/")
-    assert counts == _counts(here)
+    counts = _run_here_and_on_s3(capsys, s3, folder, "pq/", model, options)
     assert (counts["rows.parquet"]["shards"], counts["rows.parquet"]["records_out"]) == (3, 6_000)
-    merged = pq.read_table(here / "rows.parquet.out").column("prediction").to_numpy()
+    merged = pq.read_table(tmp_path / "local-out" / "rows.parquet.out").column("prediction")
+    merged = merged.to_numpy()
     np.testing.assert_array_equal(merged, fitted.predict(rows))
