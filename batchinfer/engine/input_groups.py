@@ -22,10 +22,11 @@ from batchinfer.errors import BatchInferError, InputError
 from batchinfer.sharding import plan_shards, shard_name, split
 from batchinfer.sharding.auto import parquet_split, requested_shards
 from batchinfer.sharding.local_files import LocalSource, kernel_copy
+from batchinfer.sharding.parquet_split import file_footer
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import output_name
 from batchinfer.transform.parquet_files import data_span, joined_footer
-from batchinfer.transform.parquet_footer import MAGIC, ParquetError, ParquetFooter, footer_at_end
+from batchinfer.transform.parquet_footer import MAGIC, ParquetError
 
 
 @dataclass
@@ -198,7 +199,7 @@ def join_parquet(parts: list[Path], target: Path) -> None:
     copied in the kernel, under a footer that lists them all
     (:func:`batchinfer.transform.parquet_files.joined_footer`)."""
     try:
-        footers = [_footer(part) for part in parts]
+        footers = [file_footer(str(part)) for part in parts]
         tail = joined_footer(footers, [str(part) for part in parts])
     except ParquetError as exc:
         raise InputError(f"cannot merge into {target.name}: {exc}") from None
@@ -210,14 +211,6 @@ def join_parquet(parts: list[Path], target: Path) -> None:
             with part.open("rb") as src:
                 kernel_copy(src.fileno(), out.fileno(), start, end, source=str(part))
         out.write(tail)
-
-
-def _footer(path: Path) -> ParquetFooter:
-    source = LocalSource(str(path))
-    try:
-        return footer_at_end(source.read_range, source.size)
-    finally:
-        source.close()
 
 
 @contextmanager

@@ -18,10 +18,10 @@ from batchinfer.planning.scan import LargestRecord, Reservoir, scan_lines
 from batchinfer.sharding.auto import parquet_split, requested_shards
 from batchinfer.sharding.gzip_split import decompressed_chunks, split_header
 from batchinfer.sharding.local_files import LocalSource
-from batchinfer.sharding.parquet_split import shard_bytes, shard_runs
+from batchinfer.sharding.parquet_split import file_footer, shard_bytes, shard_runs
 from batchinfer.sharding.planner import plan_shards, shard_count
 from batchinfer.transform.parquet_footer import MAGIC as PARQUET_MAGIC
-from batchinfer.transform.parquet_footer import ParquetError, footer_at_end
+from batchinfer.transform.parquet_footer import ParquetError
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
 
@@ -60,13 +60,10 @@ def survey_parquet(file: InputFile, settings: TransformSettings, sharding: Shard
     is one request, or each of its shards of whole row groups is (as ``split`` would cut
     it); its largest request is the largest of them. InputError naming the file when it
     is not a whole Parquet file."""
-    source = LocalSource(str(file.path))
     try:
-        footer = footer_at_end(source.read_range, file.size)
+        footer = file_footer(str(file.path))
     except ParquetError as exc:
         raise InputError(f"{file.path}: {exc}, but --content-type is Parquet") from None
-    finally:
-        source.close()
     asked = (
         {"shard_size": sharding.shard_size}
         if sharding.shard_size is not None

@@ -37,7 +37,11 @@ def parquet_split(
         return None
     if shards != "auto":
         return None if shards == 1 else {"shards": shards}
-    limit = (
-        AUTO_SHARD_SIZE if max_payload_bytes is None else min(AUTO_SHARD_SIZE, max_payload_bytes)
-    )
+    limit = parquet_shard_size(AUTO_SHARD_SIZE, max_payload_bytes)
     return None if size <= limit else {"shard_size": limit}
+
+
+def parquet_shard_size(target: int, max_payload_bytes: int | None) -> int:
+    """The bytes a Parquet shard may hold: ``target``, and no more than MaxPayloadInMB
+    (``max_payload_bytes``; None: no limit), since a Parquet shard is one request."""
+    return target if max_payload_bytes is None else min(target, max_payload_bytes)

@@ -9,12 +9,11 @@ around them are read and uploaded). A file of one row group is its own only shar
 """
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from batchinfer.errors import InputError, ValidationError
-from batchinfer.sharding.index import Shard
-from batchinfer.sharding.names import MAX_SHARDS, shard_name
+from batchinfer.sharding.local_files import LocalSource
+from batchinfer.sharding.names import MAX_SHARDS
 from batchinfer.sharding.planner import shard_count
 from batchinfer.transform.parquet_files import data_span, shard_footer
 from batchinfer.transform.parquet_footer import MAGIC, ParquetError, ParquetFooter, footer_at_end
@@ -88,46 +87,39 @@ def shard_bytes(footer: ParquetFooter, first: int, stop: int, *, source: str) ->
     return len(MAGIC) + end - start + len(shard_footer(footer, first, stop, source=source))
 
 
-def split_parquet(
-    source: Any,
-    sink: Any,
-    *,
-    shards: int | None,
-    shard_size: int | None,
-    on_part: Callable[[int], None],
-) -> tuple[str, list[Shard]]:
-    """Cut the Parquet ``source`` into shards of whole row groups written to ``sink``:
-    ``shards`` runs of about equal bytes, or runs packed into ``shard_size`` bytes a shard
-    (:func:`packed_runs`: a Parquet shard is one request, which MaxPayloadInMB bounds).
-    The prefix of the shards and the shards (the source itself when it makes one shard);
-    ``on_part`` (called from several threads) is told the bytes of each part written.
-    InputError naming the source when it is not a whole Parquet file."""
+def plan_parquet(
+    source: Any, *, shards: int | None, shard_size: int | None
+) -> tuple[list[tuple[int, int]], list[bytes]]:
+    """Where to cut the Parquet ``source`` into shards of whole row groups: ``shards`` runs
+    of about equal bytes, or runs packed into ``shard_size`` bytes a shard
+    (:func:`packed_runs`: a Parquet shard is one request, which MaxPayloadInMB bounds). The
+    byte range of each shard's row groups and its footer; the whole object and no footer
+    when it makes one shard. InputError naming the source when it is not a whole Parquet
+    file."""
     try:
         footer = footer_at_end(source.read_range, source.size)
     except ParquetError as exc:
         raise InputError(f"{source.uri}: {exc}") from None
     runs = shard_runs(footer, shards=shards, shard_size=shard_size, source=source.uri)
     if len(runs) == 1:
-        return source.parent_prefix, [Shard(source.name, source.uri, 0, source.size, source.size)]
+        return [(0, source.size)], []
     try:
         tails = [shard_footer(footer, first, stop, source=source.uri) for first, stop in runs]
     except ParquetError as exc:
         raise InputError(str(exc)) from None
-
-    def copy(number: int) -> Shard:
-        first, stop = runs[number]
-        span_start, span_end = data_span(footer, first, stop)
-        name = shard_name(source.name, number)
-        writer = sink.open(name)
-        _copy_framed(source, writer, span_start, span_end, tails[number], on_part)
-        return Shard(name, sink.uri(name), span_start, span_end, writer.finish())
-
-    with ThreadPoolExecutor(min(source.copy_workers, len(runs))) as pool:
-        made = list(pool.map(copy, range(len(runs))))
-    return sink.prefix, made
+    return [data_span(footer, first, stop) for first, stop in runs], tails
 
 
-def _copy_framed(
+def file_footer(path: str) -> ParquetFooter:
+    """The footer of the local Parquet file ``path``, read from its end."""
+    source = LocalSource(path)
+    try:
+        return footer_at_end(source.read_range, source.size)
+    finally:
+        source.close()
+
+
+def copy_framed(
     source: Any, writer: Any, start: int, end: int, tail: bytes, on_part: Callable[[int], None]
 ) -> None:
     """Write ``PAR1``, the source's bytes ``[start, end)`` and ``tail``. The middle is copied

@@ -12,7 +12,7 @@ from batchinfer.sharding.header import check_header
 from batchinfer.sharding.index import Shard, ShardIndex
 from batchinfer.sharding.local_files import LocalSink, LocalSource
 from batchinfer.sharding.names import index_name, manifest_name, shard_name
-from batchinfer.sharding.parquet_split import is_parquet, split_parquet
+from batchinfer.sharding.parquet_split import copy_framed, is_parquet, plan_parquet
 from batchinfer.sharding.planner import ShardPlan, plan_shards
 from batchinfer.transform.settings import ENUMS
 from batchinfer.uris import is_s3_uri, parse_s3_uri
@@ -84,13 +84,9 @@ def split(
                         f"{source.uri}: a Parquet file has no header line; split it without one"
                     )
                 header_line = None
-                prefix, made = split_parquet(
-                    source,
-                    sink,
-                    shards=shards,
-                    shard_size=shard_size,
-                    on_part=_counter(source.size, progress),
-                )
+                ranges, tails = plan_parquet(source, shards=shards, shard_size=shard_size)
+                plan = ShardPlan(source.size, None, ranges)
+                prefix, made = _materialise(plan, source, sink, progress, tails)
             else:
                 plan = plan_shards(
                     source.size,
@@ -152,8 +148,18 @@ def _open(input: str, output: str, s3_client: Any) -> tuple[Any, Any]:
     )
 
 
-def _counter(total: int, progress: Progress | None) -> Callable[[int], None]:
-    """A thread-safe ``on_part(size)`` that reports the bytes done so far of ``total``."""
+def _materialise(
+    plan: ShardPlan,
+    source: Any,
+    sink: Any,
+    progress: Progress | None,
+    tails: list[bytes] | None = None,
+) -> tuple[str, list[Shard]]:
+    """Copy each planned byte range into its shard (with ``tails``, framed as a Parquet
+    file: ``PAR1``, the range, and the shard's footer); returns the prefix and the shards."""
+    if plan.whole_object:
+        return source.parent_prefix, [Shard(source.name, source.uri, 0, plan.size, plan.size)]
+    total = sum(end - start for start, end in plan.ranges)
     done = 0
     lock = Lock()
 
@@ -164,21 +170,13 @@ def _counter(total: int, progress: Progress | None) -> Callable[[int], None]:
             if progress is not None:
                 progress(done, total)
 
-    return on_part
-
-
-def _materialise(
-    plan: ShardPlan, source: Any, sink: Any, progress: Progress | None
-) -> tuple[str, list[Shard]]:
-    """Copy each planned byte range into its shard; returns the prefix and the shards."""
-    if plan.whole_object:
-        return source.parent_prefix, [Shard(source.name, source.uri, 0, plan.size, plan.size)]
-    on_part = _counter(sum(end - start for start, end in plan.ranges), progress)
-
     def copy(number: int, start: int, end: int) -> Shard:
         name = shard_name(source.name, number)
         writer = sink.open(name)
-        source.copy_to(writer, start, end, on_part)
+        if tails:
+            copy_framed(source, writer, start, end, tails[number], on_part)
+        else:
+            source.copy_to(writer, start, end, on_part)
         return Shard(name, sink.uri(name), start, end, writer.finish())
 
     pool = ThreadPoolExecutor(min(source.copy_workers, len(plan.ranges)))

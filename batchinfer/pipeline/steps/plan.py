@@ -47,6 +47,7 @@ from batchinfer.pipeline.jobs.run_request import RunRequest, check_endpoint_keys
 from batchinfer.pipeline.jobs.split_job import JOB, choose_splitter, is_gzip, with_splitter
 from batchinfer.pipeline.storage.s3io import SpooledJson, write_json
 from batchinfer.pipeline.storage.status_table import StatusTable
+from batchinfer.sharding.auto import parquet_shard_size
 from batchinfer.sharding.compatibility import check_sharding
 from batchinfer.sharding.header import header_digest, read_header_line
 from batchinfer.sharding.listing import input_objects
@@ -271,9 +272,8 @@ def _parquet_size(
     MaxPayloadInMB."""
     if shards is not None:
         return {"shards": _shard_count(shards)}
-    bytes_ = _shard_bytes(env.shard_size if size is None else size)
-    limit = settings.resolve().max_payload_bytes
-    return {"shard_size": bytes_ if limit is None else min(bytes_, limit)}
+    target = _shard_bytes(env.shard_size if size is None else size)
+    return {"shard_size": parquet_shard_size(target, settings.resolve().max_payload_bytes)}
 
 
 def _shard_count(shards: Any) -> int:
