@@ -30,6 +30,14 @@ def parquet_of(frame: pd.DataFrame, **options: object) -> bytes:
     return sink.getvalue()
 
 
+def assert_joined(written: bytes, frame: pd.DataFrame, pipeline_model: Path) -> None:
+    """``written`` is the Parquet file ``frame.assign(prediction=pipeline.predict(frame))``."""
+    pipeline = joblib.load(pipeline_model / "model.joblib")
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(io.BytesIO(written)), frame.assign(prediction=pipeline.predict(frame))
+    )
+
+
 # Parquet in and out: each file (or shard of row groups) one request; the stack's defaults
 # are CSV's, with SplitType and AssembleWith Line.
 PARQUET = {
@@ -189,11 +197,8 @@ def test_a_parquet_join_is_the_model_servers_through_the_pipeline(tables, pipeli
     ((_, job),) = tables.jobs.requests
     assert "DataProcessing" not in job
     assert job["Environment"]["BATCHINFER_JOIN_SOURCE"] == "Input"
-    written = pd.read_parquet(
-        io.BytesIO(tables.get(f"s3://{tables.bucket}/output/joined/a.parquet.out"))
-    )
-    pipeline = joblib.load(pipeline_model / "model.joblib")
-    pd.testing.assert_frame_equal(written, frame.assign(prediction=pipeline.predict(frame)))
+    written = tables.get(f"s3://{tables.bucket}/output/joined/a.parquet.out")
+    assert_joined(written, frame, pipeline_model)
 
 
 def test_a_parquet_object_split_into_row_group_shards_merges_into_one_parquet(
@@ -218,10 +223,7 @@ def test_a_parquet_object_split_into_row_group_shards_merges_into_one_parquet(
     execution = tables.run(request, "exec-groups")
     assert execution.status == "SUCCEEDED", execution.cause
     merged = tables.get(f"s3://{tables.bucket}/output/groups/a.parquet.out")
-    pipeline = joblib.load(pipeline_model / "model.joblib")
-    pd.testing.assert_frame_equal(
-        pd.read_parquet(io.BytesIO(merged)), table.assign(prediction=pipeline.predict(table))
-    )
+    assert_joined(merged, table, pipeline_model)
     assert pq.ParquetFile(io.BytesIO(merged)).metadata.num_row_groups == 3  # one per answer
     assert_succeeded(tables, "groups", records=len(frame), shards=3)
 
@@ -246,10 +248,7 @@ def test_a_parquet_join_reaches_the_endpoint_in_each_requests_custom_attributes(
     execution = stack.run(request, "ep-parquet")
     assert execution.status == "SUCCEEDED", execution.cause
     merged = stack.get(f"s3://{stack.bucket}/output/ep-parquet/a.parquet.out")
-    pipeline = joblib.load(pipeline_model / "model.joblib")
-    pd.testing.assert_frame_equal(
-        pd.read_parquet(io.BytesIO(merged)), table.assign(prediction=pipeline.predict(table))
-    )
+    assert_joined(merged, table, pipeline_model)
 
 
 def test_a_spark_parquet_folder_is_scored_by_prefix_as_a_schedule_names_it(
