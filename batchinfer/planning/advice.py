@@ -95,7 +95,7 @@ def _parquet_too_large(survey: InputSurvey, limit: int) -> str:
         f"{survey.records:,} rows in {survey.row_groups} row group(s), the largest {group:,} bytes"
     )
     bound = f"MaxPayloadInMB={limit // MIB} ({limit:,} bytes)"
-    if group >= limit:
+    if (survey.largest_row_group_request or 0) > limit:  # as the engine refuses it
         way_out = (
             "a request holds whole row groups: write the file with smaller row groups "
             "(pyarrow's row_group_size) or raise --max-payload-mb (up to 100, or 0 for no limit)"

@@ -20,6 +20,7 @@ from batchinfer.sharding.gzip_split import decompressed_chunks, split_header
 from batchinfer.sharding.local_files import LocalSource
 from batchinfer.sharding.parquet_split import file_footer, shard_bytes, shard_runs
 from batchinfer.sharding.planner import plan_shards, shard_count
+from batchinfer.transform.parquet_files import largest_row_group, request_bytes_alone
 from batchinfer.transform.parquet_footer import MAGIC as PARQUET_MAGIC
 from batchinfer.transform.parquet_footer import ParquetError
 from batchinfer.transform.settings import TransformSettings
@@ -53,6 +54,7 @@ class InputSurvey:
     largest: LargestRecord | None = None
     row_groups: int | None = None  # Parquet: its row groups
     largest_row_group: int | None = None  # Parquet: the bytes of its largest row group
+    largest_row_group_request: int | None = None  # and of a request of it alone, at most
 
 
 def survey_parquet(file: InputFile, settings: TransformSettings, sharding: Sharding) -> InputSurvey:
@@ -76,6 +78,7 @@ def survey_parquet(file: InputFile, settings: TransformSettings, sharding: Shard
             footer, shards=asked.get("shards"), shard_size=asked.get("shard_size"), source=file.name
         )
     )
+    group, _ = largest_row_group(footer)
     largest = LargestRecord(1, file.size)
     if len(runs) > 1:
         firsts = list(accumulate((g.rows for g in footer.row_groups), initial=1))
@@ -96,7 +99,10 @@ def survey_parquet(file: InputFile, settings: TransformSettings, sharding: Shard
         records=footer.rows,
         largest=largest,
         row_groups=len(footer.row_groups),
-        largest_row_group=max((group.size for group in footer.row_groups), default=0),
+        largest_row_group=footer.row_groups[group].size if footer.row_groups else 0,
+        largest_row_group_request=(
+            request_bytes_alone(footer, group) if footer.row_groups else None
+        ),
     )
 
 

@@ -29,8 +29,8 @@ from typing import Any, BinaryIO, Protocol, cast
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
 from batchinfer.transform.dataprocessing import DataProcessing
-from batchinfer.transform.parquet_files import largest_row_group
-from batchinfer.transform.parquet_footer import MAGIC, ParquetError, ParquetFooter, footer_of
+from batchinfer.transform.parquet_files import largest_row_group, request_bytes_alone
+from batchinfer.transform.parquet_footer import ParquetError, ParquetFooter, footer_of
 from batchinfer.transform.record_errors import InvocationError, RecordError, record_range
 from batchinfer.transform.records import Batch, Readable, empty_line, frame, read_into
 from batchinfer.transform.retry import Invoke, RetryPolicy
@@ -122,7 +122,7 @@ class FileScoring:
         bound = f"MaxPayloadInMB={self.effective.max_payload_mb} ({limit} bytes)"
         index, first = largest_row_group(footer)
         group = footer.row_groups[index] if footer.row_groups else None
-        if group is not None and group.size + len(MAGIC) + footer.footer_bytes > limit:
+        if group is not None and request_bytes_alone(footer, index) > limit:
             return RecordError(
                 self.name,
                 first,

@@ -35,6 +35,12 @@ def data_span(footer: ParquetFooter, first: int = 0, stop: int | None = None) ->
     return min(g.start for g in groups), max(g.start + g.size for g in groups)
 
 
+def request_bytes_alone(footer: ParquetFooter, index: int) -> int:
+    """The most bytes a request of row group ``index`` alone takes: the magic, its data and
+    a footer no larger than the file's (the bound shards of row groups are packed by)."""
+    return len(MAGIC) + footer.row_groups[index].size + footer.footer_bytes
+
+
 def largest_row_group(footer: ParquetFooter) -> tuple[int, int]:
     """The largest row group's index and its first row's number (from 1); ``(0, 1)`` for a
     file of none."""

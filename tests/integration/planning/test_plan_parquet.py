@@ -3,8 +3,11 @@ row group), a file is one request checked whole against MaxPayloadInMB (R8: a re
 than MaxPayloadInMB fails its file), the model calibrates on whole files, and a Parquet file
 planned as CSV is refused as `run` refuses it."""
 
+import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 
+from batchinfer.transform.parquet_footer import footer_of
 from tests.integration.planning.test_plan_cli import CSV, codes, plan_json
 from tests.support.cli import run_cli
 from tests.support.frames import frame
@@ -84,3 +87,28 @@ def test_a_parquet_file_planned_as_csv_is_refused_naming_it(capsys, tmp_path):
     code, printed = run_cli(capsys, "plan", str(data), *CSV)
     assert code != 0
     assert f"{data}: is a Parquet file (starts with PAR1) but content_type is text/csv" in printed
+
+
+def test_a_row_group_just_under_the_limit_whose_request_is_over_asks_for_smaller_groups(
+    capsys, tmp_path
+):
+    """The advice follows the engine's rule: a row group fits a request when it fits with
+    the magic and a footer, not when its own bytes do; so a row group a few bytes under
+    MaxPayloadInMB is one no shard can hold."""
+    limit = 1 << 20
+    data = tmp_path / "edge.parquet"
+
+    def group_bytes(rows: int) -> int:
+        values = pd.DataFrame({"x": np.arange(rows, dtype="float64")})
+        values.to_parquet(
+            data, index=False, compression="none", use_dictionary=False, row_group_size=rows
+        )
+        return footer_of(data.read_bytes()).row_groups[0].size
+
+    rows = limit // 8
+    for _ in range(3):  # 8 bytes a row, and a few for the page headers
+        rows += (limit - 16 - group_bytes(rows)) // 8
+    assert limit - 100 < group_bytes(rows) < limit  # under the limit alone, not with a footer
+    plan = plan_json(capsys, data, *PARQUET, "--max-payload-mb", "1", "--shards", "auto")
+    assert codes(plan) == ["record-too-large"]
+    assert "write the file with smaller row groups" in plan["warnings"][0]["message"]
