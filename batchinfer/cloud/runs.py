@@ -26,6 +26,7 @@ RUN_KEYS = (
     "engine",
     "objects",
     "bytes",
+    "rows",  # Parquet inputs: their rows, read by Plan from the footers
     "shards",
     "shards_done",
     "records_in",

@@ -259,6 +259,7 @@ def run_table(run: dict[str, Any]) -> Table:
         ("output", run.get("output")),
         ("engine", run.get("engine")),
         ("shards done", _done(run)),
+        ("input rows", run.get("rows")),  # Parquet: Plan read them from the footers
         ("records in / out", f"{_text(run.get('records_in'))} / {_text(run.get('records_out'))}"),
         ("error", run.get("error")),
         ("cause", run.get("cause")),
@@ -325,7 +326,11 @@ def estimate_table(run: dict[str, Any]) -> Table:
             _figure(_hourly, estimate.get("usd_per_hour")),
             _figure(_hourly, taken["usd_per_hour"]),
         ),
-        ("records in / out", "", f"{_text(taken['records_in'])} / {_text(taken['records_out'])}"),
+        (
+            "records in / out",
+            _text(run.get("rows")),  # Parquet: the rows Plan read from the footers
+            f"{_text(taken['records_in'])} / {_text(taken['records_out'])}",
+        ),
     ]
     for label, expected, got in rows:
         view.add_row(label, _text(expected), _text(got))

@@ -30,8 +30,8 @@ SIGNIFICANT_DIGITS = 6  # of the numbers kept in a status item
 
 @dataclass(frozen=True)
 class Unit:
-    """The work of one input or shard: its records (Line; None when not counted) and
-    decompressed bytes."""
+    """The work of one input or shard: its records (Line, or a Parquet shard's rows; None
+    when not counted) and decompressed bytes."""
 
     name: str
     records: float | None
@@ -127,7 +127,7 @@ def estimate(
     rows = None if throughput.rows_per_second is None else throughput.rows_per_second * scale
     speed = throughput.bytes_per_second * scale
     by_records = (
-        settings.split_type == "Line"
+        (settings.split_type == "Line" or settings.parquet_in)  # records: lines, or rows
         and rows is not None
         and all(u.records is not None for u in units)
     )

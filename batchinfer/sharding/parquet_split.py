@@ -88,18 +88,24 @@ def shard_bytes(footer: ParquetFooter, first: int, stop: int, *, source: str) ->
 
 
 def plan_parquet(
-    source: Any, *, shards: int | None, shard_size: int | None
+    source: Any, *, shards: int | None, shard_size: int | None, rows: int | None = None
 ) -> tuple[list[tuple[int, int]], list[bytes]]:
     """Where to cut the Parquet ``source`` into shards of whole row groups: ``shards`` runs
     of about equal bytes, or runs packed into ``shard_size`` bytes a shard
     (:func:`packed_runs`: a Parquet shard is one request, which MaxPayloadInMB bounds). The
     byte range of each shard's row groups and its footer; the whole object and no footer
     when it makes one shard. InputError naming the source when it is not a whole Parquet
-    file."""
+    file, or when its footer does not hold the ``rows`` expected of it (the object changed
+    since they were read)."""
     try:
         footer = footer_at_end(source.read_range, source.size)
     except ParquetError as exc:
         raise InputError(f"{source.uri}: {exc}") from None
+    if rows is not None and footer.rows != rows:
+        raise InputError(
+            f"{source.uri}: holds {footer.rows:,} rows, not the {rows:,} its footer held when "
+            "the run was planned; it changed since, so start the run again"
+        )
     runs = shard_runs(footer, shards=shards, shard_size=shard_size, source=source.uri)
     if len(runs) == 1:
         return [(0, source.size)], []

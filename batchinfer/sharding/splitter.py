@@ -33,6 +33,7 @@ def split(
     compression_type: str = "None",
     s3_client: Any = None,
     progress: Progress | None = None,
+    rows: int | None = None,
 ) -> ShardIndex:
     """Split ``input`` into shards under ``output`` and write its manifest and index there.
 
@@ -46,7 +47,8 @@ def split(
     header line of another digest fails the split (the inputs of a run share one header:
     :mod:`batchinfer.sharding.header`). Parquet input (known by its leading ``PAR1``) is cut
     into runs of whole row groups, each a standalone Parquet file
-    (:mod:`batchinfer.sharding.parquet_split`). ``progress(done, total)`` is
+    (:mod:`batchinfer.sharding.parquet_split`); with ``rows`` (its rows as read before), a
+    footer that says otherwise fails the split. ``progress(done, total)`` is
     called as bytes are processed. Shards are published only when all are written; the
     manifest (``<name>.manifest``) and then the index (``<name>.index.json``) are written
     last. Returns the index, whose ``location`` and ``manifest`` say where they are.
@@ -78,13 +80,15 @@ def split(
                     sink.abort()
                     prefix = source.parent_prefix
                     made = [Shard(source.name, source.uri, 0, made[0].end, source.size)]
-            elif is_parquet(source.read_range, source.size):
+            elif rows is not None or is_parquet(source.read_range, source.size):
                 if header:
                     raise ValidationError(
                         f"{source.uri}: a Parquet file has no header line; split it without one"
                     )
                 header_line = None
-                ranges, tails = plan_parquet(source, shards=shards, shard_size=shard_size)
+                ranges, tails = plan_parquet(
+                    source, shards=shards, shard_size=shard_size, rows=rows
+                )
                 plan = ShardPlan(source.size, None, ranges)
                 prefix, made = _materialise(plan, source, sink, progress, tails)
             else:

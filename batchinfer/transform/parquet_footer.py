@@ -6,7 +6,8 @@ plan its shards from its last bytes.
 A Parquet file ends with its metadata (a Thrift ``FileMetaData`` in the compact protocol),
 the metadata's length (4 bytes, little-endian) and the magic ``PAR1``; it also starts with
 ``PAR1``. The whole metadata is read (:mod:`batchinfer.transform.thrift_compact`) and kept, for
-:mod:`batchinfer.transform.parquet_files` to write footers of its own from it.
+:mod:`batchinfer.transform.parquet_files` to write footers of its own from it; a file's rows
+alone are read from the metadata's head (:func:`rows_at_end`).
 """
 
 import struct
@@ -65,6 +66,49 @@ def metadata_length(tail: bytes) -> int:
 def read_footer(end: bytes, file_size: int) -> ParquetFooter:
     """The footer from ``end``, the last bytes of a ``file_size``-byte file (at least the
     whole footer: see :attr:`ParquetFooter.footer_bytes`)."""
+    length = _checked_length(end, file_size)
+    if length + TAIL_BYTES > len(end):
+        raise ValueError(f"read_footer needs the last {length + TAIL_BYTES} bytes of the file")
+    metadata = end[len(end) - TAIL_BYTES - length : len(end) - TAIL_BYTES]
+    try:
+        return _footer(read_struct(metadata), length, file_size)
+    except _UNREADABLE as exc:
+        if isinstance(exc, ParquetError):
+            raise
+        raise ParquetError(f"has a footer that cannot be read ({type(exc).__name__})") from None
+
+
+def rows_at_end(read_range: Callable[[int, int], bytes], file_size: int) -> int:
+    """The rows of a ``file_size``-byte Parquet file read through ``read_range(start, end)``,
+    from the head of its metadata alone: its first fields (version, schema, rows), not its
+    row groups, which make most of a large footer and of the time to read it. One read of
+    the file's last :data:`FOOTER_GUESS` bytes, and one of the metadata's head (or, for a
+    schema longer than that, of the whole metadata) when it is longer. ParquetError when
+    the file is not a whole Parquet file, as far as its end shows."""
+    end = read_range(max(0, file_size - FOOTER_GUESS), file_size)
+    length = _checked_length(end, file_size)
+    start = file_size - TAIL_BYTES - length
+    whole = length + TAIL_BYTES <= len(end)
+    head = (
+        end[len(end) - TAIL_BYTES - length : len(end) - TAIL_BYTES]
+        if whole
+        else read_range(start, min(start + FOOTER_GUESS, file_size - TAIL_BYTES))
+    )
+    try:
+        try:
+            return int(read_struct(head, last_field=_NUM_ROWS)[_NUM_ROWS])
+        except IndexError:  # a schema longer than the head read
+            if whole:
+                raise
+            metadata = read_range(start, file_size - TAIL_BYTES)
+            return int(read_struct(metadata, last_field=_NUM_ROWS)[_NUM_ROWS])
+    except _UNREADABLE as exc:
+        raise ParquetError(f"has a footer that cannot be read ({type(exc).__name__})") from None
+
+
+def _checked_length(end: bytes, file_size: int) -> int:
+    """The metadata's length from ``end`` (the file's last bytes); ParquetError when the
+    file cannot hold it."""
     if file_size <= len(MAGIC) + TAIL_BYTES:
         raise ParquetError(f"is {file_size} bytes: too short to be a Parquet file")
     length = metadata_length(end[-TAIL_BYTES:])
@@ -72,15 +116,7 @@ def read_footer(end: bytes, file_size: int) -> ParquetFooter:
         raise ParquetError(
             f"says its metadata is {length} bytes, more than the file holds: a truncated file"
         )
-    if length + TAIL_BYTES > len(end):
-        raise ValueError(f"read_footer needs the last {length + TAIL_BYTES} bytes of the file")
-    metadata = end[len(end) - TAIL_BYTES - length : len(end) - TAIL_BYTES]
-    try:
-        return _footer(read_struct(metadata), length, file_size)
-    except (IndexError, KeyError, TypeError, ValueError, struct.error) as exc:
-        if isinstance(exc, ParquetError):
-            raise
-        raise ParquetError(f"has a footer that cannot be read ({type(exc).__name__})") from None
+    return length
 
 
 def footer_at_end(read_range: Callable[[int, int], bytes], file_size: int) -> ParquetFooter:
@@ -100,6 +136,9 @@ def footer_of(data: bytes) -> ParquetFooter:
         raise ParquetError("does not start with PAR1: not a Parquet file")
     return read_footer(data[-(metadata_length(data[-TAIL_BYTES:]) + TAIL_BYTES) :], len(data))
 
+
+# What reading metadata that is not Thrift's compact protocol raises.
+_UNREADABLE = (IndexError, KeyError, TypeError, ValueError, struct.error)
 
 # --- FileMetaData, as parquet.thrift numbers its fields ------------------------------------
 

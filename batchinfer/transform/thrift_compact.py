@@ -53,10 +53,12 @@ class Struct:
             self.fields.pop(field_id, None)
 
 
-def read_struct(data: bytes) -> Struct:
+def read_struct(data: bytes, last_field: int | None = None) -> Struct:
     """The struct encoded in ``data``; IndexError, TypeError or struct.error when the bytes
-    are not one."""
-    return _Reader(data).struct()
+    are not one. With ``last_field``, its fields up to that id alone: reading stops at the
+    first field past it (a struct's fields are written in the order of their ids), so the
+    bytes after may be left out of ``data``."""
+    return _Reader(data).struct(last_field)
 
 
 def write_struct(value: Struct) -> bytes:
@@ -70,7 +72,7 @@ class _Reader:
     def __init__(self, data: bytes) -> None:
         self._data, self._at = data, 0
 
-    def struct(self) -> Struct:
+    def struct(self, last_field: int | None = None) -> Struct:
         result = Struct()
         last = 0
         while True:
@@ -80,6 +82,8 @@ class _Reader:
                 return result
             delta = header >> 4
             last = last + delta if delta else _zigzag(self._varint())
+            if last_field is not None and last > last_field:
+                return result
             if kind in (TRUE, FALSE):  # a bool field carries its value in its type
                 result.set(last, TRUE, kind == TRUE)
             else:

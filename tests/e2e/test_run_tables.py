@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from batchinfer.pipeline.storage.status_table import StatusTable
 from batchinfer.serving.launcher import start_server
 from tests.integration.local.test_run_tables import CSV, JSONL, expected, shuffled_objects
 from tests.support.customers import FEATURES, frame, pipeline_model
@@ -226,6 +227,8 @@ def test_a_parquet_object_split_into_row_group_shards_merges_into_one_parquet(
     assert_joined(merged, table, pipeline_model)
     assert pq.ParquetFile(io.BytesIO(merged)).metadata.num_row_groups == 3  # one per answer
     assert_succeeded(tables, "groups", records=len(frame), shards=3)
+    # Plan read the rows from the footer before any split: the status item had them first
+    assert StatusTable.named(tables.table_name).get_run("groups")["rows"] == len(frame)
 
 
 def test_a_parquet_join_reaches_the_endpoint_in_each_requests_custom_attributes(
@@ -284,7 +287,11 @@ def test_a_spark_parquet_folder_is_scored_by_prefix_as_a_schedule_names_it(
     assert_succeeded(tables, "spark", records=len(frame), shards=2)
 
 
-def test_a_truncated_parquet_object_fails_its_split_naming_it_and_no_job_runs(tables, frame):
+def test_a_truncated_parquet_object_is_refused_by_plan_naming_it_and_nothing_is_split(
+    tables, frame
+):
+    """Plan reads every Parquet object's footer, so a truncated one fails the run before
+    any object is split or scored."""
     whole = parquet_of(frame, index=False, row_group_size=60)
     tables.put("input/cut/a.parquet", whole)
     tables.put("input/cut/b.parquet", whole[: len(whole) // 2])
@@ -301,4 +308,5 @@ def test_a_truncated_parquet_object_fails_its_split_naming_it_and_no_job_runs(ta
     cause = execution.cause or ""
     assert "input/cut/b.parquet: does not end with PAR1" in cause, cause
     assert not tables.jobs.requests, "no job scores a run with an input it cannot split"
+    assert not tables.keys("shards/cut/")
     assert not [k for k in tables.keys("output/cut/") if k.endswith(".out")]

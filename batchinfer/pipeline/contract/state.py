@@ -320,6 +320,8 @@ class SplitTask(StatePart):
     compression_type: str = "None"
     splitter: str = "lambda"
     job: dict[str, Any] | None = None
+    # A Parquet object's rows, read by Plan from its footer: the split checks them.
+    rows: int | None = None
 
     def to_state(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
@@ -353,6 +355,9 @@ class SplitTask(StatePart):
         job = state.get("job")
         if (job is not None) != (splitter == "job") or not isinstance(job or {}, dict):
             raise ValidationError("split event: job must be an object exactly when splitter is job")
+        rows = state.get("rows")
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+            raise ValidationError(f"split event: rows must be an integer >= 0, not {rows!r}")
         return cls(
             state["input"],
             state["output"],
@@ -363,6 +368,7 @@ class SplitTask(StatePart):
             state.get("compression_type", "None"),
             splitter,
             job,
+            rows,
         )
 
 

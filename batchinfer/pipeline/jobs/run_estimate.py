@@ -5,7 +5,9 @@ split options ask for (a count per object, or one per ``shard_size`` bytes; one 
 with SplitType None) and prices the instances with the table ``batchinfer plan`` uses. A
 duration and cost need a measured throughput, which Plan cannot measure: the request's
 ``estimate`` key carries one (``batchinfer submit --estimate-model`` fills it from a local
-calibration), and the job is then estimated by bytes, as records are not counted.
+calibration), and the job is then estimated by bytes, as records are not counted, except
+for Parquet: Plan reads each object's rows from its footer, so a ``rows_per_second``
+estimates by rows (each shard taken as an equal part of its object's).
 """
 
 from collections.abc import Mapping
@@ -103,12 +105,15 @@ class ShardTally:
         self.count = 0
         self.units: list[Unit] = []
 
-    def add(self, name: str, size: int) -> None:
+    def add(self, name: str, size: int, rows: int | None = None) -> None:
+        """Add the object ``name`` of ``size`` bytes (and ``rows``, for Parquet: read from
+        its footer), its records and bytes shared equally by its shards."""
         count = shard_count(size, shards=self.shards, shard_size=self.shard_size)
         self.count += count
         if self.keep:
+            each = None if rows is None else rows / count
             self.units += [
-                Unit(name if count == 1 else f"{name}#{i:05d}", None, size / count)
+                Unit(name if count == 1 else f"{name}#{i:05d}", each, size / count)
                 for i in range(count)
             ]
 

@@ -14,7 +14,7 @@ with the number of objects; no object count is refused (docs/scaling.md).
 """
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -45,7 +45,8 @@ from batchinfer.pipeline.jobs.run_model import (
 )
 from batchinfer.pipeline.jobs.run_request import RunRequest, check_endpoint_keys, engine_of
 from batchinfer.pipeline.jobs.split_job import JOB, choose_splitter, is_gzip, with_splitter
-from batchinfer.pipeline.storage.s3io import SpooledJson, write_json
+from batchinfer.pipeline.storage.ordered import ordered_map
+from batchinfer.pipeline.storage.s3io import SpooledJson, parquet_rows, write_json
 from batchinfer.pipeline.storage.status_table import StatusTable
 from batchinfer.sharding.auto import parquet_shard_size
 from batchinfer.sharding.compatibility import check_sharding
@@ -61,6 +62,10 @@ from batchinfer.transform.csv_dialect import (
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
+
+# Parquet footers read at once: Plan reads each Parquet object's footer, as Collect reads
+# each object's shard index, 64 at a time (docs/scaling.md).
+FOOTER_READS = 64
 
 
 def plan_run(
@@ -118,7 +123,7 @@ def plan_run(
     jobs_base = job_base(env.job_prefix, run_id)
     threshold = env.split_job_threshold
     with SpooledJson("lines") as tasks:
-        total, split_jobs, header_line = _split_tasks(
+        total, rows, split_jobs, header_line = _split_tasks(
             s3, source, run_request, layout, settings, split, tasks, tally,
             threshold=threshold, job_base=jobs_base,
             object_keys=lambda relative: layout.object_keys(
@@ -150,6 +155,7 @@ def plan_run(
             engine=engine,
             objects=objects,
             bytes=total,
+            **({"rows": rows} if rows is not None else {}),
             settings={k: v for k, v in settings.to_state().items() if v is not None and v != {}},
             estimate=job.to_item(),
             split_jobs=split_jobs,
@@ -304,17 +310,21 @@ def _split_tasks(
     threshold: int | None,
     job_base: str,
     object_keys: Callable[[str], dict[str, str]],
-) -> tuple[int, int, bytes | None]:
+) -> tuple[int, int | None, int, bytes | None]:
     """Add one :class:`SplitTask` per input object the request selects to ``tasks``, each
     with the splitter that takes it (split_job.py), and its shards to ``tally`` (for the
-    estimate); the bytes of all objects, how many go to split jobs, and the first object's
-    header line (read when the inputs have one; each split checks its object's against it).
-    An object whose keys the run would write (``object_keys`` of its path under the input's
-    folder) pass what S3 takes is refused before anything is written."""
+    estimate); the bytes of all objects, their rows (Parquet, from the footers; else None),
+    how many go to split jobs, and the first object's header line (read when the inputs
+    have one; each split checks its object's against it). An object whose keys the run
+    would write (``object_keys`` of its path under the input's folder) pass what S3 takes,
+    or a Parquet object that is not a whole Parquet file, is refused before anything is
+    written."""
     base = source.key[: source.key.rfind("/") + 1]
     total = jobs = 0
+    rows: int | None = 0 if settings.parquet_in else None
     header_line = None
-    for obj in input_objects(s3, source, run_request.names, run_request.selection):
+    listed = input_objects(s3, source, run_request.names, run_request.selection)
+    for obj, object_rows in _with_rows(s3, source.bucket, listed, settings.parquet_in):
         folder = posixpath.dirname(obj["Key"][len(base) :])
         location = S3Location(source.bucket, obj["Key"])
         check_key_bytes(object_keys(obj["Key"][len(base) :]), location.uri)
@@ -328,10 +338,30 @@ def _split_tasks(
             header=split["header"],
             header_sha256=header_digest(header_line) if header_line is not None else None,
             **split["size"],
+            rows=object_rows,
         )
-        tally.add(obj["Key"], obj["Size"])
+        tally.add(obj["Key"], obj["Size"], object_rows)
+        if object_rows is not None:
+            rows = (rows or 0) + object_rows
         splitter = choose_splitter(obj["Size"], gzip=gzip, threshold=threshold)
         tasks.add(with_splitter(task, splitter, run_id=layout.run_id, job_base=job_base).to_state())
         total += obj["Size"]
         jobs += splitter == JOB
-    return total, jobs, header_line
+    return total, rows, jobs, header_line
+
+
+def _with_rows(
+    s3: Any, bucket: str, objects: Iterable[dict[str, Any]], parquet: bool
+) -> Iterator[tuple[dict[str, Any], int | None]]:
+    """Each listed object with, when the run reads Parquet, its rows: from the head of its
+    footer, by ranged reads of its end (no download) of the version listed,
+    :data:`FOOTER_READS` objects at a time. InputError naming an object that is not a whole
+    Parquet file, as far as its end shows."""
+    if not parquet:
+        return ((obj, None) for obj in objects)
+
+    def read(obj: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+        location = S3Location(bucket, obj["Key"])
+        return obj, parquet_rows(s3, location, obj["Size"], obj.get("ETag"))
+
+    return ordered_map(read, objects, workers=FOOTER_READS)

@@ -31,6 +31,7 @@ def split_object(task: SplitTask, *, s3: Any) -> SplitResult:
         header_sha256=task.header_sha256,
         compression_type=task.compression_type,
         s3_client=s3,
+        rows=task.rows,
     )
     copy_unsplit(s3, index, task.output)
     return SplitResult(

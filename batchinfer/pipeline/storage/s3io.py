@@ -4,7 +4,7 @@ from footers."""
 
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from tempfile import SpooledTemporaryFile
 from typing import Any, Literal
@@ -14,7 +14,12 @@ from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.pipeline.contract.state import RunPlan
-from batchinfer.transform.parquet_footer import ParquetError, ParquetFooter, footer_at_end
+from batchinfer.transform.parquet_footer import (
+    ParquetError,
+    ParquetFooter,
+    footer_at_end,
+    rows_at_end,
+)
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import S3Location, parse_s3_uri
 
@@ -141,6 +146,24 @@ def parquet_footer(
     """The footer of the ``size``-byte Parquet object at ``location`` (the version ``etag``
     when given) from ranged reads of its end; InputError naming it when it is not a whole
     Parquet file."""
+    try:
+        return footer_at_end(_range_reader(s3, location, etag), size)
+    except ParquetError as exc:
+        raise InputError(f"{location.uri}: {exc}") from None
+
+
+def parquet_rows(s3: Any, location: S3Location, size: int, etag: str | None = None) -> int:
+    """The rows of the ``size``-byte Parquet object at ``location`` (the version ``etag``
+    when given), from ranged reads of the head of its footer; InputError naming it when it
+    is not a whole Parquet file, as far as its end shows."""
+    try:
+        return rows_at_end(_range_reader(s3, location, etag), size)
+    except ParquetError as exc:
+        raise InputError(f"{location.uri}: {exc}") from None
+
+
+def _range_reader(s3: Any, location: S3Location, etag: str | None) -> Callable[[int, int], bytes]:
+    """``read_range(start, end)`` of the object at ``location``, pinned to ``etag`` if any."""
     pinned = {} if etag is None else {"IfMatch": etag}
 
     def read_range(start: int, end: int) -> bytes:
@@ -149,10 +172,7 @@ def parquet_footer(
         )
         return bytes(answer["Body"].read())
 
-    try:
-        return footer_at_end(read_range, size)
-    except ParquetError as exc:
-        raise InputError(f"{location.uri}: {exc}") from None
+    return read_range
 
 
 def count_lines(s3: Any, uri: str, *, gzip: bool = False) -> int:

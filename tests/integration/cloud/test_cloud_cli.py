@@ -502,3 +502,13 @@ def test_submit_names_the_endpoint_of_an_endpoint_run_and_refuses_it_elsewhere(i
     refused = invoke(*common, "--engine", "processing", "--endpoint", "row-sum")
     assert refused.exit_code == 2
     assert "endpoint: only with engine endpoint, not engine 'processing'" in refused.output
+
+
+def test_status_shows_the_rows_plan_read_from_a_parquet_runs_footers(invoke, deployed):
+    _record_run(deployed, "pq", SUCCEEDED, rows=340, records_in=340, records_out=340)
+    result = invoke("status", "pq", "--stack", STACK)
+    assert result.exit_code == 0, result.output
+    cells = [line.replace("│", " ").split() for line in result.output.splitlines()]
+    assert ["input", "rows", "340"] in cells
+    shown = json.loads(invoke("status", "pq", "--stack", STACK, "--json").output)
+    assert shown["run"]["rows"] == 340

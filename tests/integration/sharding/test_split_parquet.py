@@ -93,6 +93,25 @@ def test_a_truncated_file_is_refused_naming_it_and_a_header_makes_no_sense(tmp_p
     assert not list((tmp_path / "shards").glob("*.parquet"))
 
 
+@pytest.mark.parametrize(
+    ("now", "message"),
+    [
+        (lambda path: write(table(2_000), path), r"holds 2,000 rows, not the 3,000 its footer"),
+        (lambda path: path.write_bytes(b"id\n1\n"), r"does not end with PAR1"),
+    ],
+    ids=["rewritten", "no-longer-parquet"],
+)
+def test_a_file_that_changed_since_its_rows_were_read_fails_its_split(tmp_path, now, message):
+    """Plan reads each Parquet object's rows from its footer and the split checks them: an
+    object rewritten in between fails naming it, with nothing written, rather than give the
+    run another count than its status item shows."""
+    source = write(table(3_000), tmp_path / "in" / "day.parquet", row_group_size=1_000)
+    now(source)
+    with pytest.raises(InputError, match=r"day\.parquet: " + message):
+        split(str(source), str(tmp_path / "shards"), shards=2, rows=3_000)
+    assert not (tmp_path / "shards").exists() or not list((tmp_path / "shards").iterdir())
+
+
 def test_r3_on_s3_shards_are_copied_by_s3_and_only_their_edges_are_read(s3, bucket, s3_log):
     """Two shards of about 12 MiB of float columns: each is PAR1 and its first 5 MiB
     uploaded, its middle copied by UploadPartCopy, its last 5 MiB and its footer uploaded

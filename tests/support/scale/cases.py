@@ -6,6 +6,7 @@ when read, and the RUN items and other DynamoDB and Step Functions calls go to a
 in another process: what the step itself holds is what tracemalloc sees. Seeding happens
 before the meter starts."""
 
+import io
 import itertools
 import json
 import os
@@ -24,6 +25,7 @@ from unittest import mock
 from urllib.request import urlopen
 
 import boto3
+import numpy as np
 
 from batchinfer.pipeline.contract import registry
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
@@ -163,18 +165,24 @@ def run_step(
     return Outcome(step.name, case, figures, step.memory_mb, step.timeout_seconds, result)
 
 
-def plan_objects(objects: int, trace: bool = True) -> Outcome:
-    """Plan listing ``objects`` input objects of 1 MB under one prefix."""
+def plan_objects(objects: int, trace: bool = True, parquet: bool = False) -> Outcome:
+    """Plan listing ``objects`` input objects of 1 MB under one prefix; with ``parquet``,
+    Parquet objects of 100 row groups, whose footers Plan reads."""
     from batchinfer.pipeline.steps.plan import plan_run
 
+    request = {"input": f"s3://{BUCKET}/input/scale/", "run_id": "scale"}
     with account() as aws:
-        for number in range(objects):
-            aws.s3.seed_lines(BUCKET, f"input/scale/{object_name(number)}", 1024 * 1024)
-        request = {"input": f"s3://{BUCKET}/input/scale/", "run_id": "scale"}
+        keys = (f"input/scale/{object_name(number)}" for number in range(objects))
+        if parquet:
+            aws.s3.seed_copies(BUCKET, keys, _parquet_object())
+            request |= {"content_type": "application/x-parquet", "split_type": "None"}
+        else:
+            for key in keys:
+                aws.s3.seed_lines(BUCKET, key, 1024 * 1024)
         return run_step(
             aws,
             registry.PLAN,
-            f"{objects:,} objects",
+            f"{objects:,} {'Parquet ' if parquet else ''}objects",
             lambda: plan_run(
                 request,
                 execution=EXECUTION,
@@ -187,6 +195,18 @@ def plan_objects(objects: int, trace: bool = True) -> Outcome:
             ),
             trace,
         )
+
+
+def _parquet_object() -> bytes:
+    """About 1.2 MB of Parquet in 100 row groups, with a footer of about 13 KB: Plan's one
+    ranged read of an object's last 64 KiB holds it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    numbers = np.random.default_rng(0).random(125_000)
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"x": numbers}), sink, row_group_size=1_250, compression="none")
+    return sink.getvalue()
 
 
 @dataclass(frozen=True)
@@ -464,6 +484,7 @@ def arrivals_batch(messages: int, trace: bool = True) -> Outcome:
 
 CASES: dict[str, Case] = {
     "plan": Case(plan_objects, 100_000, 10_000, "plan"),
+    "plan_parquet": Case(partial(plan_objects, parquet=True), 100_000, 10_000, "plan"),
     "arrivals": Case(arrivals_batch, 3_000, 300, "arrivals"),
     "verify": Case(verify_round, 1_000_000, 50_000, "verify"),
     "record_failure": Case(record_failure_run, 1_000_000, 100_000, "record_failure"),

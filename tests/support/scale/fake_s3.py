@@ -126,6 +126,12 @@ class FakeS3:
     def seed(self, bucket: str, key: str, body: bytes) -> None:
         self._store(bucket, key, self._file_segments(body))
 
+    def seed_copies(self, bucket: str, keys: Iterable[str], body: bytes) -> None:
+        """One object of ``body`` at each of ``keys``, all read from one file."""
+        segments = self._file_segments(body)
+        for key in keys:
+            self._store(bucket, key, segments)
+
     def seed_lines_of(self, bucket: str, key: str, lines: Iterable[str]) -> None:
         """An object of ``lines``, written to its file one at a time."""
         path = self._new_file()

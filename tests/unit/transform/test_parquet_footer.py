@@ -17,6 +17,7 @@ from batchinfer.transform.parquet_footer import (
     footer_of,
     metadata_length,
     read_footer,
+    rows_at_end,
 )
 from tests.support.parquet_tables import column_names, parquet_bytes, table_of
 
@@ -44,6 +45,7 @@ def test_the_footer_says_what_pyarrow_reads(
     footer = footer_of(data)
     metadata = pq.ParquetFile(io.BytesIO(data)).metadata
     assert footer.rows == metadata.num_rows == rows
+    assert rows_at_end(reader(data, []), len(data)) == rows  # from the metadata's head alone
     assert footer.columns == tuple(names)
     assert footer.footer_bytes == metadata.serialized_size + 8
     assert len(footer.row_groups) == metadata.num_row_groups
@@ -75,6 +77,35 @@ def test_the_footer_is_read_from_the_file_end_alone():
         read_footer(data[-(needed - 1) :], len(data))
 
 
+def reader(data: bytes, reads: list[tuple[int, int]]):
+    """``read_range`` of ``data``, noting each range it is asked for in ``reads``."""
+
+    def read_range(start: int, end: int) -> bytes:
+        reads.append((start, end))
+        return data[start:end]
+
+    return read_range
+
+
+@pytest.mark.parametrize(
+    ("columns", "groups", "reads_made"),
+    [(1, 10, 1), (40, 400, 2), (4_000, 1, 3)],
+    ids=["footer in the end read", "row groups past it", "schema past the head read"],
+)
+def test_rows_are_read_from_the_head_of_the_metadata_with_at_most_three_reads(
+    columns, groups, reads_made
+):
+    """A Parquet run's Plan reads each object's rows this way: the file's last 64 KiB; when
+    the footer is longer, the metadata's first 64 KiB (the row groups after the schema
+    and the rows are not read); when even the schema is longer, the whole metadata."""
+    table = pa.table({f"column_{i:05d}_{'x' * 40}": [1.5] * groups for i in range(columns)})
+    data = parquet_bytes(table, row_group_size=1)
+    reads: list[tuple[int, int]] = []
+    assert rows_at_end(reader(data, reads), len(data)) == groups
+    assert len(reads) == reads_made
+    assert all(end - start <= max(FOOTER_GUESS, metadata_length(data[-8:])) for start, end in reads)
+
+
 GOOD = parquet_bytes(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}))
 META = GOOD[-(metadata_length(GOOD[-8:]) + 8) :]  # the metadata, its length and the magic
 
@@ -96,3 +127,6 @@ META = GOOD[-(metadata_length(GOOD[-8:]) + 8) :]  # the metadata, its length and
 def test_bytes_that_are_not_a_whole_parquet_file_are_refused_saying_why(data, message):
     with pytest.raises(ParquetError, match=message):
         footer_of(data)
+    if data.startswith(MAGIC) and "lies outside" not in message:  # what the end shows
+        with pytest.raises(ParquetError, match=message):
+            rows_at_end(reader(data, []), len(data))
