@@ -82,28 +82,34 @@ def rows_at_end(read_range: Callable[[int, int], bytes], file_size: int) -> int:
     """The rows of a ``file_size``-byte Parquet file read through ``read_range(start, end)``,
     from the head of its metadata alone: its first fields (version, schema, rows), not its
     row groups, which make most of a large footer and of the time to read it. One read of
-    the file's last :data:`FOOTER_GUESS` bytes, and one of the metadata's head (or, for a
-    schema longer than that, of the whole metadata) when it is longer. ParquetError when
-    the file is not a whole Parquet file, as far as its end shows."""
+    the file's last :data:`FOOTER_GUESS` bytes; when the metadata is longer, reads of its
+    head, four times longer each time, until the rows are in it (a longer schema, or fields
+    written out of order, need more of it). ParquetError when the file is not a whole
+    Parquet file, as far as its end shows."""
     end = read_range(max(0, file_size - FOOTER_GUESS), file_size)
     length = _checked_length(end, file_size)
     start = file_size - TAIL_BYTES - length
-    whole = length + TAIL_BYTES <= len(end)
-    head = (
-        end[len(end) - TAIL_BYTES - length : len(end) - TAIL_BYTES]
-        if whole
-        else read_range(start, min(start + FOOTER_GUESS, file_size - TAIL_BYTES))
-    )
-    try:
+    if length + TAIL_BYTES <= len(end):
+        head = end[len(end) - TAIL_BYTES - length : len(end) - TAIL_BYTES]
+    else:
+        head = read_range(start, start + min(FOOTER_GUESS, length))
+    while True:
+        whole = len(head) >= length
         try:
-            return int(read_struct(head, last_field=_NUM_ROWS)[_NUM_ROWS])
-        except IndexError:  # a schema longer than the head read
+            rows = read_struct(head, last_field=None if whole else _NUM_ROWS).get(_NUM_ROWS)
+        except _UNREADABLE as exc:
             if whole:
-                raise
-            metadata = read_range(start, file_size - TAIL_BYTES)
-            return int(read_struct(metadata, last_field=_NUM_ROWS)[_NUM_ROWS])
-    except _UNREADABLE as exc:
-        raise ParquetError(f"has a footer that cannot be read ({type(exc).__name__})") from None
+                raise ParquetError(
+                    f"has a footer that cannot be read ({type(exc).__name__})"
+                ) from None
+            rows = None  # the head ends within the fields before the rows
+        if rows is not None:
+            if not isinstance(rows, int) or rows < 0:
+                raise ParquetError(f"says it holds {rows!r} rows: a damaged footer")
+            return rows
+        if whole:
+            raise ParquetError("has a footer without its number of rows")
+        head = read_range(start, start + min(length, 4 * len(head)))
 
 
 def _checked_length(end: bytes, file_size: int) -> int:

@@ -321,10 +321,11 @@ def _split_tasks(
     written."""
     base = source.key[: source.key.rfind("/") + 1]
     total = jobs = 0
-    rows: int | None = 0 if settings.parquet_in else None
+    parquet = settings.parquet_in and settings.compression_type == "None"
+    rows: int | None = 0 if parquet else None  # None once an object's rows are not read
     header_line = None
     listed = input_objects(s3, source, run_request.names, run_request.selection)
-    for obj, object_rows in _with_rows(s3, source.bucket, listed, settings.parquet_in):
+    for obj, object_rows in _with_rows(s3, source.bucket, listed, parquet):
         folder = posixpath.dirname(obj["Key"][len(base) :])
         location = S3Location(source.bucket, obj["Key"])
         check_key_bytes(object_keys(obj["Key"][len(base) :]), location.uri)
@@ -341,8 +342,7 @@ def _split_tasks(
             rows=object_rows,
         )
         tally.add(obj["Key"], obj["Size"], object_rows)
-        if object_rows is not None:
-            rows = (rows or 0) + object_rows
+        rows = None if rows is None or object_rows is None else rows + object_rows
         splitter = choose_splitter(obj["Size"], gzip=gzip, threshold=threshold)
         tasks.add(with_splitter(task, splitter, run_id=layout.run_id, job_base=job_base).to_state())
         total += obj["Size"]
@@ -353,14 +353,17 @@ def _split_tasks(
 def _with_rows(
     s3: Any, bucket: str, objects: Iterable[dict[str, Any]], parquet: bool
 ) -> Iterator[tuple[dict[str, Any], int | None]]:
-    """Each listed object with, when the run reads Parquet, its rows: from the head of its
-    footer, by ranged reads of its end (no download) of the version listed,
+    """Each listed object with, when the run reads Parquet, its rows (None for a ``.gz``
+    object, whose end is not its footer's): from the head of its footer, by ranged reads of
+    its end (no download) of the version listed,
     :data:`FOOTER_READS` objects at a time. InputError naming an object that is not a whole
     Parquet file, as far as its end shows."""
     if not parquet:
         return ((obj, None) for obj in objects)
 
     def read(obj: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+        if is_gzip(obj["Key"], "None"):
+            return obj, None
         location = S3Location(bucket, obj["Key"])
         return obj, parquet_rows(s3, location, obj["Size"], obj.get("ETag"))
 

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from batchinfer.errors import InputError
 from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.sharding.s3 import source_errors
 from batchinfer.transform.parquet_footer import (
     ParquetError,
     ParquetFooter,
@@ -167,10 +168,11 @@ def _range_reader(s3: Any, location: S3Location, etag: str | None) -> Callable[[
     pinned = {} if etag is None else {"IfMatch": etag}
 
     def read_range(start: int, end: int) -> bytes:
-        answer = s3.get_object(
-            Bucket=location.bucket, Key=location.key, Range=f"bytes={start}-{end - 1}", **pinned
-        )
-        return bytes(answer["Body"].read())
+        with source_errors(location.uri, etag, doing="read"):
+            answer = s3.get_object(
+                Bucket=location.bucket, Key=location.key, Range=f"bytes={start}-{end - 1}", **pinned
+            )
+            return bytes(answer["Body"].read())
 
     return read_range
 

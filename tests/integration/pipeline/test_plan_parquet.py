@@ -3,6 +3,9 @@ listed (no download), so the split tasks, the RUN item and the estimate hold its
 the exact row-group shards; an object that is not a whole Parquet file is refused before
 anything is written."""
 
+import gzip
+
+import boto3
 import pyarrow as pa
 import pytest
 
@@ -115,3 +118,30 @@ def test_an_object_that_is_not_whole_parquet_is_refused_by_plan_and_nothing_is_w
         plan(account, {"input": f"s3://{BUCKET}/input/lake/", **PARQUET})
     assert account.table.get_run("exec-1") is None
     assert account.keys("runs/") == account.keys("shards/") == []
+
+
+def test_gzip_parquet_objects_are_planned_without_their_rows(account):
+    """A gzip object's end is not its footer's: Plan leaves its rows unread, and the run's
+    total, which would be short of them, unset."""
+    account.put("input/lake/a.parquet", parquet_bytes(_table(100)))
+    account.put("input/lake/b.parquet.gz", gzip.compress(parquet_bytes(_table(100))))
+    result = plan(account, {"input": f"s3://{BUCKET}/input/lake/", **PARQUET})
+    tasks = account.json_lines(f"s3://{BUCKET}/{result['inputs_key']}")
+    assert [task.get("rows") for task in tasks] == [100, None]
+    assert "rows" not in account.table.get_run("exec-1")
+
+
+def test_an_object_rewritten_while_plan_reads_it_fails_the_run_naming_it(account):
+    """The reads are pinned to the ETag listed: a newer version fails with a message that
+    names the object, not a bare PreconditionFailed."""
+    account.put("input/lake/a.parquet", parquet_bytes(_table(100)))
+    rewrite = boto3.client("s3", region_name=account.s3.meta.region_name)
+
+    def rewritten(params, **_):
+        if params["Key"] == "input/lake/a.parquet":
+            rewrite.put_object(Bucket=BUCKET, Key=params["Key"], Body=parquet_bytes(_table(7)))
+
+    account.s3.meta.events.register("provide-client-params.s3.GetObject", rewritten)
+    with pytest.raises(InputError, match=r"input/lake/a\.parquet changed while being read"):
+        plan(account, {"input": f"s3://{BUCKET}/input/lake/", **PARQUET})
+    assert account.table.get_run("exec-1") is None

@@ -19,6 +19,7 @@ from batchinfer.transform.parquet_footer import (
     read_footer,
     rows_at_end,
 )
+from batchinfer.transform.thrift_compact import read_struct, write_struct
 from tests.support.parquet_tables import column_names, parquet_bytes, table_of
 
 
@@ -88,22 +89,51 @@ def reader(data: bytes, reads: list[tuple[int, int]]):
 
 
 @pytest.mark.parametrize(
-    ("columns", "groups", "reads_made"),
-    [(1, 10, 1), (40, 400, 2), (4_000, 1, 3)],
-    ids=["footer in the end read", "row groups past it", "schema past the head read"],
-)
-def test_rows_are_read_from_the_head_of_the_metadata_with_at_most_three_reads(
-    columns, groups, reads_made
-):
+    ("columns", "groups", "most_reads"),
+    [(1, 10, 1), (40, 400, 2), (4_000, 1, 4), (2_000, 20, 4)],
+    ids=["footer in the end read", "row groups past it", "schema past the head read",
+         "schema and row groups past it"],
+)  # fmt: skip
+def test_rows_are_read_from_the_head_of_the_metadata(columns, groups, most_reads):
     """A Parquet run's Plan reads each object's rows this way: the file's last 64 KiB; when
-    the footer is longer, the metadata's first 64 KiB (the row groups after the schema
-    and the rows are not read); when even the schema is longer, the whole metadata."""
+    the footer is longer, the metadata's head, four times longer each time, until the rows
+    are in it: the row groups after the schema and the rows are not read."""
     table = pa.table({f"column_{i:05d}_{'x' * 40}": [1.5] * groups for i in range(columns)})
     data = parquet_bytes(table, row_group_size=1)
     reads: list[tuple[int, int]] = []
     assert rows_at_end(reader(data, reads), len(data)) == groups
-    assert len(reads) == reads_made
-    assert all(end - start <= max(FOOTER_GUESS, metadata_length(data[-8:])) for start, end in reads)
+    assert len(reads) <= most_reads
+    length = metadata_length(data[-8:])
+    if length > 4 * FOOTER_GUESS and groups > 1:  # most of the metadata is left unread
+        assert sum(end - start for start, end in reads) < length / 2
+
+
+def _rewritten(data: bytes, metadata: bytes) -> bytes:
+    """``data`` with its metadata replaced by ``metadata``."""
+    length = metadata_length(data[-8:])
+    return data[: -8 - length] + metadata + len(metadata).to_bytes(4, "little") + MAGIC
+
+
+def test_rows_written_after_the_row_groups_are_still_found():
+    """Thrift lets a writer put a struct's fields in any order: with the rows after the row
+    groups, the whole metadata is read."""
+    data = parquet_bytes(pa.table({"x": [1.0] * 10}))
+    fields = read_struct(data[-8 - metadata_length(data[-8:]) : -8])
+    kind, rows = fields.fields.pop(3)
+    zigzag = (3 << 1).to_bytes(1, "little"), (rows << 1).to_bytes(1, "little")
+    moved = write_struct(fields)[:-1] + bytes([kind]) + zigzag[0] + zigzag[1] + b"\x00"
+    changed = _rewritten(data, moved)
+    assert pq.ParquetFile(io.BytesIO(changed)).metadata.num_rows == 10
+    assert rows_at_end(reader(changed, []), len(changed)) == 10
+
+
+def test_a_negative_row_count_is_a_damaged_footer():
+    data = parquet_bytes(pa.table({"x": [1.0] * 10}))
+    fields = read_struct(data[-8 - metadata_length(data[-8:]) : -8])
+    fields.set(3, fields.fields[3][0], -5)
+    changed = _rewritten(data, write_struct(fields))
+    with pytest.raises(ParquetError, match="says it holds -5 rows: a damaged footer"):
+        rows_at_end(reader(changed, []), len(changed))
 
 
 GOOD = parquet_bytes(pa.table({"a": range(100), "b": [str(i) for i in range(100)]}))
