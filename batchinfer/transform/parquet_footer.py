@@ -96,7 +96,9 @@ def rows_at_end(read_range: Callable[[int, int], bytes], file_size: int) -> int:
     while True:
         whole = len(head) >= length
         try:
-            rows = read_struct(head, last_field=None if whole else _NUM_ROWS).get(_NUM_ROWS)
+            rows = read_struct(head, last_field=_NUM_ROWS).get(_NUM_ROWS)
+            if rows is None and whole:  # written after a later field: decode them all
+                rows = read_struct(head).get(_NUM_ROWS)
         except _UNREADABLE as exc:
             if whole:
                 raise ParquetError(

@@ -56,8 +56,9 @@ class Struct:
 def read_struct(data: bytes, last_field: int | None = None) -> Struct:
     """The struct encoded in ``data``; IndexError, TypeError or struct.error when the bytes
     are not one. With ``last_field``, its fields up to that id alone: reading stops at the
-    first field past it (a struct's fields are written in the order of their ids), so the
-    bytes after may be left out of ``data``."""
+    first field past it, so the bytes after may be left out of ``data``. Writers usually put
+    a struct's fields in the order of their ids, but need not: a field written after a
+    later one is then missing from the result."""
     return _Reader(data).struct(last_field)
 
 
