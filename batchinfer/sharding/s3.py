@@ -22,17 +22,18 @@ WRITE_PART_SIZE = 8 * 1024**2
 
 
 @contextlib.contextmanager
-def source_errors(uri: str, etag: str | None, doing: str = "split") -> Iterator[None]:
-    """Turn S3's "missing" and "precondition failed" answers into InputErrors naming ``uri``
-    and what was ``doing`` with it ("split", "read")."""
+def source_errors(
+    uri: str, etag: str | None, doing: str = "split", again: str = "run the split again"
+) -> Iterator[None]:
+    """Turn S3's "missing" and "precondition failed" answers into InputErrors naming ``uri``,
+    what was ``doing`` with it and what to do ``again``."""
     try:
         yield
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
         if code in ("PreconditionFailed", "412"):
             raise InputError(
-                f"{uri} changed while being {doing} (its ETag is no longer {etag}); "
-                f"{'run the split' if doing == 'split' else 'start'} again"
+                f"{uri} changed while being {doing} (its ETag is no longer {etag}); {again}"
             ) from None
         if code in ("NoSuchKey", "404", "NotFound"):
             raise InputError(f"{uri}: object not found") from None

@@ -168,7 +168,7 @@ def _range_reader(s3: Any, location: S3Location, etag: str | None) -> Callable[[
     pinned = {} if etag is None else {"IfMatch": etag}
 
     def read_range(start: int, end: int) -> bytes:
-        with source_errors(location.uri, etag, doing="read"):
+        with source_errors(location.uri, etag, doing="read", again="start the run again"):
             answer = s3.get_object(
                 Bucket=location.bucket, Key=location.key, Range=f"bytes={start}-{end - 1}", **pinned
             )
