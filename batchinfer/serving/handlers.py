@@ -53,6 +53,7 @@ from batchinfer.media_types import CSV, JSON, JSONLINES, PARQUET, codec_type
 from batchinfer.serving import codecs
 from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.models import load_model, predict_method
+from batchinfer.serving.quarantine import answer_apart, joined
 from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
 from batchinfer.serving.tables import TableReader
@@ -62,7 +63,7 @@ from batchinfer.transform.csv_dialect import (
     attributes_of,
     charset,
 )
-from batchinfer.transform.server_limits import max_batch_records
+from batchinfer.transform.server_limits import max_bad_records, max_batch_records
 from batchinfer.transform.settings import JOIN_SOURCE_VAR
 
 LOG = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ class InferenceHandler:
         batch_records: int | None = None,
         row_wise_predict_fn: bool = False,
         join_input: bool = False,
+        most_refused: int | None = None,
     ) -> None:
         self.model = model
         self.user_functions = dict(user_functions)
@@ -163,8 +165,37 @@ class InferenceHandler:
         self._row_wise_predict_fn = row_wise_predict_fn
         # A Parquet request answered in Parquet holds its own columns too (JOIN_SOURCE_VAR).
         self._join_input = join_input
+        # The records of a Line request set aside rather than refuse it (MAX_BAD_RECORDS_VAR).
+        self._most_refused = most_refused
 
     def invoke(
+        self,
+        body: bytes,
+        content_type: str | None,
+        accept: str | None,
+        custom_attributes: str | None = None,
+    ) -> tuple[bytes, str]:
+        """Return ``(response body, response content type)`` for one request, as
+        :meth:`answer` does; with quarantine on, a CSV or JSON Lines request it would refuse
+        is told apart (:mod:`~batchinfer.serving.quarantine`): the records it takes are
+        answered and each refused one is a marker line in its place."""
+        try:
+            return self.answer(body, content_type, accept, custom_attributes)
+        except RequestError as refusal:
+            if self._most_refused is None or codec_type(content_type) not in (CSV, JSONLINES):
+                raise
+            answered: list[str] = []
+
+            def answer_part(part: bytes) -> bytes:
+                response, response_type = self.answer(part, content_type, accept, custom_attributes)
+                answered.append(response_type)
+                return response
+
+            records = body.splitlines(keepends=True)
+            parts = answer_apart(answer_part, records, refusal, most_refused=self._most_refused)
+            return joined(parts), answered[0]
+
+    def answer(
         self,
         body: bytes,
         content_type: str | None,
@@ -403,6 +434,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
     try:
         reader = TableReader.for_model(model, env) if "input_fn" not in functions else None
         batch_records = max_batch_records(env)
+        most_refused = max_bad_records(env)
     except ValidationError as exc:
         raise ModelLoadError(str(exc)) from exc
     LOG.info(
@@ -418,6 +450,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         default_accept=default_accept,
         reader=reader,
         batch_records=batch_records,
+        most_refused=most_refused,
         row_wise_predict_fn=getattr(module, ROW_WISE_FLAG, False) is True,
         join_input=env.get(JOIN_SOURCE_VAR) == "Input",
     )

@@ -13,6 +13,7 @@ quarantine: a model that refuses everything fails its file after a bounded numbe
 passes, not a storm of them.
 """
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -74,3 +75,28 @@ def answer_apart(
     if not answered:
         raise refusal
     return parts
+
+
+# A refused record's line in an answer: a NUL byte, which neither CSV nor JSON Lines answers
+# hold, then the record's place and reason as JSON. The engines turn these lines into the
+# errors file and take them out of the output.
+MARKER = b"\x00"
+
+
+def refused_line(refused: Refused) -> bytes:
+    """The in-band line that stands for ``refused`` in an answer."""
+    return (
+        MARKER + json.dumps({"record": refused.record, "reason": refused.reason}).encode() + b"\n"
+    )
+
+
+def joined(parts: list[bytes | Refused]) -> bytes:
+    """The answer of a request told apart: its runs' answers, each ending its last line (as
+    AssembleWith Line ends each answer), with a marker line in place of each refused
+    record."""
+    return b"".join(
+        (part if part.endswith(b"\n") or not part else part + b"\n")
+        if isinstance(part, bytes)
+        else refused_line(part)
+        for part in parts
+    )

@@ -20,6 +20,9 @@ TIMEOUT_VAR = "SAGEMAKER_MODEL_SERVER_TIMEOUT"
 WORKERS_VAR = "SAGEMAKER_MODEL_SERVER_WORKERS"
 # The records of one forward pass (batchinfer's own: --max-batch-records).
 MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
+# The records of one request the model server may set aside (quarantine); unset: none, a
+# refused record refuses its request, as the platform's containers do.
+MAX_BAD_RECORDS_VAR = "BATCHINFER_MAX_BAD_RECORDS"
 MAX_WORKERS = 1024
 
 
@@ -40,6 +43,14 @@ def int_from_env(env: Mapping[str, str], name: str, default: int, low: int, high
 def configured_workers(env: Mapping[str, str]) -> int | None:
     """The model server workers SAGEMAKER_MODEL_SERVER_WORKERS asks for (None: unset)."""
     return int_from_env(env, WORKERS_VAR, 0, 1, MAX_WORKERS) or None
+
+
+def max_bad_records(env: Mapping[str, str]) -> int | None:
+    """BATCHINFER_MAX_BAD_RECORDS: the most records of one request the server sets aside
+    (None: quarantine is off; 0 is a valid allowance, which sets none aside)."""
+    if not env.get(MAX_BAD_RECORDS_VAR):
+        return None
+    return int_from_env(env, MAX_BAD_RECORDS_VAR, 0, 0, 2**31 - 1)
 
 
 def max_batch_records(env: Mapping[str, str]) -> int | None:

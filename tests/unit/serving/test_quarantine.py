@@ -91,3 +91,34 @@ def test_an_error_that_is_the_models_is_not_quarantined():
 
     with pytest.raises(MemoryError):
         answer_apart(broken, records(10), RequestError(400, "x"), most_refused=5)
+
+
+def test_a_handler_with_an_allowance_answers_a_csv_request_with_a_marker_per_bad_record(
+    tmp_path,
+):
+    """BATCHINFER_MAX_BAD_RECORDS on: the row-sum model refuses a request holding 'bad';
+    the handler answers the other records as one request would, a marker line in place of
+    each bad one; without it, the request is refused whole (the platform's rule)."""
+    from batchinfer.serving.handlers import load_handler
+    from batchinfer.serving.quarantine import MARKER
+    from tests.support.models import write_row_sum_model
+
+    model = write_row_sum_model(tmp_path / "model")
+    body = b"1,2\n3,bad\n4,5\n6,7\nbad,1\n"
+    strict = load_handler(model, {})
+    with pytest.raises(RequestError):
+        strict.invoke(body, "text/csv", "text/csv")
+    lenient = load_handler(model, {"BATCHINFER_MAX_BAD_RECORDS": "2"})
+    answer, answer_type = lenient.invoke(body, "text/csv", "text/csv")
+    lines = answer.splitlines()
+    assert answer_type == "text/csv"
+    assert [line for line in lines if not line.startswith(MARKER)] == [
+        strict.invoke(row, "text/csv", "text/csv")[0].strip()
+        for row in (b"1,2\n", b"4,5\n", b"6,7\n")
+    ]
+    marked = [(n, line) for n, line in enumerate(lines) if line.startswith(MARKER)]
+    assert [n for n, _ in marked] == [1, 4]  # in the refused records' places
+    assert all(b"row holds 'bad'" in line for _, line in marked)
+    stricter = load_handler(model, {"BATCHINFER_MAX_BAD_RECORDS": "1"})
+    with pytest.raises(RequestError):
+        stricter.invoke(body, "text/csv", "text/csv")  # two bad records, one allowed
