@@ -34,8 +34,9 @@ Location = str | PathLike[str]
 class TransformKeywords(TypedDict, total=False):
     """The transform settings, one keyword per field of
     :class:`~batchinfer.transform.settings.TransformSettings` (CreateTransformJob's fields in
-    snake_case): ``content_type='text/csv'``, ``split_type='Line'``, ``max_payload_mb=6``,
-    ``environment={'KEY': 'value'}``..."""
+    snake_case, and batchinfer's ``bad_records`` and ``max_bad_records``):
+    ``content_type='text/csv'``, ``split_type='Line'``, ``max_payload_mb=6``,
+    ``environment={'KEY': 'value'}``, ``bad_records='quarantine'``..."""
 
     content_type: str | None
     accept: str | None
@@ -53,6 +54,8 @@ class TransformKeywords(TypedDict, total=False):
     invocations_timeout_seconds: int | None
     invocations_max_retries: int | None
     environment: Mapping[str, str] | None
+    bad_records: str | None
+    max_bad_records: int | None
 
 
 class JobFailed(BatchInferError):

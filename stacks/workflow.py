@@ -624,7 +624,14 @@ class Workflow(Construct):
             result_selector={"manifest": sfn.JsonPath.string_at("$.ResultWriterDetails.Key")},
             result_path="$.counts",
         )
-        count_shards.item_processor(self._invoke(steps.COUNT_SHARD))
+        count_shard = self._invoke(steps.COUNT_SHARD)
+        # One that died (out of memory, out of time) is run again: taking out records set
+        # aside, it writes the errors file before the output, so it finds either as it left
+        # them (batchinfer.pipeline.storage.set_aside).
+        count_shard.add_retry(
+            errors=LAMBDA_DIED, interval=Duration.seconds(5), backoff_rate=2, max_attempts=2
+        )
+        count_shards.item_processor(count_shard)
         self._on_error(count_shards)
         verify = self._invoke(steps.VERIFY)
         self._on_error(verify)

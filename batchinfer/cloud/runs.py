@@ -31,6 +31,7 @@ RUN_KEYS = (
     "shards_done",
     "records_in",
     "records_out",
+    "records_quarantined",
     "manifest",
     "error",
     "cause",
@@ -50,6 +51,7 @@ SHARD_KEYS = (
     "job_name",
     "records_in",
     "records_out",
+    "records_quarantined",
     "reason",
     "updated_at",
 )

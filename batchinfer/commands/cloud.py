@@ -37,6 +37,7 @@ from batchinfer.errors import ValidationError
 from batchinfer.pipeline.jobs.run_estimate import ESTIMATE_KEY, EstimateRequest
 from batchinfer.pipeline.jobs.run_request import RunRequest
 from batchinfer.pipeline.storage.status_table import RUN_STATUSES
+from batchinfer.transform.bad_records import ERRORS_SUFFIX
 from batchinfer.transform.csv_dialect import with_table
 from batchinfer.transform.settings import TransformSettings
 from batchinfer.uris import parse_s3_uri
@@ -261,6 +262,7 @@ def run_table(run: dict[str, Any]) -> Table:
         ("shards done", _done(run)),
         ("input rows", run.get("rows")),  # Parquet: Plan read them from the footers
         ("records in / out", f"{_text(run.get('records_in'))} / {_text(run.get('records_out'))}"),
+        ("records set aside", _set_aside(run)),
         ("error", run.get("error")),
         ("cause", run.get("cause")),
         ("failed job", run.get("failed_job")),
@@ -271,6 +273,15 @@ def run_table(run: dict[str, Any]) -> Table:
         if value not in (None, ""):
             view.add_row(label, value if isinstance(value, Text) else _text(value))
     return view
+
+
+def _set_aside(run: dict[str, Any]) -> str | None:
+    """The records the model refused that were set aside, and where (bad_records
+    quarantine); None without quarantine."""
+    count = run.get("records_quarantined")
+    if not count:
+        return None if count is None else "0"
+    return f"{count}, named in each output's {ERRORS_SUFFIX} (see the manifest)"
 
 
 def _failed_shards(run: dict[str, Any]) -> str:
@@ -350,7 +361,9 @@ def _hourly(usd: float) -> str:
 
 
 def shard_table(items: list[dict[str, Any]]) -> Table:
-    view = Table("shard", "name", "status", "attempts", "records in", "records out", "job")
+    view = Table(
+        "shard", "name", "status", "attempts", "records in", "records out", "set aside", "job"
+    )
     for item in items:
         view.add_row(
             _text(item.get("shard")),
@@ -359,6 +372,7 @@ def shard_table(items: list[dict[str, Any]]) -> Table:
             _text(item.get("attempts")),
             _text(item.get("records_in")),
             _text(item.get("records_out")),
+            _text(item.get("records_quarantined")),
             _text(item.get("job_name") or item.get("reason")),
         )
     return view

@@ -43,6 +43,14 @@ def process(
     skip_blank_lines: Annotated[
         bool, typer.Option(help="Drop empty lines before batching (split type Line).")
     ] = False,
+    marks_in_output: Annotated[
+        bool,
+        typer.Option(
+            help="With bad_records quarantine: leave the marker lines of records set aside "
+            "in the outputs, as a transform job's output holds them (the pipeline takes "
+            "them out), instead of writing errors files."
+        ),
+    ] = False,
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
     from batchinfer.engine.processing_job import (  # the model libraries load only when processing
@@ -71,6 +79,7 @@ def process(
                 workers=workers or default_workers(),
                 progress=JsonLinesProgress() if progress else None,
                 skip_blank_lines=skip_blank_lines,
+                marks_in_output=marks_in_output,
             )
     except BatchInferError as exc:
         write_message(message_file, str(exc))  # P8: the reason reaches DescribeProcessingJob

@@ -23,6 +23,7 @@ from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.job_result import JobResult
 from batchinfer.engine.outcomes import FileOutcome, Progress
 from batchinfer.media_types import CSV, JSONLINES, media_type
+from batchinfer.transform.bad_records import ERRORS_SUFFIX
 
 LEGEND = (
     "legend: shards = pieces the input was cut into; inst = the instances that ran it "
@@ -174,6 +175,14 @@ def summary_notes(result: JobResult) -> list[str]:
     ]
     reasons = sorted({f.records_not_counted for f in result.files if f.records_not_counted})
     lines += [f"rec out not counted: {reason}" for reason in reasons]
+    set_aside = [f for f in result.files if f.records_quarantined]
+    if set_aside:
+        total = sum(f.records_quarantined or 0 for f in set_aside)
+        lines.append(
+            f"set aside: {count(total, 'record')} the model refused, not in rec out, each "
+            f"with its reason in the errors file beside its output ({ERRORS_SUFFIX}), of "
+            f"{count(len(set_aside), 'input')}"
+        )
     if result.kept_inputs:
         lines.append(
             f"resumed: {count(result.kept_inputs, 'input')} kept from the run that wrote "

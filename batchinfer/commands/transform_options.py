@@ -32,6 +32,11 @@ HELP = {
     "invocations_timeout_seconds": "Seconds a request may take, 1..3600 (default 600).",
     "invocations_max_retries": "Retries of a failed request, 0..3 (default 3).",
     "environment": "KEY=VALUE for the model container (repeatable).",
+    "bad_records": "fail | quarantine: a record the model refuses fails its file (the "
+    "default, as SageMaker does), or is set aside, named in <output>.errors.jsonl, and the "
+    "rest scored.",
+    "max_bad_records": "With quarantine: a file fails past this many records set aside "
+    "(default: no limit).",
 }
 if set(HELP) != set(PASCAL):  # every setting is an option, and nothing else
     raise RuntimeError(f"transform options and settings differ: {set(HELP) ^ set(PASCAL)}")

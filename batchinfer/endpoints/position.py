@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from batchinfer.errors import ValidationError
-from batchinfer.transform.file_transform import FileStats
+from batchinfer.transform.file_transform import Answer, FileStats
 from batchinfer.transform.records import Batch
 
 
@@ -15,7 +15,8 @@ from batchinfer.transform.records import Batch
 class Position:
     """Everything before ``input_bytes`` of the (decompressed) input has been scored: its
     ``records_in`` records went out in ``requests`` requests and came back as the first
-    ``output_bytes`` bytes of the output (``records_out`` records). The next request starts
+    ``output_bytes`` bytes of the output (``records_out`` records), and ``records_quarantined``
+    set aside as the first ``errors_bytes`` bytes of the errors file. The next request starts
     with record ``records_in + 1`` at byte ``input_bytes``. ``done``: the whole input is
     scored."""
 
@@ -25,16 +26,21 @@ class Position:
     output_bytes: int = 0
     records_out: int = 0
     done: bool = False
+    # Records set aside (``bad_records`` quarantine) and the bytes of the errors file so far.
+    records_quarantined: int = 0
+    errors_bytes: int = 0
 
-    def after(self, batch: Batch, output: bytes, produced: int | None) -> "Position":
-        """The position once ``batch`` has been answered with ``output``."""
+    def after(self, batch: Batch, answer: Answer) -> "Position":
+        """The position once ``batch`` has been answered with ``answer``."""
         return replace(
             self,
             input_bytes=self.input_bytes + batch.input_bytes,
             records_in=self.records_in + batch.record_count,
             requests=self.requests + 1,
-            output_bytes=self.output_bytes + len(output),
-            records_out=self.records_out + (produced or 0),
+            output_bytes=self.output_bytes + len(answer.output),
+            records_out=self.records_out + (answer.records or 0),
+            records_quarantined=self.records_quarantined + answer.quarantined,
+            errors_bytes=self.errors_bytes + len(answer.errors),
         )
 
     def stats(self, *, seconds: float, records_counted: bool) -> FileStats:
@@ -47,6 +53,7 @@ class Position:
             bytes_out=self.output_bytes,
             requests=self.requests,
             seconds=seconds,
+            records_quarantined=self.records_quarantined,
         )
 
     def to_json(self) -> dict[str, Any]:

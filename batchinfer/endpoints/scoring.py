@@ -16,12 +16,15 @@ Standard library only, so that a Lambda function can score one shard with it.
 
 import os
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
 from batchinfer.endpoints.position import START, Position
 from batchinfer.errors import InputError, ValidationError
+from batchinfer.transform.bad_records import answer_apart, errors_name, lines_of
 from batchinfer.transform.file_transform import (
     FileScoring,
     InOrder,
@@ -31,7 +34,7 @@ from batchinfer.transform.file_transform import (
     in_file_bytes,
     open_input,
 )
-from batchinfer.transform.record_errors import checked_response
+from batchinfer.transform.record_errors import InvocationError, checked_response
 from batchinfer.transform.retry import RetryPolicy
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings, label
 
@@ -92,10 +95,16 @@ def score_stream(
     concurrency: int | None = None,
     on_bytes: OnBytes | None = None,
     skip_blank_lines: bool = False,
+    errors: Writable | None = None,
 ) -> Position:
     """Score ``source`` (the decompressed input, read from ``position.input_bytes`` on) into
     ``sink`` (the output after its first ``position.output_bytes`` bytes) and return the new
-    position: ``done`` once the whole input is scored.
+    position: ``done`` once the whole input is scored. With quarantine on (``bad_records``),
+    a request the endpoint refuses (4xx) is told apart
+    (:func:`~batchinfer.transform.bad_records.answer_apart`) and the records it refuses go
+    to ``errors`` (the errors file after its first ``position.errors_bytes`` bytes); without
+    ``errors`` their marker lines stay in the output, as in a transform job's, for the
+    pipeline's count to take out.
 
     ``should_stop`` is asked before each request; once it says yes no more are sent, the
     requests in flight are finished and written, and the position after them is returned
@@ -110,7 +119,16 @@ def score_stream(
     if position.done:
         return position
     effective = endpoint_settings(settings)
-    scoring = FileScoring(settings, effective, name, skip_blank_lines=skip_blank_lines)
+    allowance = settings.bad_record_allowance
+    scoring = FileScoring(
+        settings,
+        effective,
+        name,
+        skip_blank_lines=skip_blank_lines,
+        answered=position.records_out,
+        quarantined=position.records_quarantined,
+        takes_out_set_aside=errors is not None,
+    )
     policy = retry or endpoint_retry(settings)
     content_type, accept = settings.content_type, settings.accept
 
@@ -118,7 +136,19 @@ def score_stream(
         return checked_response(*send(body, content_type, accept), retry_throttling=True)
 
     def call(body: bytes) -> bytes:
-        return policy.call(invoke, body)
+        try:
+            return policy.call(invoke, body)
+        except InvocationError as refusal:
+            if allowance is None or _refused_records(refusal) is None:
+                raise
+            return answer_apart(
+                lambda part: policy.call(invoke, part),
+                lines_of(body),
+                refusal,
+                most_refused=allowance,
+                reason_of=_refused_records,
+                refused_whole=partial(_refused_whole, refusal),
+            )
 
     width = concurrency or effective.max_concurrent_transforms
     reached = position
@@ -127,12 +157,27 @@ def score_stream(
     ) as window:
         batches = scoring.batches(source, first_record=position.records_in + 1)
         for batch, response in window.responses(batches):
-            output, produced = scoring.output(batch, response)
-            sink.write(output)
-            reached = reached.after(batch, output, produced)
+            answer = scoring.output(batch, response)
+            sink.write(answer.output)
+            if answer.errors and errors is not None:
+                errors.write(answer.errors)
+            reached = reached.after(batch, answer)
             if on_bytes is not None:
                 on_bytes(reached.input_bytes)
     return reached if window.stopped else replace(reached, done=True)
+
+
+def _refused_records(exc: Exception) -> str | None:
+    """Why the endpoint refused a request for its records (a 400, as the model server
+    refuses a record it cannot read), or None: throttling, another 4xx (what the request
+    asks for), a 5xx or a lost connection is no record's to be set aside."""
+    if isinstance(exc, InvocationError) and exc.status == 400 and not exc.retryable:
+        return exc.reason
+    return None
+
+
+def _refused_whole(refusal: InvocationError, why: str) -> InvocationError:
+    return InvocationError(f"{refusal.reason}; {why}", status=refusal.status)
 
 
 def partial_output(dst: Path) -> Path:
@@ -163,17 +208,26 @@ def score_file(
     plain). ``byte_range`` limits the input to those bytes of ``src``, as :func:`transform_file`
     does. ``name`` (default: ``src``) is how errors name the file. ``on_bytes`` hears the bytes of
     ``src`` done after each request (of a gzip file, estimated from how far the decompression has
-    read into it).
+    read into it). Records set aside (``bad_records`` quarantine) grow the same way into
+    ``errors_name(dst)``, which is written only when there are any.
     """
     name = name or str(src)
     if position.done:
         return position
     partial = partial_output(dst)
+    errors_at = dst.with_name(errors_name(dst.name))
+    partial_errors = partial_output(errors_at)
+    quarantine = settings.bad_record_allowance is not None
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open_input(src, name, *byte_range) as raw:
         source = decompressed(raw, settings, name)
         skip_input(source, position.input_bytes, name)
-        with _open_partial(partial, position.output_bytes) as sink:
+        with (
+            _open_partial(partial, position.output_bytes) as sink,
+            _open_partial(partial_errors, position.errors_bytes)
+            if quarantine
+            else _NO_FILE as errors,
+        ):
             try:
                 reached = score_stream(
                     source,
@@ -187,12 +241,18 @@ def score_file(
                     concurrency=concurrency,
                     on_bytes=in_file_bytes(source, on_bytes),
                     skip_blank_lines=skip_blank_lines,
+                    errors=errors,
                 )
             except BaseException:
                 partial.unlink(missing_ok=True)
+                partial_errors.unlink(missing_ok=True)
                 raise
     if reached.done:
         os.replace(partial, dst)
+        if reached.records_quarantined:
+            os.replace(partial_errors, errors_at)
+        else:
+            partial_errors.unlink(missing_ok=True)
     return reached
 
 
@@ -220,6 +280,9 @@ def skip_input(source: BinaryIO, offset: int, name: str) -> None:
         f"{name}: cannot resume at byte {offset}: the input holds only {skipped} bytes; "
         "it changed since the position was saved"
     )
+
+
+_NO_FILE = nullcontext(None)
 
 
 def _open_partial(partial: Path, keep: int) -> BinaryIO:

@@ -30,6 +30,7 @@ from batchinfer.engine.outcomes import (
     file_progress,
 )
 from batchinfer.errors import BatchInferError, ValidationError
+from batchinfer.transform.bad_records import errors_name
 from batchinfer.transform.csv_dialect import custom_attributes
 from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.record_errors import InvocationError
@@ -77,6 +78,7 @@ def run_endpoint(
             )
             if not position.done:
                 partial_output(output).unlink(missing_ok=True)
+                partial_output(output.with_name(errors_name(output.name))).unlink(missing_ok=True)
                 raise BatchInferError(f"{file.name}: interrupted (Ctrl-C) before it was done")
             return position.stats(
                 seconds=time.perf_counter() - started,

@@ -25,6 +25,8 @@ from batchinfer.sharding.local_files import LocalSource, kernel_copy
 from batchinfer.sharding.parquet_split import file_footer
 from batchinfer.sharding.splitter import splits_as_gzip
 from batchinfer.transform.assemble import output_name
+from batchinfer.transform.bad_records import errors_name, renumbered
+from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.parquet_files import data_span, joined_footer
 from batchinfer.transform.parquet_footer import MAGIC, ParquetError
 
@@ -49,21 +51,36 @@ class InputGroup:
         errors = [self.error] if self.error else [p.error for p in parts if p.error]
         if interrupted:
             errors = ["interrupted (Ctrl-C) before it was done"]
+        stats = [p.stats for p in parts if p.stats is not None]
+        allowance = job.settings.bad_record_allowance
+        set_aside = sum(s.records_quarantined for s in stats)
+        if not errors and allowance is not None and set_aside > allowance:  # over its shards
+            errors = [
+                f"{self.source.name}: {set_aside} records set aside, more than "
+                f"max_bad_records {allowance}"
+            ]
         if errors:
             for unit in self.units:  # R19: nothing of a failed input stays, not even good shards
                 (unit_dir / output_name(unit.name)).unlink(missing_ok=True)
+                (unit_dir / errors_name(output_name(unit.name))).unlink(missing_ok=True)
         elif self.merged:
             join = join_parquet if job.settings.answers_parquet else _concatenate
             join([p.output for p in parts], merge_dir / output_name(self.source.name))
-        stats = [p.stats for p in parts if p.stats is not None]
+            _merge_errors(parts, merge_dir / errors_name(output_name(self.source.name)), self)
         seconds = max((s.seconds for s in stats), default=0.0)
         records_in = None if errors else _sum_or_none([s.records_in for s in stats])
+        quarantined = None if errors else set_aside
         if errors:
             outputs = []
         elif self.merged:
             outputs = [output_name(self.source.name)]
+            outputs += [errors_name(outputs[0])] if quarantined else []
         else:
-            outputs = [p.output.relative_to(unit_dir).as_posix() for p in parts]
+            outputs = [
+                name
+                for p in parts
+                for name in _unit_outputs(p.output.relative_to(unit_dir).as_posix(), p.stats)
+            ]
         records_out = None if errors else _sum_or_none([s.records_out for s in stats])
         return FileResult(
             name=self.source.name,
@@ -72,6 +89,7 @@ class InputGroup:
             status=INTERRUPTED if interrupted else "FAILED" if errors else "SUCCEEDED",
             records_in=records_in,
             records_out=records_out,
+            records_quarantined=quarantined if job.settings.bad_records == "quarantine" else None,
             records_not_counted=(
                 job.settings.records_not_counted if records_in is not None else None
             ),
@@ -84,6 +102,26 @@ class InputGroup:
             error="; ".join(str(e) for e in errors) or None,
             input_version=input_version(self.source),
         )
+
+
+def _unit_outputs(output: str, stats: FileStats | None) -> list[str]:
+    """A unit's output and, when it set records aside, their errors file."""
+    quarantined = stats is not None and stats.records_quarantined > 0
+    return [output, errors_name(output)] if quarantined else [output]
+
+
+def _merge_errors(parts: list[FileOutcome], target: Path, group: InputGroup) -> None:
+    """The errors files of an input's units as one, their records numbered in the input."""
+    before, merged = 0, []
+    for part in parts:
+        assert part.stats is not None
+        if part.stats.records_quarantined:
+            errors = part.output.with_name(errors_name(part.output.name)).read_bytes()
+            merged.append(renumbered(errors, group.source.name, before))
+        before += part.stats.records_in
+    if merged:
+        with _written(target) as out:
+            out.write(b"".join(merged))
 
 
 def _sum_or_none(values: list[int | None]) -> int | None:

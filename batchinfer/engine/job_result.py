@@ -17,6 +17,9 @@ class FileResult:
     status: str
     records_in: int | None = None
     records_out: int | None = None
+    # Records the model refused that were set aside in the errors file (``bad_records``
+    # quarantine); None without quarantine.
+    records_quarantined: int | None = None
     # Why records_out is null for a file that succeeded (R17: a CSV join adds the prediction to its
     # row, one line per record), else None.
     records_not_counted: str | None = None
@@ -83,6 +86,11 @@ class JobResult:
             "failed": len(self.failures),
             "records_in": sum(f.records_in or 0 for f in done),
             "records_out": sum(f.records_out or 0 for f in done) if counted else None,
+            "records_quarantined": (
+                sum(f.records_quarantined or 0 for f in done)
+                if self.settings.get("bad_records") == "quarantine"
+                else None
+            ),
             "bytes_in": sum(f.bytes_in for f in self.files),
             "bytes_out": sum(f.bytes_out for f in self.files),
             # over the transform time, as each file's rate is over its own

@@ -10,6 +10,7 @@ from pathlib import Path
 from batchinfer.engine.inputs import InputFile
 from batchinfer.errors import BatchInferError
 from batchinfer.transform.assemble import output_name
+from batchinfer.transform.bad_records import errors_name
 from batchinfer.transform.file_transform import FileStats, OnBytes, transform_file
 from batchinfer.transform.retry import Invoke
 from batchinfer.transform.settings import EffectiveSettings, TransformSettings
@@ -80,10 +81,11 @@ def transform_input(
     concurrency: int,
     progress: Progress | None = None,
     skip_blank_lines: bool = False,
+    takes_out_set_aside: bool = True,
 ) -> FileOutcome:
     """Transform one input into ``<output_dir>/<name>.out``; a failure is an outcome (R19).
     ``progress`` hears of the file's bytes after each request; ``skip_blank_lines`` drops
-    empty lines."""
+    empty lines; ``takes_out_set_aside`` as :func:`transform_file` takes it."""
     return file_outcome(
         file,
         output_dir,
@@ -99,6 +101,7 @@ def transform_input(
             concurrency=concurrency,
             on_bytes=file_progress(progress, instance, file),
             skip_blank_lines=skip_blank_lines,
+            takes_out_set_aside=takes_out_set_aside,
         ),
     )
 
@@ -117,6 +120,7 @@ def file_outcome(
     output = output_dir / output_name(file.name)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.unlink(missing_ok=True)  # R19: no stale .out for a file that fails this time
+    output.with_name(errors_name(output.name)).unlink(missing_ok=True)
     try:
         if file.fetch is not None:
             file.fetch()

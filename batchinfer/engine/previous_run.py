@@ -19,6 +19,7 @@ from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.output_place import OutputPlace
 from batchinfer.errors import OutputNotEmpty, ValidationError
 from batchinfer.transform.assemble import RESULT_MANIFEST
+from batchinfer.transform.bad_records import ERRORS_SUFFIX
 
 # A job's working folder in a local output directory: ``.batchinfer-<pid>-<random>``.
 WORKDIR_PREFIX = ".batchinfer-"
@@ -173,6 +174,13 @@ def kept_files(
 
 
 def _whole(entry: Mapping[str, Any], place: OutputPlace) -> bool:
-    """Whether every output of ``entry`` is in ``place`` with the bytes it recorded."""
-    sizes = [place.size(name) for name in entry.get("outputs", [])]
-    return None not in sizes and sum(s or 0 for s in sizes) == entry.get("bytes_out")
+    """Whether every output of ``entry`` is in ``place``, with the bytes it recorded (its
+    errors files of records set aside are not counted in them: present is enough)."""
+    names = entry.get("outputs", [])
+    sizes = [place.size(name) for name in names]
+    written = sum(
+        size or 0
+        for name, size in zip(names, sizes, strict=True)
+        if not name.endswith(ERRORS_SUFFIX)
+    )
+    return None not in sizes and written == entry.get("bytes_out")

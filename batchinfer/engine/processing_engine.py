@@ -36,11 +36,14 @@ def run_processing(
     settings: TransformSettings,
     progress: Progress | None = None,
     skip_blank_lines: bool = False,
+    marks_in_output: bool = False,
 ) -> EngineReport:
     """Run every file through ``settings.instance_count`` processing instances, each telling
     its progress as JSON lines on its stdout. Ctrl-C stops them all and raises
     EngineInterrupted (their reports come only at the end, so no file counts as done).
-    ``skip_blank_lines`` drops empty lines (``batchinfer process --skip-blank-lines``)."""
+    ``skip_blank_lines`` drops empty lines (``batchinfer process --skip-blank-lines``);
+    ``marks_in_output`` leaves records set aside marked in the outputs
+    (``--marks-in-output``)."""
     progress = progress or Progress()
     instances, model_env = local_instances(settings)
     # Each instance, in a process group of its own, stops once this process is gone.
@@ -67,6 +70,7 @@ def run_processing(
                 f"--message-file={host / 'message'}",
                 "--progress",
                 *(["--skip-blank-lines"] if skip_blank_lines else []),
+                *(["--marks-in-output"] if marks_in_output else []),
             ]
             log = (host / "log").open("wb")
             proc = subprocess.Popen(

@@ -42,16 +42,18 @@ _handler: InferenceHandler | None = None
 _load_error: str | None = None
 
 
-def _load(model_dir: str, job: int, gpus: Any) -> None:
+def _load(model_dir: str, job: int, gpus: Any, job_environment: dict[str, str]) -> None:
     """A worker's start: it stops once the job's process ``job`` is gone (its parent is the
     forkserver, which waits for every worker to end), takes its GPU from the queue ``gpus``
-    (None: no GPUs), then loads the model (on that GPU, the only one it sees)."""
+    (None: no GPUs), then loads the model (on that GPU, the only one it sees) with the
+    job's own settings in its environment (``TransformSettings.job_environment``: the
+    records it may set aside, the Parquet join), as a transform job's server has them."""
     global _handler, _load_error
     die_with(job)
     if gpus is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get_nowait()
     try:
-        _handler = load_handler(Path(model_dir))
+        _handler = load_handler(Path(model_dir), {**os.environ, **job_environment})
     except ModelLoadError as exc:
         _load_error = str(exc)
 
@@ -87,10 +89,13 @@ def run_processing_job(
     workers: int,
     progress: Progress | None = None,
     skip_blank_lines: bool = False,
+    marks_in_output: bool = False,
 ) -> list[dict[str, object]]:
     """Transform every file under ``input_dir`` into ``output_dir``; one record per file.
     ``progress`` hears of each file as it starts and after each of its requests;
-    ``skip_blank_lines`` drops empty lines."""
+    ``skip_blank_lines`` drops empty lines; ``marks_in_output`` leaves the marker lines
+    of records set aside in the outputs, as a transform job's output holds them (the
+    pipeline's CountShard takes them out), instead of writing the errors files."""
     progress = progress or Progress()
     files = collect_inputs([input_dir], every_file=True)  # the job staged each one
     _check_writable(output_dir)
@@ -101,7 +106,12 @@ def run_processing_job(
         workers,
         context,
         initializer=_load,
-        initargs=(str(model_dir), os.getpid(), _dealt_gpus(workers, context)),
+        initargs=(
+            str(model_dir),
+            os.getpid(),
+            _dealt_gpus(workers, context),
+            settings.job_environment,
+        ),
     ) as pool:
         not_loaded = pool.submit(_why_not_loaded).result()
         if not_loaded:
@@ -122,6 +132,7 @@ def run_processing_job(
                 concurrency=workers,
                 progress=progress,
                 skip_blank_lines=skip_blank_lines,
+                takes_out_set_aside=not marks_in_output,
             )
 
         at_once = files_at_once(settings.split_type, workers)

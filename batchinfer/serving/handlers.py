@@ -42,6 +42,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -53,10 +54,10 @@ from batchinfer.media_types import CSV, JSON, JSONLINES, PARQUET, codec_type
 from batchinfer.serving import codecs
 from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.models import load_model, predict_method
-from batchinfer.serving.quarantine import answer_apart, joined
 from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError, RequestError
 from batchinfer.serving.tables import TableReader
+from batchinfer.transform.bad_records import answer_apart, lines_of
 from batchinfer.transform.csv_dialect import (
     DEFAULT_CHARSET,
     RequestAttributes,
@@ -176,24 +177,23 @@ class InferenceHandler:
         custom_attributes: str | None = None,
     ) -> tuple[bytes, str]:
         """Return ``(response body, response content type)`` for one request, as
-        :meth:`answer` does; with quarantine on, a CSV or JSON Lines request it would refuse
-        is told apart (:mod:`~batchinfer.serving.quarantine`): the records it takes are
-        answered and each refused one is a marker line in its place."""
+        :meth:`answer` does; with quarantine on, a CSV or JSON Lines request it refuses
+        (400) is told apart (:func:`~batchinfer.transform.bad_records.answer_apart`): the
+        records it takes are answered, and each refused one is a marker line in its place."""
         try:
             return self.answer(body, content_type, accept, custom_attributes)
         except RequestError as refusal:
             if self._most_refused is None or codec_type(content_type) not in (CSV, JSONLINES):
                 raise
-            answered: list[str] = []
-
-            def answer_part(part: bytes) -> bytes:
-                response, response_type = self.answer(part, content_type, accept, custom_attributes)
-                answered.append(response_type)
-                return response
-
-            records = body.splitlines(keepends=True)
-            parts = answer_apart(answer_part, records, refusal, most_refused=self._most_refused)
-            return joined(parts), answered[0]
+            answer = answer_apart(
+                lambda part: self.answer(part, content_type, accept, custom_attributes)[0],
+                lines_of(body),
+                refusal,
+                most_refused=self._most_refused,
+                reason_of=_refused_record,
+                refused_whole=partial(_refused_whole, refusal),
+            )
+            return answer, self._response_type(codec_type(content_type) or CSV, accept)
 
     def answer(
         self,
@@ -216,10 +216,7 @@ class InferenceHandler:
         if kind in codecs.TEXT_TYPES:
             body = _utf8(body, kind, content_type)
         user = self.user_functions
-        custom_output = "output_fn" in user or "transform_fn" in user
-        response_type = codecs.negotiate(
-            accept, self._response_default(kind), None if custom_output else _SUPPORTED_OUTPUTS
-        )
+        response_type = self._response_type(kind, accept)
         if "transform_fn" in user:
             with _value_errors_refuse("transform_fn"):
                 result = user["transform_fn"](
@@ -248,6 +245,15 @@ class InferenceHandler:
             table = codecs.read_parquet(body) if table is None else table
             return codecs.joined_parquet(table, prediction), response_type
         return codecs.encode(prediction, response_type), response_type
+
+    def _response_type(self, kind: str, accept: str | None) -> str:
+        """The type of the answer to a request of ``kind`` that asks for ``accept``; a
+        RequestError (406) when the server cannot answer in it."""
+        user = self.user_functions
+        custom_output = "output_fn" in user or "transform_fn" in user
+        return codecs.negotiate(
+            accept, self._response_default(kind), None if custom_output else _SUPPORTED_OUTPUTS
+        )
 
     def _predict(self, data: Any) -> Any:
         """The prediction of decoded ``data``: the user's ``predict_fn`` or the model's
@@ -389,6 +395,18 @@ def _import_user_module(path: Path) -> ModuleType:
     except Exception as exc:
         raise ModelLoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+def _refused_record(exc: Exception) -> str | None:
+    """Why ``exc`` refused a request for its records (a 400), or None: any other status, or
+    an error of the model (500), is not a record's to be set aside."""
+    if isinstance(exc, RequestError) and exc.status == 400:
+        return exc.message
+    return None
+
+
+def _refused_whole(refusal: RequestError, why: str) -> RequestError:
+    return RequestError(refusal.status, f"{refusal.message}; {why}")
 
 
 def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> InferenceHandler:

@@ -119,14 +119,19 @@ class S3ShardWriter:
         *,
         resume: dict[str, Any] | None = None,
         pending: bytes = b"",
+        metadata: dict[str, str] | None = None,
     ) -> None:
-        """A new multipart upload, or with ``resume`` (what :meth:`saved` returned) the one
-        saved then, its bytes not yet in a part (``pending``) written again."""
+        """A new multipart upload (the object to have user ``metadata``), or with
+        ``resume`` (what :meth:`saved` returned) the one saved then, its bytes not yet in a
+        part (``pending``) written again."""
         self.client = client
         self.location = location
         if resume is None:
             self.upload_id = client.create_multipart_upload(
-                Bucket=location.bucket, Key=location.key, ContentType=content_type
+                Bucket=location.bucket,
+                Key=location.key,
+                ContentType=content_type,
+                **({"Metadata": metadata} if metadata else {}),
             )["UploadId"]
         else:
             self.upload_id = resume["upload_id"]

@@ -28,6 +28,12 @@ from typing import Any, BinaryIO, Protocol, cast
 
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
+from batchinfer.transform.bad_records import (
+    MAX_BAD_RECORDS_VAR,
+    BadRecords,
+    errors_name,
+    has_marks,
+)
 from batchinfer.transform.dataprocessing import DataProcessing
 from batchinfer.transform.parquet_files import largest_row_group, request_bytes_alone
 from batchinfer.transform.parquet_footer import ParquetError, ParquetFooter, footer_of
@@ -61,6 +67,21 @@ class FileStats:
     bytes_out: int
     requests: int
     seconds: float
+    # Records the model refused that were set aside (``bad_records`` quarantine), in the
+    # errors file beside the output, not in records_out.
+    records_quarantined: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one request's answer gives the output: its bytes and how many records they
+    hold (None where output records cannot be counted), and the errors-file lines of the
+    records set aside (``bad_records`` quarantine)."""
+
+    output: bytes
+    records: int | None
+    errors: bytes = b""
+    quarantined: int = 0
 
 
 class FileScoring:
@@ -69,7 +90,11 @@ class FileScoring:
     filters take a small subset of JSONPath) and each response's output bytes (join and
     OutputFilter, R17, R18: a JSON join puts the prediction under SageMakerOutput; assembly,
     R13: AssembleWith decides what goes between responses; one output line per input record).
-    ``skip_blank_lines`` drops empty lines before batching (batchinfer's own option)."""
+    ``skip_blank_lines`` drops empty lines before batching (batchinfer's own option);
+    ``answered`` and ``quarantined`` are the records of the file answered and set aside
+    before (a scoring that goes on from where it stopped); ``takes_out_set_aside`` False
+    leaves the marker lines of records set aside in the output, as a transform job's output
+    holds them, for the pipeline's count to take out."""
 
     def __init__(
         self,
@@ -78,10 +103,26 @@ class FileScoring:
         name: str,
         *,
         skip_blank_lines: bool = False,
+        answered: int = 0,
+        quarantined: int = 0,
+        takes_out_set_aside: bool = True,
     ):
         self.settings, self.effective, self.name = settings, effective, name
         self.skip_blank_lines = skip_blank_lines
         self._processing = DataProcessing(settings, name)
+        allowance = settings.bad_record_allowance
+        # Marker lines no one asked for, in an answer of lines: a server's own
+        # BATCHINFER_MAX_BAD_RECORDS. (The job's Environment holds it only as the platform
+        # is sent it, whose agent writes the answers as they are.)
+        self._marks_unasked = (
+            allowance is None
+            and MAX_BAD_RECORDS_VAR not in settings.environment
+            and settings.counts_records
+            and not settings.answers_parquet  # lines only: a binary answer may hold any byte
+        )
+        self._bad = None
+        if allowance is not None and takes_out_set_aside:
+            self._bad = BadRecords(name, allowance, answered=answered, count=quarantined)
 
     def batches(self, source: Readable, first_record: int = 1) -> Iterator[Batch]:
         """The request bodies of ``source``, whose first record is ``first_record``."""
@@ -160,11 +201,12 @@ class FileScoring:
             f"{record_range(batch.first_record, batch.last_record)} failed: {reason}",
         )
 
-    def output(self, batch: Batch, response: bytes) -> tuple[bytes, int | None]:
-        """The output bytes of ``batch`` and how many records they hold (None where output
-        records cannot be counted: ``settings.counts_records``). Where they can, a response
-        must hold as many lines as its request held records; else RecordError names the
-        records."""
+    def output(self, batch: Batch, response: bytes) -> Answer:
+        """What the ``response`` to ``batch`` gives the output. Where output records can be
+        counted (``settings.counts_records``) it must hold as many lines as its request held
+        records; else RecordError names the records. With quarantine on, the lines that
+        stand for records the model refused are taken out into errors-file lines
+        (:class:`~batchinfer.transform.bad_records.BadRecords`)."""
         if self._processing.transforms_output:
             response = self._processing.process_response(batch, response)
         assemble_with = self.settings.assemble_with
@@ -190,7 +232,19 @@ class FileScoring:
                 f"input records; each input record needs exactly one output {unit}",
                 batch.last_record,
             )
-        return output, produced
+        if self._bad is None:
+            if self._marks_unasked and has_marks(output):
+                raise RecordError(
+                    self.name,
+                    batch.first_record,
+                    "the model server set records aside (BATCHINFER_MAX_BAD_RECORDS in its "
+                    f"environment), but {label('bad_records')} is 'fail': nothing takes "
+                    "them out; unset the variable, or set bad_records 'quarantine'",
+                    batch.last_record,
+                )
+            return Answer(output, produced)
+        kept = self._bad.take(output, batch.first_record, batch.record_count)
+        return Answer(kept.output, kept.answered, kept.errors, kept.count)
 
 
 class InOrder:
@@ -270,8 +324,11 @@ def transform_stream(
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
     on_bytes: OnBytes | None = None,
     skip_blank_lines: bool = False,
+    errors: Writable | None = None,
 ) -> FileStats:
-    """Transform the (already decompressed) ``source`` into ``sink``.
+    """Transform the (already decompressed) ``source`` into ``sink``, and the records set
+    aside (``bad_records`` quarantine) into ``errors``; without ``errors``, their marker
+    lines stay in ``sink``, as a transform job's output holds them.
 
     ``concurrency`` defaults to the effective MaxConcurrentTransforms. Retryable failures
     are retried up to InvocationsMaxRetries times with doubling backoff (R20). Where the
@@ -283,10 +340,18 @@ def transform_stream(
     """
     started = time.perf_counter()
     counted = _CountingReader(source)
-    scoring = FileScoring(settings, effective, name, skip_blank_lines=skip_blank_lines)
+    scoring = FileScoring(
+        settings,
+        effective,
+        name,
+        skip_blank_lines=skip_blank_lines,
+        takes_out_set_aside=errors is not None,
+    )
     retry = RetryPolicy(settings.invocations_max_retries + 1, retry_backoff_seconds)
     verify = settings.counts_records
-    totals = {"records_in": 0, "records_out": 0, "bytes_out": 0, "requests": 0, "bytes_done": 0}
+    totals = dict.fromkeys(
+        ("records_in", "records_out", "bytes_out", "requests", "bytes_done", "quarantined"), 0
+    )
 
     def call(body: bytes) -> bytes:
         return retry.call(invoke, body)
@@ -294,11 +359,14 @@ def transform_stream(
     width = concurrency or effective.max_concurrent_transforms
     with InOrder(call, width=width, failed=scoring.request_failed) as window:
         for batch, response in window.responses(scoring.batches(counted)):
-            output, produced = scoring.output(batch, response)
-            sink.write(output)
+            answer = scoring.output(batch, response)
+            sink.write(answer.output)
+            if answer.errors and errors is not None:
+                errors.write(answer.errors)
             totals["records_in"] += batch.record_count
-            totals["records_out"] += produced or 0
-            totals["bytes_out"] += len(output)
+            totals["records_out"] += answer.records or 0
+            totals["quarantined"] += answer.quarantined
+            totals["bytes_out"] += len(answer.output)
             totals["requests"] += 1
             totals["bytes_done"] += batch.input_bytes
             if on_bytes is not None:
@@ -310,6 +378,7 @@ def transform_stream(
         bytes_out=totals["bytes_out"],
         requests=totals["requests"],
         seconds=time.perf_counter() - started,
+        records_quarantined=totals["quarantined"],
     )
 
 
@@ -358,40 +427,83 @@ def transform_file(
     retry_backoff_seconds: float = RETRY_BACKOFF_SECONDS,
     on_bytes: OnBytes | None = None,
     skip_blank_lines: bool = False,
+    takes_out_set_aside: bool = True,
 ) -> FileStats:
     """Transform ``src`` into ``dst`` (R19): the output is written to a temporary file beside
-    ``dst`` and renamed only on success, so a failed file leaves neither. Gzip input is
-    decompressed first (R11); the output is uncompressed. ``byte_range`` ``(start, end)``
-    limits the input to those bytes of ``src`` (a shard; ``end`` None: to the end).
+    ``dst`` and renamed only on success, so a failed file leaves neither; so are the
+    records set aside (``bad_records`` quarantine), into ``errors_name(dst)``, when there
+    are any. Gzip input is decompressed first (R11); the output is uncompressed.
+    ``byte_range`` ``(start, end)`` limits the input to those bytes of ``src`` (a shard;
+    ``end`` None: to the end).
     ``name`` (default: ``src``) is how errors name the file. ``on_bytes`` hears the bytes
     of ``src`` done after each request (of a gzip file, estimated from how far the
     decompression has read into it). ``skip_blank_lines`` drops empty lines
-    (:class:`FileScoring`)."""
+    (:class:`FileScoring`); ``takes_out_set_aside`` False leaves the marker lines of
+    records set aside in the output, as a transform job's output holds them."""
     name = name or str(src)
     dst.parent.mkdir(parents=True, exist_ok=True)
     with open_input(src, name, *byte_range) as raw:
         source = decompressed(raw, settings, name)
         on_bytes = in_file_bytes(source, on_bytes)
-        fd, tmp = _create_beside(dst)
-        try:
-            with os.fdopen(fd, "wb") as sink:
-                stats = transform_stream(
-                    source,
-                    sink,
-                    settings=settings,
-                    effective=effective,
-                    invoke=invoke,
-                    name=name,
-                    concurrency=concurrency,
-                    retry_backoff_seconds=retry_backoff_seconds,
-                    on_bytes=on_bytes,
-                    skip_blank_lines=skip_blank_lines,
-                )
-            os.replace(tmp, dst)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with Beside(dst) as sink, Beside(dst.with_name(errors_name(dst.name))) as errors:
+            stats = transform_stream(
+                source,
+                sink,
+                settings=settings,
+                effective=effective,
+                invoke=invoke,
+                name=name,
+                concurrency=concurrency,
+                retry_backoff_seconds=retry_backoff_seconds,
+                on_bytes=on_bytes,
+                skip_blank_lines=skip_blank_lines,
+                errors=errors if takes_out_set_aside else None,
+            )
+            sink.keep()
+            errors.keep(stats.records_quarantined > 0)
     return stats
+
+
+class Beside:
+    """A file written under a temporary name beside ``path`` (created on the first write)
+    that becomes ``path`` once kept and the block ends without an error; else it goes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: BinaryIO | None = None
+        self._tmp: Path | None = None
+        self._kept = False
+
+    def write(self, data: bytes) -> None:
+        if self._file is None:
+            fd, self._tmp = _create_beside(self.path)
+            self._file = os.fdopen(fd, "wb")
+        self._file.write(data)
+
+    def keep(self, kept: bool = True) -> None:
+        """Put it in place when the block ends (an empty file too: the output of a file
+        with no records)."""
+        self._kept = kept
+        if kept and self._file is None:
+            self.write(b"")
+
+    def __enter__(self) -> "Beside":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._file is not None:
+            self._file.close()
+        if self._tmp is None:
+            return
+        if exc_type is None and self._kept:
+            os.replace(self._tmp, self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
 
 
 def _create_beside(dst: Path) -> tuple[int, Path]:

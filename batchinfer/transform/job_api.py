@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from batchinfer.errors import ValidationError
+from batchinfer.transform.bad_records import MAX_BAD_RECORDS_VAR, NO_LIMIT
 from batchinfer.transform.settings import PASCAL, TransformSettings
 from batchinfer.uris import parse_s3_uri
 
@@ -91,7 +92,18 @@ def from_api(request: Mapping[str, Any]) -> TransformSettings:
                 values[snake] = section[pascal]
     if values.get("max_concurrent_transforms") == 0:
         values["max_concurrent_transforms"] = None
+    environment = dict(values.get("environment") or {})
+    allowance = environment.pop(MAX_BAD_RECORDS_VAR, None)
+    if allowance is not None:  # the settings' own (TransformSettings.job_environment)
+        values["environment"] = environment
+        values["bad_records"] = "quarantine"
+        values["max_bad_records"] = None if allowance == str(NO_LIMIT) else _whole(allowance)
     return TransformSettings.from_request(values)
+
+
+def _whole(text: str) -> int | str:
+    """``text`` as the whole number it spells, else as it is (validation names it)."""
+    return int(text) if text.isdigit() else text
 
 
 def _present(**values: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchinfer.errors import ValidationError
+from batchinfer.transform.bad_records import MAX_BAD_RECORDS_VAR, NO_LIMIT
 from batchinfer.transform.settings import DEFAULT_MAX_PAYLOAD_MB, MAX_PAYLOAD_X_CONCURRENCY_MB
 from batchinfer.units import MIB
 
@@ -20,9 +21,6 @@ TIMEOUT_VAR = "SAGEMAKER_MODEL_SERVER_TIMEOUT"
 WORKERS_VAR = "SAGEMAKER_MODEL_SERVER_WORKERS"
 # The records of one forward pass (batchinfer's own: --max-batch-records).
 MAX_BATCH_RECORDS_VAR = "BATCHINFER_MAX_BATCH_RECORDS"
-# The records of one request the model server may set aside (quarantine); unset: none, a
-# refused record refuses its request, as the platform's containers do.
-MAX_BAD_RECORDS_VAR = "BATCHINFER_MAX_BAD_RECORDS"
 MAX_WORKERS = 1024
 
 
@@ -50,7 +48,7 @@ def max_bad_records(env: Mapping[str, str]) -> int | None:
     (None: quarantine is off; 0 is a valid allowance, which sets none aside)."""
     if not env.get(MAX_BAD_RECORDS_VAR):
         return None
-    return int_from_env(env, MAX_BAD_RECORDS_VAR, 0, 0, 2**31 - 1)
+    return int_from_env(env, MAX_BAD_RECORDS_VAR, 0, 0, NO_LIMIT)
 
 
 def max_batch_records(env: Mapping[str, str]) -> int | None:

@@ -19,6 +19,7 @@ from typing import Any
 from batchinfer.errors import ValidationError
 from batchinfer.media_types import CSV, JSON, JSONLINES, PARQUET, codec_type, media_type
 from batchinfer.transform import jsonpath
+from batchinfer.transform.bad_records import MAX_BAD_RECORDS_VAR, NO_LIMIT
 from batchinfer.units import MIB
 
 # Answer types that hold one line per record, so output records can be counted (R17: a CSV join adds
@@ -28,7 +29,8 @@ LINE_ANSWERS = frozenset({CSV, JSONLINES})
 # (a join SageMaker's DataProcessing cannot make: it joins CSV and JSON only).
 JOIN_SOURCE_VAR = "BATCHINFER_JOIN_SOURCE"
 
-# snake_case key -> CreateTransformJob field name.
+# snake_case key -> CreateTransformJob field name (the last two are batchinfer's own: the
+# records of a file set aside rather than fail it, sent in the model's environment).
 PASCAL = {
     "content_type": "ContentType",
     "accept": "Accept",
@@ -46,6 +48,8 @@ PASCAL = {
     "invocations_timeout_seconds": "InvocationsTimeoutInSeconds",
     "invocations_max_retries": "InvocationsMaxRetries",
     "environment": "Environment",
+    "bad_records": "BadRecords",
+    "max_bad_records": "MaxBadRecords",
 }
 
 # R2 enums.
@@ -55,6 +59,7 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "assemble_with": ("None", "Line"),
     "join_source": ("None", "Input"),
     "compression_type": ("None", "Gzip"),
+    "bad_records": ("fail", "quarantine"),
 }
 # Inclusive ranges (R1, R20).
 RANGES: dict[str, tuple[int, int | None]] = {
@@ -63,6 +68,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "instance_count": (1, 100),
     "invocations_timeout_seconds": (1, 3600),
     "invocations_max_retries": (0, 3),
+    "max_bad_records": (0, NO_LIMIT),
 }
 MAX_PAYLOAD_X_CONCURRENCY_MB = 100
 MAX_FILTER_LENGTH = 63
@@ -140,6 +146,8 @@ class TransformSettings:
     invocations_timeout_seconds: int = 600
     invocations_max_retries: int = 3
     environment: Mapping[str, str] = field(default_factory=dict)
+    bad_records: str = "fail"
+    max_bad_records: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.environment, Mapping):
@@ -159,6 +167,7 @@ class TransformSettings:
             problems = _value_problems(self)
             if combined:
                 problems += _data_processing_problems(self) + _parquet_problems(self)
+                problems += _bad_records_problems(self)
         if problems:
             raise ValidationError("; ".join(problems))
         return self
@@ -307,19 +316,34 @@ class TransformSettings:
         )
 
     @property
+    def bad_record_allowance(self) -> int | None:
+        """The most records of a file set aside (``bad_records`` quarantine; NO_LIMIT when
+        ``max_bad_records`` is not set), or None: a refused record fails its file."""
+        if self.bad_records != "quarantine":
+            return None
+        return NO_LIMIT if self.max_bad_records is None else self.max_bad_records
+
+    @property
     def job_environment(self) -> dict[str, str]:
-        """The job's Environment as the platform is sent it: the settings' own, and the
-        Parquet join the model server makes (:attr:`server_joins`)."""
+        """The job's Environment as the platform is sent it: the settings' own, the Parquet
+        join the model server makes (:attr:`server_joins`), and the records it may set
+        aside (:attr:`bad_record_allowance`)."""
+        env = dict(self.environment)
         if self.server_joins:
-            return {**self.environment, JOIN_SOURCE_VAR: "Input"}
-        return dict(self.environment)
+            env[JOIN_SOURCE_VAR] = "Input"
+        if self.bad_record_allowance is not None:
+            env[MAX_BAD_RECORDS_VAR] = str(self.bad_record_allowance)
+        return env
 
     def container_environment(
         self, model_environment: Mapping[str, str] | None = None
     ) -> dict[str, str]:
         """R21/C6: the model's Environment, then the job's (:attr:`job_environment`), then
         the SAGEMAKER_* variables (the batch ones only for values the job sets)."""
-        env = {**(model_environment or {}), **self.job_environment, "SAGEMAKER_BATCH": "true"}
+        model = dict(model_environment or {})
+        if self.bad_record_allowance is None:  # a model's own would mark records aside
+            model.pop(MAX_BAD_RECORDS_VAR, None)
+        env = {**model, **self.job_environment, "SAGEMAKER_BATCH": "true"}
         if self.max_payload_mb is not None:
             env["SAGEMAKER_MAX_PAYLOAD_IN_MB"] = str(self.max_payload_mb)
         if self.batch_strategy is not None:
@@ -341,6 +365,7 @@ _STR_FIELDS = (
     "output_filter",
     "compression_type",
     "instance_type",
+    "bad_records",
 )
 _INT_FIELDS = tuple(RANGES)
 
@@ -455,6 +480,36 @@ def _parquet_problems(s: TransformSettings) -> list[str]:
         problems.append(
             f"{label('assemble_with')}: {s.assemble_with!r}; a Parquet answer is a whole "
             "Parquet file, which a newline after it would break; set 'None'"
+        )
+    return problems
+
+
+def _bad_records_problems(s: TransformSettings) -> list[str]:
+    """Records are set aside one line each, by the model server's answer line in their
+    place: quarantine needs lines in and out, untouched by a join or an OutputFilter."""
+    problems = []
+    if MAX_BAD_RECORDS_VAR in s.environment:
+        problems.append(
+            f"{label('environment')}: {MAX_BAD_RECORDS_VAR} is set by {label('bad_records')} "
+            f"and {label('max_bad_records')}; set those instead"
+        )
+    if s.bad_records != "quarantine":  # max_bad_records, a default's maybe, does not apply
+        return problems
+    needs = []
+    if s.split_type != "Line" or s.assemble_with != "Line":
+        needs.append("split_type and assemble_with Line")
+    if codec_type(s.content_type) not in LINE_ANSWERS:
+        needs.append(f"content_type {CSV} or {JSONLINES}")
+    elif (codec_type(s.accept) or codec_type(s.content_type)) not in LINE_ANSWERS:
+        needs.append(f"an answer (accept) in {CSV} or {JSONLINES}")
+    if s.join_source != "None" or s.output_filter != "$":
+        needs.append("no join_source nor output_filter (they rewrite each answer line)")
+    if len(s.environment) >= MAX_ENVIRONMENT_ENTRIES:
+        needs.append(f"at most {MAX_ENVIRONMENT_ENTRIES - 1} environment entries (one is its own)")
+    if needs:
+        problems.append(
+            f"{label('bad_records')}: 'quarantine' sets records aside one line each, so it "
+            f"needs {'; '.join(needs)}"
         )
     return problems
 

@@ -224,3 +224,28 @@ def test_an_endpoint_run_reads_a_data_lake_and_writes_another_teams_bucket(prod_
     assert report.splitlines() == [b"%d" % (4 * i + 1) for i in range(3, 8)]
     assert len(stack.get("s3://example-reports/batchinfer/ep/a.csv.out").splitlines()) == 20
     assert not stack.jobs.started
+
+
+def test_records_the_endpoint_refuses_are_set_aside_as_by_a_transform_job(endpoint):
+    """bad_records quarantine: ScoreShard tells apart the requests the endpoint refuses
+    (400) and keeps a marker line in each refused record's place, as a transform job's
+    output holds them; CountShard takes them out. The same bytes as the transform job's,
+    one invocation a shard, no job."""
+    from .test_bad_records import ERRORS, request, rows
+
+    stack = endpoint
+    stack.put("input/quarantine/a.csv", rows())
+    written = {}
+    for engine in ("transform", "endpoint"):
+        execution = stack.run(
+            request(stack, "quarantine", engine=engine) | {"run_id": f"q-{engine}"},
+            f"q-{engine}",
+        )
+        assert execution.status == "SUCCEEDED", execution.cause
+        output = f"s3://{stack.bucket}/output/q-{engine}/"
+        written[engine] = {name: stack.get(output + name) for name in ("a.csv.out", ERRORS)}
+        run = StatusTable.named(stack.table_name).get_run(f"q-{engine}")
+        assert (run["records_out"], run["records_quarantined"]) == (9_997, 3)
+    assert written["endpoint"] == written["transform"]
+    assert len(stack.lambdas.events_of("score_shard")) == 3, "one invocation per shard"
+    assert len(stack.jobs.started) == 1, "the transform run's job only"

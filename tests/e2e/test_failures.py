@@ -159,12 +159,13 @@ def test_capacity_failures_wait_longer_each_round_then_succeed(stack):
 
 
 def test_a_failed_shard_check_fails_the_run_naming_the_shard_and_its_error(stack):
-    """A CountShard whose function dies: the CountShards Map tolerates it (on AWS a Map past
-    its threshold fails with States.ExceedToleratedFailureThreshold, naming no shard), and
-    Verify reads the failed child from the Map's result files and fails the run naming the
-    shard, the error and the cause."""
+    """A CountShard whose function dies every try (it is tried three times): the
+    CountShards Map tolerates it (on AWS a Map past its threshold fails with
+    States.ExceedToleratedFailureThreshold, naming no shard), and Verify reads the failed
+    child from the Map's result files and fails the run naming the shard, the error and the
+    cause."""
     stack.put("input/check/a.csv", csv_rows(10))
-    stack.lambdas.faults.append(LambdaFault("count_shard", "before", "Lambda.Unknown"))
+    stack.lambdas.faults += [LambdaFault("count_shard", "before", "Lambda.Unknown")] * 3
     execution = stack.run({"input": f"s3://{stack.bucket}/input/check/"}, "check")
     assert execution.status == "FAILED" and execution.error == "MapItemFailed", execution.cause
     assert "shard checks failed: a.csv (Lambda.Unknown): " in execution.cause

@@ -216,11 +216,14 @@ COUNT_SHARD = Step(
     description="Check one shard's output and count its records against its input",
     memory_mb=512,
     # Two streamed reads of one shard: its input and its output (a merged run's parts
-    # are under runs/).
+    # are under runs/); with quarantine, one more of the output to take out the records set
+    # aside, rewriting it and writing its errors file (multipart uploads).
     timeout_seconds=900,
     payload=None,
     result_path=None,
     reads=(SHARDS_PREFIX, RUNS_PREFIX, OUTPUT_PREFIX),
+    writes=(RUNS_PREFIX, OUTPUT_PREFIX),
+    multipart=True,
 )
 VERIFY = Step(
     name="verify",
@@ -263,6 +266,7 @@ FINALIZE = Step(
     result_path="$.result",
     reads=(RUNS_PREFIX,),
     writes=(OUTPUT_PREFIX,),
+    multipart=True,  # a merged object's errors file of records set aside
     table=("Query", "UpdateItem"),
     announces=True,
     deletes_run_models=True,

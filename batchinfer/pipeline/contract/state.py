@@ -289,6 +289,11 @@ class RunEnd(StatePart):
     failed_shards: list[str] | None = None
     # True when more shards may have failed than ``failed_shards`` names (it is cut).
     failed_shards_cut: bool | None = None
+    # Records the model refused that were set aside (``bad_records`` quarantine), and the
+    # first errors files that name them (``errors_files_cut``: there are more).
+    records_quarantined: int | None = None
+    errors_files: list[str] | None = None
+    errors_files_cut: bool | None = None
 
     def to_state(self) -> dict[str, Any]:
         """The fields that are set."""

@@ -172,7 +172,8 @@ def check_payload_times_concurrency(settings: TransformSettings, env: PipelineEn
 
 def processing_arguments(settings: TransformSettings) -> list[str]:
     """``batchinfer process`` arguments carrying the settings that differ from the defaults
-    (a container argument holds at most 256 characters)."""
+    (a container argument holds at most 256 characters); with quarantine, the records set
+    aside stay marked in the outputs, as a transform job's do, for CountShard to take out."""
     defaults = asdict(TransformSettings())
     changed = {
         key: value
@@ -186,7 +187,8 @@ def processing_arguments(settings: TransformSettings) -> list[str]:
             f"argument; SageMaker allows {MAX_CONTAINER_ARGUMENT}. Shorten the filters or the "
             "environment, or use engine transform"
         )
-    return ["--settings-json", text]
+    marks = ["--marks-in-output"] if settings.bad_record_allowance is not None else []
+    return ["--settings-json", text, *marks]
 
 
 def processing_volume_gb(input_bytes: int, settings: TransformSettings, largest: int) -> int:

@@ -38,6 +38,7 @@ from batchinfer.pipeline.jobs.run_estimate import ShardTally, run_estimate
 from batchinfer.pipeline.jobs.run_image import run_image
 from batchinfer.pipeline.jobs.run_model import (
     MODEL_KEYS,
+    OwnModel,
     create_run_model,
     model_on_image,
     own_model,
@@ -108,6 +109,7 @@ def plan_run(
         image = run_image(settings.instance_type, env)  # refuses a type no build serves
         if engine == "transform":  # processing jobs name their image themselves
             model = model_on_image(model, image, settings.instance_type, env)
+            _check_quarantine(settings, model, env)
     if engine == "processing" and model is None and not env.model_data_url:
         raise ValidationError(
             "engine: processing jobs load the model's data, and the stack's model is an "
@@ -189,6 +191,28 @@ def plan_run(
         model_name=model_name,
         model_data_url=model.model_data_url if model else None,
         endpoint=asdict(target) if target else None,
+    )
+
+
+def _check_quarantine(
+    settings: TransformSettings, model: OwnModel | None, env: PipelineEnvironment
+) -> None:
+    """``bad_records`` quarantine in a transform job needs batchinfer's model server: the
+    platform's agent fails the job on a refused record, and only that server sets one
+    aside. ValidationError where the job's model runs another image."""
+    if settings.bad_record_allowance is None:
+        return
+    if env.framework_image:
+        image = f"AWS's {env.framework_image} image"
+    elif model is not None and model.package_arn:
+        image = f"the image of model package {model.package_arn}"
+    else:
+        return
+    raise ValidationError(
+        "bad_records (BadRecords): 'quarantine' in a transform job needs batchinfer's model "
+        f"server, which sets refused records aside; this run's model runs {image}, which "
+        "fails the job on the first one. Use engine endpoint (which sets them aside "
+        "itself), or bad_records 'fail'"
     )
 
 

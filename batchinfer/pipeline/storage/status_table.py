@@ -349,26 +349,28 @@ class StatusTable:
         items = self._shard_query(run_id, ConsistentRead=True)
         return sorted(items, key=lambda item: item["shard"])
 
-    def shard_records(self, run_id: str) -> tuple[array, array]:
+    def shard_records(self, run_id: str, *, set_aside: bool = False) -> tuple[array, ...]:
         """``records_in`` and ``records_out`` of the run's shards by number (-1: not
-        counted, or no item): two arrays of 8 bytes a shard, filled a Query page at a time
-        with only those fields, so a run of a million shards takes 16 MB."""
-        records_in, records_out = array("q"), array("q")
+        counted, or no item), and with ``set_aside`` ``records_quarantined`` too: arrays of
+        8 bytes a shard, filled a Query page at a time with only those fields, so a run of a
+        million shards takes 16 MB (24 MB)."""
+        counts = ("records_in", "records_out", *(["records_quarantined"] if set_aside else []))
+        arrays = tuple(array("q") for _ in counts)
         items = self._shard_query(
             run_id,
-            ProjectionExpression="#shard, records_in, records_out",
+            ProjectionExpression="#shard, " + ", ".join(counts),
             ExpressionAttributeNames={"#shard": "shard"},
             ConsistentRead=True,
         )
         for item in items:
             number = int(item["shard"])
-            if number >= len(records_in):
-                missing = array("q", [-1]) * (number + 1 - len(records_in))
-                records_in.extend(missing)
-                records_out.extend(missing)
-            records_in[number] = int(item.get("records_in", -1))
-            records_out[number] = int(item.get("records_out", -1))
-        return records_in, records_out
+            if number >= len(arrays[0]):
+                missing = array("q", [-1]) * (number + 1 - len(arrays[0]))
+                for values in arrays:
+                    values.extend(missing)
+            for values, key in zip(arrays, counts, strict=True):
+                values[number] = int(item.get(key, -1))
+        return arrays
 
     def shards_with_status(
         self, run_id: str, status: str, *, most: int, read: int, page: int

@@ -115,11 +115,13 @@ def test_collect_reads_no_input(synthesized):
 def test_count_shard_reads_and_the_merge_and_finalize_write_the_destination_with_its_key(
     synthesized, writer
 ):
+    """CountShard writes there too: an output whose records were set aside (bad_records
+    quarantine) is rewritten without them, beside its errors file."""
     count = _statements(synthesized.template_json, "CountShardRole")
     verify = _statements(synthesized.template_json, "VerifyRole")
     finalize = _statements(synthesized.template_json, writer)
     assert count["ReadDestinations"]["Resource"] == _objects("example-reports/batchinfer/*")
-    assert "WriteDestinations" not in count
+    assert count["WriteDestinations"]["Resource"] == _objects("example-reports/batchinfer/*")
     assert not [sid for sid in verify if "Destinations" in sid], "Verify reads no output"
     write = finalize["WriteDestinations"]
     assert sorted(write["Action"]) == ["s3:AbortMultipartUpload", "s3:PutObject"]

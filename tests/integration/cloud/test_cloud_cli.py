@@ -98,6 +98,8 @@ EVERY_SETTING: dict[str, Any] = {
     "invocations_timeout_seconds": 120,
     "invocations_max_retries": 1,
     "environment": {"MODE": "fast", "LEVEL": "2"},
+    "bad_records": "quarantine",
+    "max_bad_records": 7,
 }
 
 
@@ -512,3 +514,24 @@ def test_status_shows_the_rows_plan_read_from_a_parquet_runs_footers(invoke, dep
     assert ["input", "rows", "340"] in cells
     shown = json.loads(invoke("status", "pq", "--stack", STACK, "--json").output)
     assert shown["run"]["rows"] == 340
+
+
+def test_status_shows_the_records_set_aside_and_where_they_are_named(invoke, deployed):
+    _record_run(
+        deployed,
+        "q",
+        SUCCEEDED,
+        records_in=10_000,
+        records_out=9_997,
+        records_quarantined=3,
+    )
+    result = invoke("status", "q", "--stack", STACK)
+    assert result.exit_code == 0, result.output
+    assert "records set aside" in result.output
+    assert "3, named in each output's .errors.jsonl" in " ".join(
+        line.replace("│", " ").strip() for line in result.output.splitlines()
+    ).replace("  ", " ")
+    shown = json.loads(invoke("status", "q", "--stack", STACK, "--json").output)
+    assert shown["run"]["records_quarantined"] == 3
+    listed = json.loads(invoke("runs", "--stack", STACK, "--json").output)
+    assert [run["records_quarantined"] for run in listed if run["run_id"] == "q"] == [3]

@@ -457,3 +457,19 @@ def test_a_run_output_prefix_counts_in_the_output_keys_bytes(account):
     with pytest.raises(ValidationError, match=r"would be written as the output '.*a\.csv\.out'"):
         plan(account, {"input": f"s3://{BUCKET}/input/", "output": output, "merge": True})
     assert plan(account, {"input": f"s3://{BUCKET}/input/", "output": output[:-300] + "/"})
+
+
+def test_quarantine_in_a_transform_job_is_refused_on_a_framework_image(account):
+    """AWS's framework images fail a transform job on a refused record (R19): only
+    batchinfer's model server sets records aside, so Plan refuses the run before any work."""
+    account.put("input/q.csv", b"1,2\n")
+    account.env = replace(account.env, framework_image="sklearn 1.2-1")
+    request = {
+        "input": f"s3://{BUCKET}/input/q.csv",
+        "bad_records": "quarantine",
+        "split_type": "Line",
+        "assemble_with": "Line",
+    }
+    with pytest.raises(ValidationError, match=r"AWS's sklearn 1\.2-1 image, which fails the job"):
+        plan(account, request)
+    assert plan(account, request | {"bad_records": "fail"})["settings"]["bad_records"] == "fail"

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -331,21 +331,36 @@ class SageMakerJobs:
         return prepare_model_dir(archive, workdir)
 
     def _upload(
-        self, files: list[InputFile], out_dir: Path, output: str, lost: int, key_id: str | None
+        self,
+        files: list[InputFile],
+        out_dir: Path,
+        output: str,
+        lost: int,
+        key_id: str | None,
+        *,
+        every_file: bool = False,
     ) -> list[str]:
         """Upload each input's ``.out`` (R12), encrypted with the job's output key as
-        SageMaker does; the first ``lost`` inputs lose theirs."""
+        SageMaker does; the first ``lost`` inputs lose theirs. ``every_file``: the other
+        files the container wrote too, as a Processing job uploads its output folder."""
         target = parse_s3_uri(output)
         encryption = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": key_id} if key_id else {}
         missing = []
-        for number, file in enumerate(files):
-            local = out_dir / output_name(file.name)
-            if number < lost or not local.is_file():
+        names = [output_name(file.name) for file in files]
+        for number, (file, name) in enumerate(zip(files, names, strict=True)):
+            if number < lost or not (out_dir / name).is_file():
                 missing.append(file.name)
                 continue
-            key = S3Location(target.bucket, target.key.rstrip("/") + "/" + output_name(file.name))
-            self.s3.upload_file(str(local), key.bucket, key.key, ExtraArgs=encryption)
+            self._put(out_dir / name, target.child(name), encryption)
+        if every_file:
+            for path in sorted(out_dir.rglob("*")):
+                name = path.relative_to(out_dir).as_posix()
+                if path.is_file() and name not in names:
+                    self._put(path, target.child(name), encryption)
         return missing
+
+    def _put(self, path: Path, location: S3Location, encryption: dict[str, str]) -> None:
+        self.s3.upload_file(str(path), location.bucket, location.key, ExtraArgs=encryption)
 
     def _model_role(self, name: str) -> str | None:
         """The role a transform job runs as: its model's execution role (None: no model)."""
@@ -377,7 +392,10 @@ class SageMakerJobs:
     ) -> tuple[str, str | None]:
         if model_data_url is None:
             return "Failed", f"ClientError: Could not find model {request['ModelName']}"
-        settings = from_api(request)
+        # The platform's agent writes the model server's answers as they are: records the
+        # server set aside (BATCHINFER_MAX_BAD_RECORDS in the job's Environment) stay marker
+        # lines in the output, for the pipeline's count to take out (R13).
+        settings = platform_view(from_api(request))
         source = request["TransformInput"]["DataSource"]["S3DataSource"]
         with tempfile.TemporaryDirectory(prefix="sagemaker-transform-") as scratch:
             work = Path(scratch)
@@ -415,12 +433,23 @@ class SageMakerJobs:
                 work / "output",
                 model_dir=self._model_dir(inputs["model"]["S3Uri"], work),
                 settings=settings,
+                marks_in_output="--marks-in-output" in arguments,
             )
             config = request["ProcessingOutputConfig"]
             output = config["Outputs"][0]["S3Output"]["S3Uri"]
-            missing = self._upload(files, work / "output", output, lost, config.get("KmsKeyId"))
+            missing = self._upload(
+                files, work / "output", output, lost, config.get("KmsKeyId"), every_file=True
+            )
         errors = [o.error for o in report.outcomes if o.error]
         return _ending(missing, errors, "AlgorithmError")
+
+
+def platform_view(settings: TransformSettings) -> TransformSettings:
+    """``settings`` as the platform runs them: batchinfer's own quarantine is only the
+    model's environment there, and nothing takes the server's marker lines out."""
+    return replace(
+        settings, bad_records="fail", max_bad_records=None, environment=settings.job_environment
+    )
 
 
 def _instances(request: dict[str, Any]) -> tuple[str, int]:

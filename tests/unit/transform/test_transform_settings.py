@@ -347,3 +347,52 @@ def test_r17_a_parquet_join_is_the_model_servers_not_the_platforms():
     with pytest.raises(ValidationError, match="a join \\(DataProcessing\\) needs one of"):
         TransformSettings(**parquet, join_source="Input", input_filter="$[0]").validate()
     endpoint_settings(joined)  # an endpoint is told in each request's CustomAttributes
+
+
+LINES_CSV = dict(content_type="text/csv", split_type="Line", assemble_with="Line")
+
+
+def test_quarantine_rides_in_the_models_environment_and_back_from_the_api():
+    """bad_records is batchinfer's own: the job's Environment carries it to the model
+    server (BATCHINFER_MAX_BAD_RECORDS), and a CreateTransformJob request gives it back."""
+    from batchinfer.transform.job_api import from_api
+
+    capped = TransformSettings.from_request(
+        {**LINES_CSV, "bad_records": "Quarantine", "max_bad_records": 3}
+    )
+    assert capped.job_environment == {"BATCHINFER_MAX_BAD_RECORDS": "3"}
+    unlimited = TransformSettings.from_request({**LINES_CSV, "bad_records": "quarantine"})
+    assert unlimited.bad_record_allowance == 2**31 - 1
+    for settings in (capped, unlimited):
+        assert from_api(to_api(settings)) == settings
+    assert TransformSettings.from_request(LINES_CSV).job_environment == {}
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ({"content_type": "application/x-parquet", "split_type": "None"}, "split_type and"),
+        ({"content_type": "application/json"}, "content_type text/csv or application/jsonlines"),
+        ({"accept": "application/json"}, "an answer (accept) in text/csv"),
+        ({"join_source": "Input", "accept": "text/csv"}, "no join_source nor output_filter"),
+        ({"batch_strategy": "SingleRecord", "environment": {f"K{n}": "v" for n in range(16)}},
+         "at most 15 environment entries"),
+    ],
+)  # fmt: skip
+def test_quarantine_needs_lines_in_and_out_untouched_by_a_join(given, problem):
+    with pytest.raises(ValidationError, match="bad_records \\(BadRecords\\): 'quarantine'") as e:
+        TransformSettings.from_request({**LINES_CSV, "bad_records": "quarantine", **given})
+    assert problem in str(e.value)
+
+
+def test_max_bad_records_applies_with_quarantine_only_and_the_variable_is_refused():
+    """A limit without quarantine (a stack default's, under a request for fail) is no
+    error and sets nothing aside; the variable set by hand is refused."""
+    alone = TransformSettings.from_request({**LINES_CSV, "max_bad_records": 2})
+    assert alone.bad_record_allowance is None and alone.job_environment == {}
+    with pytest.raises(ValidationError, match="BATCHINFER_MAX_BAD_RECORDS is set by"):
+        TransformSettings.from_request(
+            {**LINES_CSV, "environment": {"BATCHINFER_MAX_BAD_RECORDS": "2"}}
+        )
+    with pytest.raises(ValidationError, match=r"max_bad_records \(MaxBadRecords\): -1"):
+        TransformSettings.from_request({**LINES_CSV, "max_bad_records": -1})
