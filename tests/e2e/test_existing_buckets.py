@@ -144,3 +144,32 @@ def test_places_outside_the_configuration_are_rejected_by_plan(prod_stack, reque
     assert execution.error == "ValidationError"
     assert "is outside the places this stack's runs may use" in execution.cause
     assert allowed in execution.cause
+
+
+def test_records_set_aside_are_taken_out_in_another_teams_bucket(prod_stack):
+    """bad_records quarantine, unmerged: the jobs write their marked outputs to the
+    destination, and CountShard rewrites them there beside their errors files."""
+    from tests.integration.local.test_run_bad_records import QUARANTINE, rows
+
+    create_bucket(prod_stack, "example-data-lake", LAKE_KEY)
+    create_bucket(prod_stack, "example-reports")
+    prod_stack.s3.put_object(
+        Bucket="example-data-lake", Key="scoring/quarantine/a.csv", Body=rows(1_000, bad=(7,))
+    )
+    request = {
+        "input": "s3://example-data-lake/scoring/quarantine/",
+        "output": "s3://example-reports/batchinfer/quarantine/",
+        **QUARANTINE,
+    }
+    execution = prod_stack.run(request, "quarantine-1")
+    assert execution.status == "SUCCEEDED", execution.cause
+    prefix = "batchinfer/quarantine/"
+    listed = prod_stack.s3.list_objects_v2(Bucket="example-reports", Prefix=prefix)
+    assert sorted(item["Key"] for item in listed["Contents"]) == [
+        f"{prefix}{name}"
+        for name in ("_SUCCESS", "_manifest.json", "a.csv.out", "a.csv.out.errors.jsonl")
+    ]
+    output = prod_stack.get(f"s3://example-reports/{prefix}a.csv.out")
+    assert b"\x00" not in output and output.count(b"\n") == 999
+    run = StatusTable.named(prod_stack.table_name).get_run("quarantine-1")
+    assert (run["records_out"], run["records_quarantined"]) == (999, 1)
