@@ -128,6 +128,7 @@ def score_stream(
         answered=position.records_out,
         quarantined=position.records_quarantined,
         takes_out_set_aside=errors is not None,
+        server_not_ours=True,
     )
     policy = retry or endpoint_retry(settings)
     content_type, accept = settings.content_type, settings.accept

@@ -89,7 +89,7 @@ class InputGroup:
             status=INTERRUPTED if interrupted else "FAILED" if errors else "SUCCEEDED",
             records_in=records_in,
             records_out=records_out,
-            records_quarantined=quarantined if job.settings.bad_records == "quarantine" else None,
+            records_quarantined=None if allowance is None else quarantined,
             records_not_counted=(
                 job.settings.records_not_counted if records_in is not None else None
             ),

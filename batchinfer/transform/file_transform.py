@@ -28,12 +28,7 @@ from typing import Any, BinaryIO, Protocol, cast
 
 from batchinfer.errors import InputError
 from batchinfer.transform.assemble import assemble, output_records
-from batchinfer.transform.bad_records import (
-    MAX_BAD_RECORDS_VAR,
-    BadRecords,
-    errors_name,
-    has_marks,
-)
+from batchinfer.transform.bad_records import BadRecords, errors_name, has_marks
 from batchinfer.transform.dataprocessing import DataProcessing
 from batchinfer.transform.parquet_files import largest_row_group, request_bytes_alone
 from batchinfer.transform.parquet_footer import ParquetError, ParquetFooter, footer_of
@@ -94,7 +89,10 @@ class FileScoring:
     ``answered`` and ``quarantined`` are the records of the file answered and set aside
     before (a scoring that goes on from where it stopped); ``takes_out_set_aside`` False
     leaves the marker lines of records set aside in the output, as a transform job's output
-    holds them, for the pipeline's count to take out."""
+    holds them, for the pipeline's count to take out. ``server_not_ours``: the answers come
+    from a server the job does not start (an endpoint), whose own environment may ask it
+    to set records aside; without quarantine, an answer with marker lines then fails the
+    file."""
 
     def __init__(
         self,
@@ -106,17 +104,17 @@ class FileScoring:
         answered: int = 0,
         quarantined: int = 0,
         takes_out_set_aside: bool = True,
+        server_not_ours: bool = False,
     ):
         self.settings, self.effective, self.name = settings, effective, name
         self.skip_blank_lines = skip_blank_lines
         self._processing = DataProcessing(settings, name)
         allowance = settings.bad_record_allowance
-        # Marker lines no one asked for, in an answer of lines: a server's own
-        # BATCHINFER_MAX_BAD_RECORDS. (The job's Environment holds it only as the platform
-        # is sent it, whose agent writes the answers as they are.)
+        # Marker lines no one asked for, in an answer of lines: the server's own
+        # BATCHINFER_MAX_BAD_RECORDS (a server the engines start is never given it then).
         self._marks_unasked = (
-            allowance is None
-            and MAX_BAD_RECORDS_VAR not in settings.environment
+            server_not_ours
+            and allowance is None
             and settings.counts_records
             and not settings.answers_parquet  # lines only: a binary answer may hold any byte
         )

@@ -33,19 +33,19 @@ def count_shard(check: ShardCheck, *, s3: Any) -> ShardCount:
     set_aside: dict[str, int] = {}
     if settings.parquet_in:  # and out: the rows of both, from their footers
         records_in, records_out = count_rows(s3, source), count_rows(s3, output)
-    elif allowance is not None:
-        records_in = count_lines(s3, source, gzip=shard.gzip)
-        records_out, set_aside["records_quarantined"] = take_out_set_aside(
-            s3,
-            parse_s3_uri(output),
-            parse_s3_uri(errors_name(output)),
-            name=shard.name,
-            allowance=allowance,
-            content_type=settings.accept or settings.content_type or CSV,
-        )
     else:
         records_in = count_lines(s3, source, gzip=shard.gzip)
-        records_out = count_lines(s3, output)
+        if allowance is None:
+            records_out = count_lines(s3, output)
+        else:
+            records_out, set_aside["records_quarantined"] = take_out_set_aside(
+                s3,
+                parse_s3_uri(output),
+                parse_s3_uri(errors_name(output)),
+                name=shard.name,
+                allowance=allowance,
+                content_type=settings.accept or settings.content_type or CSV,
+            )
     accounted = records_out + set_aside.get("records_quarantined", 0)
     if records_in != accounted:
         problem = f"output has {records_out} records, input {records_in}"

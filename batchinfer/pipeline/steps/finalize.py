@@ -196,20 +196,15 @@ def _write_manifest(
 ) -> dict[str, Any]:
     """Write ``_manifest.json``: ``head``'s fields, ``files`` (spooled one at a time) and
     their ``totals``, which it returns."""
-    totals: dict[str, Any] = {
-        "files": 0,
-        "shards": 0,
-        "records_in": 0,
-        "records_out": 0,
-        "records_quarantined": 0 if head["settings"]["bad_records"] == "quarantine" else None,
-    }
+    counts = ("records_in", "records_out", "records_quarantined")  # None once one is None
+    totals: dict[str, Any] = dict.fromkeys(("files", "shards", *counts), 0)
     with SpooledTemporaryFile(max_size=SPOOL_MEMORY) as spool:
         spool.write(json.dumps(head)[:-1].encode() + b', "files": [')
         for entry in files:
             spool.write((b",\n" if totals["files"] else b"\n") + json.dumps(entry).encode())
             totals["files"] += 1
             totals["shards"] += entry["shards"]
-            for key in ("records_in", "records_out", "records_quarantined"):
+            for key in counts:
                 counted = totals[key] is not None and entry[key] is not None
                 totals[key] = totals[key] + entry[key] if counted else None
         spool.write(b'\n], "totals": ' + json.dumps(totals).encode() + b"}\n")
