@@ -113,7 +113,11 @@ def run_processing_job(
             settings.job_environment,
         ),
     ) as pool:
-        not_loaded = pool.submit(_why_not_loaded).result()
+        # One ask a worker: the pool starts a worker for each ask it cannot give an idle one,
+        # so every worker loads the model now, at once, rather than the last ones when the
+        # first requests come (or, for a small input, only as the pool shuts down).
+        asks = [pool.submit(_why_not_loaded) for _ in range(workers)]
+        not_loaded = next(filter(None, (ask.result() for ask in asks)), None)
         if not_loaded:
             raise ModelLoadError(f"{MODEL_LOAD_FAILED}: {not_loaded}")
 

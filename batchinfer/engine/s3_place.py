@@ -9,8 +9,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from boto3.exceptions import S3UploadFailedError
-from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 
 from batchinfer.engine.s3_requests import naming, not_found
@@ -34,6 +32,8 @@ class S3Place:
         self.client = client
         self._prefix = parse_s3_uri(uri, field="--output").child("")
         self.location = self._prefix.uri
+        from boto3.s3.transfer import TransferConfig  # boto3 only where S3 is reached (start-up)
+
         self._transfer = TransferConfig(
             multipart_threshold=max(part_size, MIN_PART_SIZE),
             multipart_chunksize=max(part_size, MIN_PART_SIZE),
@@ -86,6 +86,8 @@ class S3Place:
 
     def put_file(self, source: Path, name: str) -> None:
         """Upload ``source`` as ``name``, replacing it; whole or not at all."""
+        from boto3.exceptions import S3UploadFailedError  # boto3 only where S3 is reached
+
         target = self._object(name)
         with naming(target.uri):
             try:

@@ -11,7 +11,8 @@ Two cases, each on one generated CSV of about ``--size-mb`` MB (1 GB by default)
 
 For each case, in one run, it times:
 
-- batchinfer: the local engine (real HTTP model servers), sharded, all cores;
+- batchinfer: `batchinfer run` with each engine of ``--engines`` (transform: real HTTP model
+  servers; processing: Processing-job instances scoring in-process), sharded, all cores;
 - script: bench/run/hand_script.py, a ProcessPoolExecutor over byte-range chunks of the
   file, each worker doing pandas.read_csv (with the header's names in the table case) +
   model.predict + writing CSV (what users write instead); both it and `batchinfer run` are
@@ -24,14 +25,15 @@ The script and the predict limit get the share of the cores for native threads (
 that batchinfer gives its model servers, one thread per process here: without it
 HistGradientBoosting's threads in every process fight over the cores.
 
-The script and `batchinfer run` take turns (``--repeat`` pairs, default 3), so a burst of
-load from elsewhere on a shared machine falls on both; after the first pair both outputs
-must hold the same predictions, line by line. It prints each pair's ratio (of throughputs:
-above 1 is batchinfer faster), the median rows/s and ratios, and the engine process's peak
+The script and `batchinfer run` with each engine take turns (``--repeat`` rounds, default
+3), so a burst of load from elsewhere on a shared machine falls on all of them; after the
+first round every output must hold the script's predictions, line by line. It prints each
+round's ratios (of throughputs: above 1 is batchinfer faster), the median rows/s and ratios,
+with two engines their ratio (processing / transform), and the engine process's peak
 memory. Generated inputs and models are kept in bench/.data. Usage:
 
     .venv/bin/python bench/run/run.py [--case numeric|table|both] [--size-mb 1024]
-        [--instances 2] [--repeat 3] [--quick]
+        [--instances 2] [--engines transform processing] [--repeat 3] [--quick]
 """
 
 import argparse
@@ -144,21 +146,22 @@ def prepare(name: str, size_mb: int) -> Case:
     return Case(name, model_dir, data, lines - header, header)
 
 
-def run_batchinfer(case: Case, instances: int) -> tuple[float, float]:
-    """Wall seconds of `batchinfer run` and its engine's peak RSS in MiB."""
-    out = DATA / "out-batchinfer"
+def run_batchinfer(case: Case, instances: int, engine: str) -> tuple[float, float]:
+    """Wall seconds of `batchinfer run --engine ENGINE` and its engine's peak RSS in MiB."""
+    out = DATA / f"out-{engine}"
     shutil.rmtree(out, ignore_errors=True)
     command = [
         sys.executable, "-m", "batchinfer", "run", str(case.data), "--model", str(case.model_dir),
         "--output", str(out), "--content-type", "text/csv", "--accept", "text/csv",
         "--split-type", "Line", "--assemble-with", "Line", "--instance-count", str(instances),
-        "--shards", "auto", "--merge", "--quiet", "--json", *(["--header"] if case.header else []),
+        "--shards", "auto", "--merge", "--quiet", "--json", "--engine", engine,
+        *(["--header"] if case.header else []),
     ]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"batchinfer run failed:\n{done.stderr}")
+        raise SystemExit(f"batchinfer run --engine {engine} failed:\n{done.stderr}")
     manifest = json.loads(done.stdout)
     return seconds, manifest["engine_max_rss_mib"]
 
@@ -176,9 +179,9 @@ def run_script(case: Case, cores: int) -> float:
     return time.perf_counter() - started
 
 
-def check_same_predictions(rows: int) -> None:
-    """Stop unless batchinfer's output and the script's hold the same ``rows`` predictions."""
-    ours = b"".join(p.read_bytes() for p in sorted((DATA / "out-batchinfer").glob("*.out")))
+def check_same_predictions(rows: int, engine: str) -> None:
+    """Stop unless the engine's output and the script's hold the same ``rows`` predictions."""
+    ours = b"".join(p.read_bytes() for p in sorted((DATA / f"out-{engine}").glob("*.out")))
     script = b"".join(p.read_bytes() for p in sorted((DATA / "out-script").glob("part-*.csv")))
     ours_lines, script_lines = ours.splitlines(), script.splitlines()
     if ours_lines != script_lines or len(ours_lines) != rows:
@@ -191,8 +194,8 @@ def check_same_predictions(rows: int) -> None:
             None,
         )
         raise SystemExit(
-            f"outputs differ: batchinfer {len(ours_lines):,} lines, script {len(script_lines):,}, "
-            f"input {rows:,} records; first different line: {first}"
+            f"outputs differ: {engine} engine {len(ours_lines):,} lines, script "
+            f"{len(script_lines):,}, input {rows:,} records; first different line: {first}"
         )
 
 
@@ -229,31 +232,46 @@ def predict_limit(case: Case, cores: int, sample_rows: int) -> float:
     return total
 
 
-def measure(case: Case, instances: int, repeat: int, cores: int) -> float:
-    """Print the case's pairs and medians; return its median ratio batchinfer / script."""
+def measure(case: Case, instances: int, engines: list[str], repeat: int, cores: int) -> float:
+    """Print the case's rounds and medians; return the first engine's median ratio
+    batchinfer / script."""
     size_mb = case.data.stat().st_size / 1e6
     print(f"\n{case.name}: {case.data} ({size_mb:,.0f} MB, {case.rows:,} rows), {cores} cores")
     limit = predict_limit(case, cores, sample_rows=min(500_000, case.rows // 4))
-    script_runs, our_runs, peaks = [], [], []
+    script_runs: list[float] = []
+    runs: dict[str, list[float]] = {engine: [] for engine in engines}
+    peaks: dict[str, list[float]] = {engine: [] for engine in engines}
     for turn in range(1, repeat + 1):
         script_runs.append(run_script(case, cores))
-        seconds, rss = run_batchinfer(case, instances)
-        our_runs.append(seconds)
-        peaks.append(rss)
-        if turn == 1:
-            check_same_predictions(case.rows)
-        print(f"pair {turn}: script {script_runs[-1]:.2f} s, batchinfer {seconds:.2f} s, "
-              f"ratio {script_runs[-1] / seconds:.2f}")  # fmt: skip
-    script_s, ours_s, rss = statistics.median(script_runs), statistics.median(our_runs), max(peaks)
-    ours, script = case.rows / ours_s, case.rows / script_s
-    print(f"medians of {repeat} pairs (outputs checked equal):")
-    print(f"batchinfer run   {ours_s:8.2f} s  {ours:12,.0f} rows/s  engine peak RSS {rss:.0f} MiB")
-    print(f"hand script      {script_s:8.2f} s  {script:12,.0f} rows/s")
-    print(f"predict limit                {limit:12,.0f} rows/s  ({cores} cores)")
-    print(f"ratio batchinfer / script = {ours / script:.2f}  (target >= 1.0)")
-    print(f"ratio batchinfer / limit  = {ours / limit:.2f}  (target >= 0.6)")
-    print(f"engine peak memory        = {rss:.0f} MiB  (target < 300)")
-    return ours / script
+        for engine in engines:
+            seconds, rss = run_batchinfer(case, instances, engine)
+            runs[engine].append(seconds)
+            peaks[engine].append(rss)
+            if turn == 1:
+                check_same_predictions(case.rows, engine)
+        ratios = ", ".join(f"{e} {runs[e][-1]:.2f} s ratio {script_runs[-1] / runs[e][-1]:.2f}"
+                           for e in engines)  # fmt: skip
+        print(f"round {turn}: script {script_runs[-1]:.2f} s; {ratios}")
+    script_s = statistics.median(script_runs)
+    script = case.rows / script_s
+    print(f"medians of {repeat} rounds (outputs checked equal):")
+    print(f"hand script          {script_s:8.2f} s  {script:12,.0f} rows/s")
+    print(f"predict limit                    {limit:12,.0f} rows/s  ({cores} cores)")
+    for engine in engines:
+        seconds, rss = statistics.median(runs[engine]), max(peaks[engine])
+        ours = case.rows / seconds
+        print(f"batchinfer {engine:<10}{seconds:8.2f} s  {ours:12,.0f} rows/s  "
+              f"/ script {ours / script:.2f} (target >= 1.0)  / limit {ours / limit:.2f}  "
+              f"engine peak RSS {rss:.0f} MiB (target < 300)")  # fmt: skip
+    if len(engines) == 2:
+        first, second = engines
+        each = [b / a for a, b in zip(runs[first], runs[second], strict=True)]
+        print(
+            f"ratio {first} / {second} (throughput): rounds "
+            + ", ".join(f"{r:.2f}" for r in each)
+            + f"; medians {statistics.median(runs[second]) / statistics.median(runs[first]):.2f}"
+        )
+    return script_s / statistics.median(runs[engines[0]])
 
 
 def main() -> None:
@@ -261,7 +279,10 @@ def main() -> None:
     parser.add_argument("--case", choices=("numeric", "table", "both"), default="both")
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--instances", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3, help="script/batchinfer pairs")
+    parser.add_argument(
+        "--engines", nargs="+", choices=("transform", "processing"), default=["transform"]
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of script and engines")
     quick = f"--size-mb {QUICK_SIZE_MB} --repeat 1"
     parser.add_argument("--quick", action="store_true", help=quick)
     args = parser.parse_args()
@@ -269,9 +290,13 @@ def main() -> None:
     cores = os.cpu_count() or 1
     names = ("numeric", "table") if args.case == "both" else (args.case,)
     ratios = {
-        name: measure(prepare(name, size_mb), args.instances, repeat, cores) for name in names
+        name: measure(prepare(name, size_mb), args.instances, args.engines, repeat, cores)
+        for name in names
     }
-    print("\nratio batchinfer / script: " + ", ".join(f"{n} {r:.2f}" for n, r in ratios.items()))
+    print(
+        f"\nratio batchinfer ({args.engines[0]}) / script: "
+        + ", ".join(f"{n} {r:.2f}" for n, r in ratios.items())
+    )
 
 
 if __name__ == "__main__":

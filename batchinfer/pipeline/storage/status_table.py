@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from boto3.dynamodb.conditions import Attr, Key
 from botocore.exceptions import ClientError
 
 from batchinfer.errors import BatchInferError
@@ -95,6 +94,21 @@ def condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
+def _attr(name: str) -> Any:
+    """boto3's condition on attribute ``name``. boto3 is imported on first use, not by every
+    command that imports this module: it is a tenth of a second of their start."""
+    from boto3.dynamodb.conditions import Attr
+
+    return Attr(name)
+
+
+def _key(name: str) -> Any:
+    """boto3's condition on key ``name`` (imported on first use, as :func:`_attr`)."""
+    from boto3.dynamodb.conditions import Key
+
+    return Key(name)
+
+
 @dataclass
 class StatusTable:
     """Access to the status table through a boto3 ``Table`` resource."""
@@ -126,9 +140,9 @@ class StatusTable:
         try:
             self.table.put_item(
                 Item=item,
-                ConditionExpression=Attr(PARTITION_KEY).not_exists()
-                | Attr(STATUS_INDEX_PARTITION).eq(REJECTED)
-                | Attr("execution_arn").eq(execution_arn),
+                ConditionExpression=_attr(PARTITION_KEY).not_exists()
+                | _attr(STATUS_INDEX_PARTITION).eq(REJECTED)
+                | _attr("execution_arn").eq(execution_arn),
             )
         except ClientError as exc:
             if not condition_failed(exc):
@@ -161,11 +175,11 @@ class StatusTable:
         names = {f"#attr{i}": key for i, key in enumerate(attributes)}
         values = {f":val{i}": value for i, value in enumerate(attributes.values())}
         sets = ", ".join(f"#attr{i} = :val{i}" for i in range(len(attributes)))
-        condition = Attr("execution_arn").eq(execution_arn)
+        condition = _attr("execution_arn").eq(execution_arn)
         if only_if_running:
-            condition &= Attr(STATUS_INDEX_PARTITION).eq(RUNNING)
+            condition &= _attr(STATUS_INDEX_PARTITION).eq(RUNNING)
         if create:
-            condition |= Attr(PARTITION_KEY).not_exists() | Attr(STATUS_INDEX_PARTITION).eq(
+            condition |= _attr(PARTITION_KEY).not_exists() | _attr(STATUS_INDEX_PARTITION).eq(
                 REJECTED
             )
             names |= {"#exp": TTL_ATTRIBUTE, "#owner": "execution_arn"}
@@ -201,8 +215,8 @@ class StatusTable:
                 UpdateExpression="SET #announced = :at",
                 ExpressionAttributeNames={"#announced": attribute},
                 ExpressionAttributeValues={":at": now()},
-                ConditionExpression=Attr("execution_arn").eq(execution_arn)
-                & Attr(attribute).not_exists(),
+                ConditionExpression=_attr("execution_arn").eq(execution_arn)
+                & _attr(attribute).not_exists(),
             )
         except ClientError as exc:
             if not condition_failed(exc):
@@ -216,7 +230,7 @@ class StatusTable:
             Key={PARTITION_KEY: run_id, SORT_KEY: RUN_SK},
             UpdateExpression="REMOVE #announced",
             ExpressionAttributeNames={"#announced": ANNOUNCED_PREFIX + channel},
-            ConditionExpression=Attr("execution_arn").eq(execution_arn),
+            ConditionExpression=_attr("execution_arn").eq(execution_arn),
         )
 
     def mark_waiting(
@@ -387,7 +401,7 @@ class StatusTable:
         for partition in range(SHARD_PARTITIONS):
             kwargs: dict[str, Any] = {
                 "KeyConditionExpression": self._shard_keys(run_id, partition),
-                "FilterExpression": Attr("status").eq(status),
+                "FilterExpression": _attr("status").eq(status),
                 "ProjectionExpression": "#shard, #name",
                 "ExpressionAttributeNames": {"#shard": "shard", "#name": "name"},
                 "ConsistentRead": True,
@@ -419,7 +433,7 @@ class StatusTable:
             raise BatchInferError(f"status: {status!r} is not one of {', '.join(RUN_STATUSES)}")
         items = self._query(
             IndexName=STATUS_INDEX,
-            KeyConditionExpression=Key(STATUS_INDEX_PARTITION).eq(status),
+            KeyConditionExpression=_key(STATUS_INDEX_PARTITION).eq(status),
             ScanIndexForward=False,
         )
         result = []
@@ -438,7 +452,7 @@ class StatusTable:
 
     @staticmethod
     def _shard_keys(run_id: str, partition: int) -> Any:
-        return Key(PARTITION_KEY).eq(shard_partition(run_id, partition)) & Key(
+        return _key(PARTITION_KEY).eq(shard_partition(run_id, partition)) & _key(
             SORT_KEY
         ).begins_with(SHARD_SK_PREFIX)
 
