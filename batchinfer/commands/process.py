@@ -102,3 +102,13 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
     workers with it."""
     signal.alarm(GRACEFUL_TIMEOUT)
     raise SystemExit(128 + signum)
+
+
+if __name__ == "__main__":
+    # ``python -m batchinfer.commands.process``: this command alone, without importing the
+    # others, so that a local processing instance starts sooner (as the model server does).
+    from batchinfer.commands.typer_app import CommandApp
+
+    app = CommandApp(name="batchinfer process")
+    app.command()(process)
+    app()

@@ -2,7 +2,8 @@
 
 Files are spread over instances as ShardedByS3Key does (P4: disjoint and complete, each
 instance gets ~1/n of the objects, some none when there are fewer objects than instances).
-Each instance runs ``batchinfer process`` (the image's own entrypoint) on its files with
+Each instance runs ``batchinfer process`` (the image's own entrypoint; the command alone,
+``python -m batchinfer.commands.process``, which starts sooner) on its files with
 its share of the cores; it writes the ``.out`` files and a per-file report.
 """
 
@@ -59,8 +60,7 @@ def run_processing(
             command = [
                 sys.executable,
                 "-m",
-                "batchinfer",
-                "process",
+                "batchinfer.commands.process",  # `batchinfer process` alone, without the others
                 f"--settings-json={json.dumps(asdict(settings))}",
                 f"--input-dir={host / 'input'}",
                 f"--model-dir={model_dir}",
