@@ -63,9 +63,12 @@ def _why_not_loaded() -> str | None:
 
 
 def _invoke(body: bytes, content_type: str | None, accept: str | None) -> tuple[int, bytes]:
-    """One request in a worker process: (status, body), like the HTTP server answers."""
-    assert _handler is not None
+    """One request in a worker process: (status, body), like the HTTP server answers; a
+    worker whose model did not load says why (the load check at the start may have asked
+    only the workers that did)."""
     try:
+        if _handler is None:
+            raise ModelLoadError(f"{MODEL_LOAD_FAILED}: {_load_error}")
         return 200, _handler.invoke(body, content_type, accept)[0]
     except Exception as exc:  # answered as the server answers it, which keeps serving
         return error_answer(exc)
