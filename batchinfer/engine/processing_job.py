@@ -35,6 +35,8 @@ from batchinfer.transform.settings import TransformSettings
 
 RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")
 MESSAGE_LIMIT = 1024
+# How long a starting worker waits for its GPU from the queue the workers share.
+GPU_DEAL_SECONDS = 60
 
 _handler: InferenceHandler | None = None
 # Why this worker could not load the model (a pool whose initializer raised would only say
@@ -51,7 +53,8 @@ def _load(model_dir: str, job: int, gpus: Any, job_environment: dict[str, str]) 
     global _handler, _load_error
     die_with(job)
     if gpus is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get_nowait()
+        # Waits its turn: the workers start at once, and a queue read by another is locked.
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus.get(timeout=GPU_DEAL_SECONDS)
     try:
         _handler = load_handler(Path(model_dir), {**os.environ, **job_environment})
     except ModelLoadError as exc:

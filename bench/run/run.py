@@ -29,11 +29,11 @@ The script and `batchinfer run` with each engine take turns (``--repeat`` rounds
 3), so a burst of load from elsewhere on a shared machine falls on all of them; after the
 first round every output must hold the script's predictions, line by line. It prints each
 round's ratios (of throughputs: above 1 is batchinfer faster), the median rows/s and ratios,
-with two engines their ratio (processing / transform), and the engine process's peak
+with two engines the first's throughput over the second's, and the engine process's peak
 memory. Generated inputs and models are kept in bench/.data. Usage:
 
     .venv/bin/python bench/run/run.py [--case numeric|table|both] [--size-mb 1024]
-        [--instances 2] [--engines transform processing] [--repeat 3] [--quick]
+        [--instances 2] [--engines processing transform] [--repeat 3] [--quick]
 """
 
 import argparse

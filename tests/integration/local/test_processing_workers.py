@@ -2,11 +2,13 @@
 the model's handlers in-process, one worker per core): every worker loads the model at the
 start, and a worker whose model did not load says why rather than failing blind."""
 
+import json
+import os
+import subprocess
+import sys
 import textwrap
 
 from batchinfer.engine import processing_job
-from batchinfer.engine.processing_job import run_processing_job
-from batchinfer.transform.settings import TransformSettings
 
 # Notes each load of the model (the worker's process id) in the file LOADS_FILE names.
 COUNTING_MODULE = textwrap.dedent(
@@ -26,8 +28,8 @@ COUNTING_MODULE = textwrap.dedent(
 )
 
 
-def test_p1_every_worker_loads_the_model_at_the_start_even_for_one_request(tmp_path, monkeypatch):
-    """A one-record input is one request; the pool still starts both workers at once,
+def test_p1_every_worker_loads_the_model_at_the_start_even_for_one_request(tmp_path):
+    """A one-record input is one request; the instance still starts both workers at once,
     rather than the second as the pool shuts down (and waits for it to load)."""
     model = tmp_path / "model"
     (model / "code").mkdir(parents=True)
@@ -36,14 +38,17 @@ def test_p1_every_worker_loads_the_model_at_the_start_even_for_one_request(tmp_p
     data.mkdir()
     (data / "one.csv").write_text("7,1\n")
     loads = tmp_path / "loads"
-    monkeypatch.setenv("LOADS_FILE", str(loads))
-    settings = TransformSettings(content_type="text/csv", accept="text/csv", split_type="Line")
+    settings = {"content_type": "text/csv", "accept": "text/csv", "split_type": "Line"}
+    command = [
+        sys.executable, "-m", "batchinfer", "process", f"--settings-json={json.dumps(settings)}",
+        f"--input-dir={data}", f"--model-dir={model}", f"--output-dir={tmp_path / 'out'}",
+        "--workers=2", f"--message-file={tmp_path / 'message'}",
+    ]  # fmt: skip
+    env = {**os.environ, "LOADS_FILE": str(loads)}
 
-    results = run_processing_job(
-        data, tmp_path / "out", model_dir=model, settings=settings, workers=2
-    )
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
-    assert [r["error"] for r in results] == [None]
+    assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "one.csv.out").read_text() == "7\n"
     assert len(set(loads.read_text().split())) == 2, "each worker loaded the model once"
 
