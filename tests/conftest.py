@@ -1,5 +1,6 @@
 """Settings for the whole suite: the venv's own tools first on the PATH, the Hypothesis
-profile the tests (and CI) run with, and the unused-grant report of the e2e scenarios."""
+profile the tests (and CI) run with, the slow tests first, and the unused-grant report of the
+e2e scenarios."""
 
 import json
 import os
@@ -21,6 +22,12 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 # ``pytest --hypothesis-profile=default`` explores at random instead.
 settings.register_profile("ci", max_examples=150, derandomize=True, deadline=None, database=None)
 settings.load_profile("ci")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` first, the rest in their order: with ``-n 2`` a test of
+    minutes then runs beside the many short ones, not alone at the end of the suite."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # --- the unused-grant report over every e2e scenario (tests/support/permissions) ---

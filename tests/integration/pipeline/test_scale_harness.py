@@ -28,6 +28,7 @@ def test_verify_streams_a_round_in_bounded_memory_writing_25_items_a_request():
     assert large.figures.peak_mib < small.figures.peak_mib + GROWTH_MIB
 
 
+@pytest.mark.slow
 def test_plan_lists_objects_a_page_at_a_time_in_bounded_memory():
     """Below about 40,000 objects the item file's spool and the part its upload reads are
     still filling (to 8 MiB each: 4.8 MiB at 10,000 objects, 16.6 MiB at 40,000); past
@@ -38,6 +39,7 @@ def test_plan_lists_objects_a_page_at_a_time_in_bounded_memory():
     assert large.figures.peak_mib < small.figures.peak_mib + GROWTH_MIB
 
 
+@pytest.mark.slow
 def test_finalize_holds_16_bytes_a_shard_past_its_fixed_buffers():
     """Past 50,000 shards a Query page is full, so twice the shards may add only the
     manifest's spool and the part its upload reads filling up (to 8 MiB each at most) and
