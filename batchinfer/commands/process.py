@@ -107,8 +107,6 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
 if __name__ == "__main__":
     # ``python -m batchinfer.commands.process``: this command alone, without importing the
     # others, so that a local processing instance starts sooner (as the model server does).
-    from batchinfer.commands.typer_app import CommandApp
+    from batchinfer.commands.typer_app import run_alone
 
-    app = CommandApp(name="batchinfer process")
-    app.command()(process)
-    app()
+    run_alone(process, "batchinfer process")

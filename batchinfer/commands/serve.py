@@ -45,8 +45,6 @@ def serve(
 if __name__ == "__main__":
     # ``python -m batchinfer.commands.serve``: this command alone, without importing the
     # others (boto3, pyarrow, rich's live display), so a local engine's server starts sooner.
-    from batchinfer.commands.typer_app import CommandApp
+    from batchinfer.commands.typer_app import run_alone
 
-    app = CommandApp(name="batchinfer serve")
-    app.command()(serve)
-    app()
+    run_alone(serve, "batchinfer serve")

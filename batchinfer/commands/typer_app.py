@@ -1,6 +1,7 @@
 """The Typer app every ``batchinfer`` entry point runs: errors of the project are one line,
 and help texts are shown as written."""
 
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -73,3 +74,12 @@ class CommandApp(typer.Typer):
                 f"[bold red]error:[/] {escape(str(exc))}", highlight=False
             )
             raise SystemExit(exc.exit_code) from None
+
+
+def run_alone(command: Callable[..., Any], name: str) -> None:
+    """Run ``command`` as a program of its own (``python -m batchinfer.commands.<module>``),
+    without importing the other commands, so that what a local engine starts (a model
+    server, a processing instance) starts sooner."""
+    app = CommandApp(name=name)
+    app.command()(command)
+    app()
