@@ -26,6 +26,8 @@ import atexit
 import itertools
 import logging
 import os
+import queue
+import signal
 import sys
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
@@ -43,6 +45,8 @@ LOG = logging.getLogger(__name__)
 DEFAULT_PORT = 8080
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 GRACEFUL_TIMEOUT = 25
+# What gunicorn (and a container's runtime) sends a worker to stop it.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -144,14 +148,33 @@ def _choose_gpu(arbiter: Any, worker: Any) -> None:
         worker.gpu = least_used_gpu(gpus, held)
 
 
-def _start_worker(_arbiter: Any, worker: Any) -> None:
+def _start_worker(arbiter: Any, worker: Any) -> None:
     """gunicorn's post_fork hook, in the worker: it sees only its own GPU, and it stops
     (SIGTERM, a clean stop) once its master is gone, even one killed with SIGKILL, which
     leaves the master no chance to stop it."""
     gpu = getattr(worker, "gpu", None)
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    worker.signals_before_init = arbiter.SIG_QUEUE
     die_with_parent(worker.ppid)
+
+
+def _stop_if_told_before_init(worker: Any) -> None:
+    """gunicorn's post_worker_init hook, in the worker. Until gunicorn gives a new worker its
+    own signal handlers, the master's handler, inherited with the fork, puts a signal into
+    this process's copy of the master's queue, where nobody reads it: a SIGTERM sent then
+    (the master stopping as the worker starts, or :func:`die_with_parent`'s own) would be
+    lost, and the master would wait its whole graceful timeout before killing the worker.
+    The worker acts on it here instead, before it accepts a request. A stop the master had
+    queued before the fork is its own stop, which stops this worker too."""
+    queued = getattr(worker, "signals_before_init", None)
+    while queued is not None:
+        try:
+            signum = queued.get_nowait()
+        except queue.Empty:
+            return
+        if signum in STOP_SIGNALS:
+            worker.alive = False
 
 
 def _gunicorn_application(settings: ServeSettings) -> Any:
@@ -173,6 +196,7 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 "control_socket_disable": True,
                 "pre_fork": _choose_gpu,
                 "post_fork": _start_worker,
+                "post_worker_init": _stop_if_told_before_init,
                 "worker_exit": _exit_without_teardown,
             }
             if os.access("/dev/shm", os.W_OK):
