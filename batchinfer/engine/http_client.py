@@ -37,6 +37,12 @@ class ModelServerClient:
         self._content_type, self._accept = content_type, accept
         self._custom_attributes = custom_attributes
         self._local = threading.local()
+        self._closed = False
+
+    def close(self) -> None:
+        """Send nothing more; a request in flight goes on. The engine closes a client as it
+        stops its server, whose port another process may take once it is gone."""
+        self._closed = True
 
     @classmethod
     def from_url(
@@ -95,6 +101,9 @@ class ModelServerClient:
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
+        if self._closed:
+            said = f"{method} {self._prefix}{path} not sent: the instance is stopped"
+            raise InvocationError(said)
         conn = self._connection()
         try:
             conn.request(method, self._prefix + path, body=body, headers=headers or {})

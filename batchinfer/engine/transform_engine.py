@@ -11,6 +11,7 @@ every record succeeded (R19: a file with any failed record gets no output).
 """
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -80,15 +81,18 @@ def run_transform(
 
         at_once = files_at_once(settings.split_type, effective.max_concurrent_transforms)
         outcomes = take_files(
-            files, len(clients), work, progress, lambda: _stop_all(servers), at_once
+            files, len(clients), work, progress, lambda: _stop_all(servers, clients), at_once
         )
         return EngineReport(effective, outcomes, startup_seconds=startup)
     finally:
         _stop_all(servers)
 
 
-def _stop_all(servers: list[ServerProcess]) -> None:
+def _stop_all(servers: list[ServerProcess], clients: Sequence[ModelServerClient] = ()) -> None:
     """Stop every server at once (C10: the container gets SIGTERM, then SIGKILL 30 s later); a
-    stopped one is left as it is."""
+    stopped one is left as it is. ``clients`` send nothing more, so no request goes to a port
+    another process has taken since."""
+    for client in clients:
+        client.close()
     with ThreadPoolExecutor(max(1, len(servers))) as stopping:
         list(stopping.map(lambda server: server.stop(), servers))
