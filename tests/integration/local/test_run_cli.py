@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.stopping import output_once_stopped
+
 CSV = ["--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line"]
 
 
@@ -202,7 +204,7 @@ def test_ctrl_c_sigterm_and_sighup_stop_every_instance_and_leave_nothing_complet
     command, out = _slow_run(tmp_path, row_sum_model, engine)
     proc = _started(command, row_sum_model, engine)
     os.kill(proc.pid, stop)
-    _, stderr = proc.communicate(timeout=60)
+    stderr = output_once_stopped(proc)
     assert proc.returncode == code, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert "2 of 2 done" not in stderr  # the live display does not show the run finished

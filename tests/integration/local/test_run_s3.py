@@ -29,6 +29,7 @@ from batchinfer.engine.previous_run import WORKDIR_PREFIX
 from batchinfer.sharding import plan_shards
 from batchinfer.sharding.planner import FIRST_WINDOW
 from tests.support.cli import run_cli
+from tests.support.stopping import output_once_stopped
 
 CSV = ["--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line"]
 CSV += ["--assemble-with", "Line"]
@@ -274,7 +275,7 @@ def test_an_interrupted_run_leaves_only_whole_objects_it_lists_and_resumes_r19(
         time.sleep(0.2)
     assert set(_objects(s3, "outputs", "stopped/")) == {"fast.csv.out"}
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
+    stderr = output_once_stopped(proc)
     assert proc.returncode == 130, stderr
     assert "s3://outputs/stopped/_manifest.json records" in " ".join(stderr.split())
     manifest = json.loads(
