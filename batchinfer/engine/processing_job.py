@@ -39,8 +39,8 @@ MESSAGE_LIMIT = 1024
 GPU_DEAL_SECONDS = 60
 
 _handler: InferenceHandler | None = None
-# Why this worker could not load the model (a pool whose initializer raised would only say
-# that a worker died).
+# Why this worker could not load the model, as the job says it (a pool whose initializer
+# raised would only say that a worker died).
 _load_error: str | None = None
 
 
@@ -58,7 +58,7 @@ def _load(model_dir: str, job: int, gpus: Any, job_environment: dict[str, str]) 
     try:
         _handler = load_handler(Path(model_dir), {**os.environ, **job_environment})
     except ModelLoadError as exc:
-        _load_error = str(exc)
+        _load_error = f"{MODEL_LOAD_FAILED}: {exc}"
 
 
 def _why_not_loaded() -> str | None:
@@ -71,7 +71,7 @@ def _invoke(body: bytes, content_type: str | None, accept: str | None) -> tuple[
     only the workers that did)."""
     try:
         if _handler is None:
-            raise ModelLoadError(f"{MODEL_LOAD_FAILED}: {_load_error}")
+            raise ModelLoadError(str(_load_error))
         return 200, _handler.invoke(body, content_type, accept)[0]
     except Exception as exc:  # answered as the server answers it, which keeps serving
         return error_answer(exc)
@@ -125,7 +125,7 @@ def run_processing_job(
         asks = [pool.submit(_why_not_loaded) for _ in range(workers)]
         not_loaded = next(filter(None, (ask.result() for ask in asks)), None)
         if not_loaded:
-            raise ModelLoadError(f"{MODEL_LOAD_FAILED}: {not_loaded}")
+            raise ModelLoadError(not_loaded)
 
         def invoke(body: bytes) -> bytes:
             request = pool.submit(_invoke, body, settings.content_type, settings.accept)

@@ -55,7 +55,8 @@ def test_p1_every_worker_loads_the_model_at_the_start_even_for_one_request(tmp_p
 
 def test_p8_a_worker_whose_model_did_not_load_answers_why(monkeypatch):
     monkeypatch.setattr(processing_job, "_handler", None)
-    monkeypatch.setattr(processing_job, "_load_error", "model.joblib: unpickling failed")
+    why = f"{processing_job.MODEL_LOAD_FAILED}: model.joblib: unpickling failed"
+    monkeypatch.setattr(processing_job, "_load_error", why)
 
     status, body = processing_job._invoke(b"1,2\n", "text/csv", "text/csv")
 
