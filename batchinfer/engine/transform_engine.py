@@ -90,8 +90,8 @@ def run_transform(
 
 def _stop_all(servers: list[ServerProcess], clients: Sequence[ModelServerClient] = ()) -> None:
     """Stop every server at once (C10: the container gets SIGTERM, then SIGKILL 30 s later); a
-    stopped one is left as it is. ``clients`` send nothing more, so no request goes to a port
-    another process has taken since."""
+    stopped one is left as it is. ``clients`` start no request after this, not even a retry of
+    one the stop cut short: their servers' ports may be another process's soon after."""
     for client in clients:
         client.close()
     with ThreadPoolExecutor(max(1, len(servers))) as stopping:

@@ -5,6 +5,7 @@ import socket
 import pytest
 
 from batchinfer.engine.http_client import ModelServerClient
+from batchinfer.engine.transform_engine import _stop_all
 from batchinfer.transform.record_errors import InvocationError
 
 
@@ -22,3 +23,10 @@ def test_a_closed_client_sends_nothing_more_not_even_to_whatever_now_listens_on_
         listener.setblocking(False)
         with pytest.raises(BlockingIOError):  # no connection is waiting to be accepted
             listener.accept()
+
+
+def test_the_transform_engine_closes_its_clients_as_it_stops_its_servers_c10():
+    client = ModelServerClient(1, content_type="text/csv", accept="text/csv", timeout=5.0)
+    _stop_all([], [client])
+    with pytest.raises(InvocationError, match="not sent: the instance is stopped"):
+        client.invoke(b"1,2\n")
