@@ -14,7 +14,7 @@ the merged output side by side, a batch of rows at a time: every row's input col
 be equal, the row counts equal, and, for every ``--check-every``-th batch, the prediction
 column equal to the Pipeline's prediction of that batch. Usage:
 
-    .venv/bin/python bench/parquet/big_file.py [--size-mb 2048] [--instances 4]
+    .venv/bin/python bench/parquet/big_file.py [--size-mb 2048] [--instances 4] [--quick]
 """
 
 import argparse
@@ -88,7 +88,11 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=4)
     parser.add_argument("--max-payload-mb", type=int, default=100)
     parser.add_argument("--check-every", type=int, default=10)
+    quick = "--size-mb 128 --group-rows 100000 --max-payload-mb 24"
+    parser.add_argument("--quick", action="store_true", help=quick)
     args = parser.parse_args()
+    if args.quick:  # shards enough for every instance, as 2 GB in 100 MB requests has
+        args.size_mb, args.group_rows, args.max_payload_mb = 128, 100_000, 24
     model_dir, source = prepare(args.size_mb, args.group_rows)
     metadata = pq.ParquetFile(source).metadata
     print(

@@ -1,7 +1,7 @@
 """Benchmark: what whole runs cost per unit, in the offline harness, in one process.
 
-    .venv/bin/python bench/pipeline/costs.py [--sizes 1 4 16] [--objects 10 100 1000]
-        [--shards 4]
+    PYTHONPATH=. .venv/bin/python bench/pipeline/costs.py [--sizes 1 4 16] [--objects 10 100 1000]
+        [--shards 4] [--quick]
 
 Each run is the synthesized state machine (the dev environment of cdk.json) run by moto with
 the real Lambda handlers and the local engine as SageMaker (tests/support/offline), on a
@@ -101,7 +101,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16], help="MB")
     parser.add_argument("--objects", type=int, nargs="+", default=[10, 100, 1000])
     parser.add_argument("--shards", type=int, default=4, help="shards per object, sizes")
+    parser.add_argument("--quick", action="store_true", help="--sizes 1 4 --objects 10 100")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.objects = [1, 4], [10, 100]
     os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "testing")

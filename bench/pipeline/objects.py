@@ -1,7 +1,7 @@
 """Benchmark: Plan and Collect on runs of many input objects, in moto, in one process.
 
     .venv/bin/python bench/pipeline/objects.py [--objects 100000] [--baseline 10000]
-        [--steps plan collect]
+        [--steps plan collect] [--quick]
 
 For each size it stores the input objects (Plan) or the state the split Map leaves, one
 shard index per object (Collect), then runs the step under tracemalloc: its seconds (with
@@ -103,7 +103,10 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=100_000)
     parser.add_argument("--baseline", type=int, default=10_000)
     parser.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS))
+    parser.add_argument("--quick", action="store_true", help="--objects 2000 --baseline 200")
     args = parser.parse_args()
+    if args.quick:
+        args.objects, args.baseline = 2_000, 200
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "testing")
     for step_name in args.steps:

@@ -15,7 +15,7 @@ first with 1 worker and 1 client, then with one worker per core and as many clie
 Every response is checked to hold one line per input record. It prints rows/s and ratios.
 Usage:
 
-    .venv/bin/python bench/serve/run.py [--seconds 10] [--payloads 6]
+    .venv/bin/python bench/serve/run.py [--seconds 10] [--payloads 6] [--quick]
 """
 
 import argparse
@@ -131,7 +131,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="per measurement")
     parser.add_argument("--payloads", type=int, default=6, help="distinct 6 MiB payloads")
+    parser.add_argument("--quick", action="store_true", help="--seconds 2 --payloads 2")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.payloads = 2.0, 2
     model_dir, baseline_dir, payloads = prepare(args.payloads)
     rows = sum(payload.count(b"\n") for payload in payloads) / len(payloads)
     print(f"{len(payloads)} payloads of {PAYLOAD_BYTES:,} bytes max, {rows:,.0f} rows each")

@@ -1,6 +1,6 @@
 """Benchmark of ``batchinfer split`` against its baselines, measured in one run.
 
-    .venv/bin/python bench/split/run.py [--size-mb 1024] [--shards 16] [--s3-size-mb 128]
+    .venv/bin/python bench/split/run.py [--size-mb 1024] [--shards 16] [--s3-size-mb 128] [--quick]
 
 Generates a CSV under bench/.data/split/ (reused when its size matches), then times:
 our local split into N shards, ``cp`` of the same file, and a per-line Python splitter
@@ -26,6 +26,7 @@ from batchinfer.sharding import split
 
 DATA = Path(__file__).resolve().parents[1] / ".data" / "split"
 MIB = 1 << 20
+QUICK_SIZE_MB, QUICK_S3_SIZE_MB = 128, 64  # --quick: under a minute
 
 
 def generate_csv(path: Path, size: int) -> None:
@@ -177,7 +178,11 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--s3-size-mb", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
+    quick = f"--size-mb {QUICK_SIZE_MB} --s3-size-mb {QUICK_S3_SIZE_MB} --repeats 1"
+    parser.add_argument("--quick", action="store_true", help=quick)
     args = parser.parse_args()
+    if args.quick:
+        args.size_mb, args.s3_size_mb, args.repeats = QUICK_SIZE_MB, QUICK_S3_SIZE_MB, 1
     DATA.mkdir(parents=True, exist_ok=True)
     source = DATA / "input.csv"
     generate_csv(source, args.size_mb * MIB)
