@@ -23,6 +23,7 @@ variable (MKL_NUM_THREADS, OPENBLAS_NUM_THREADS) wins for that pool.
 """
 
 import atexit
+import contextlib
 import itertools
 import logging
 import os
@@ -46,7 +47,7 @@ DEFAULT_PORT = 8080
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 GRACEFUL_TIMEOUT = 25
 # What gunicorn (and a container's runtime) sends a worker to stop it.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+WORKER_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -168,13 +169,12 @@ def _stop_if_told_before_init(worker: Any) -> None:
     The worker acts on it here instead, before it accepts a request. A stop the master had
     queued before the fork is its own stop, which stops this worker too."""
     queued = getattr(worker, "signals_before_init", None)
-    while queued is not None:
-        try:
-            signum = queued.get_nowait()
-        except queue.Empty:
-            return
-        if signum in STOP_SIGNALS:
-            worker.alive = False
+    if queued is None:
+        return
+    with contextlib.suppress(queue.Empty):
+        while True:
+            if queued.get_nowait() in WORKER_STOP_SIGNALS:
+                worker.alive = False
 
 
 def _gunicorn_application(settings: ServeSettings) -> Any:
