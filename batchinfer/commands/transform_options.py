@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from batchinfer.errors import ValidationError
-from batchinfer.transform.server_limits import MAX_BATCH_RECORDS_VAR
+from batchinfer.transform.server_limits import DEFAULT_BATCH_RECORDS, MAX_BATCH_RECORDS_VAR
 from batchinfer.transform.settings import PASCAL, RANGES
 
 PANEL = "Transform job settings (CreateTransformJob)"
@@ -125,10 +125,10 @@ MODEL_PANEL = "Model server"
 MaxBatchRecords = Annotated[
     int | None,
     typer.Option(
-        min=1,
+        min=0,
         help="Records per forward pass of the model: each request's records are predicted "
         f"this many at a time ({MAX_BATCH_RECORDS_VAR} in the model's environment; "
-        "default: all of a request's at once).",
+        f"default: {DEFAULT_BATCH_RECORDS:,}; 0: all of a request's at once).",
         rich_help_panel=MODEL_PANEL,
         show_default=False,
     ),

@@ -17,7 +17,8 @@ server up, and the median kept with the spread:
    record larger than it fails its file), and MaxConcurrentTransforms x MaxPayloadInMB is at
    most 100 (R1: a request outside CreateTransformJob's limits is refused);
 2. forward batch: at the pair recommended by stage 1, forward passes of 64, 128, ... records
-   up to a whole request, rising until throughput clearly falls;
+   up to the server's default pass (65,536 records, or a whole request when it is
+   smaller), rising until throughput clearly falls;
 3. workers x threads: at the point recommended so far, this machine's cores split between
    model server workers (SAGEMAKER_MODEL_SERVER_WORKERS) and the native threads of each
    (OMP_NUM_THREADS): one worker per core with one thread each (the default), down to one
@@ -38,7 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from batchinfer.planning.calibrate import calibrate
-from batchinfer.transform.server_limits import MAX_BATCH_RECORDS_VAR, WORKERS_VAR
+from batchinfer.transform.server_limits import (
+    DEFAULT_BATCH_RECORDS,
+    MAX_BATCH_RECORDS_VAR,
+    WORKERS_VAR,
+)
 from batchinfer.transform.settings import MAX_PAYLOAD_X_CONCURRENCY_MB, TransformSettings
 from batchinfer.units import MIB
 
@@ -58,7 +63,7 @@ class TunePoint:
     reason: str | None = None  # why it does not fit
     rows_per_second: float | None = None  # the median of the passes; None: not measured
     requests: int | None = None  # one pass over the sample took
-    max_batch_records: int | None = None  # records per forward pass; None: a whole request
+    max_batch_records: int | None = None  # records per forward pass; None: the server's default
     passes: tuple[float, ...] = ()  # rows/s of each pass over the sample
     # Model server workers and native threads per worker; None: the defaults (one worker
     # per core, the cores shared among them).
@@ -76,7 +81,7 @@ class TunePoint:
     @property
     def forward_records(self) -> int:
         """The records of one forward pass."""
-        return min(self.max_batch_records or self.records_per_request, self.records_per_request)
+        return min(self.max_batch_records or DEFAULT_BATCH_RECORDS, self.records_per_request)
 
 
 def grid(
@@ -213,7 +218,7 @@ def sweep(
     if pair is None:
         return swept
     batches: list[TunePoint] = []
-    for size in (b for b in FORWARD_BATCHES if b < pair.records_per_request):
+    for size in (b for b in FORWARD_BATCHES if b < pair.forward_records):
         point = measure(replace(pair, max_batch_records=size))
         on_point(point)
         falls = _falls(point, batches)

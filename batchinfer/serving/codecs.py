@@ -37,7 +37,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
 import numpy as np
@@ -77,9 +77,13 @@ _NOT_NUMBERS_HINT = (
 # --- decoders --------------------------------------------------------------------------------
 
 
-def decode_csv(body: bytes, delimiter: str = ",") -> np.ndarray:
-    """Parse numeric CSV records (no header) into an ``(records, fields)`` float64 array."""
-    n_fields = _check_csv_body(body, delimiter)
+def decode_csv(
+    body: bytes, delimiter: str = ",", *, first: int = 1, fields: int | None = None
+) -> np.ndarray:
+    """Parse numeric CSV records (no header) into an ``(records, fields)`` float64 array.
+    ``body`` may be a run of a request's records from record ``first`` on, after a record 1
+    of ``fields`` fields: a bad record is then named by its place in the request."""
+    n_fields = _check_csv_body(body, delimiter, first, fields)
     names = [f"f{i}" for i in range(n_fields)]
     table = _read_csv(
         body,
@@ -87,6 +91,7 @@ def decode_csv(body: bytes, delimiter: str = ",") -> np.ndarray:
         delimiter,
         pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.float64())),
         numbers=True,
+        first=first,
     )
     matrix = np.empty((table.num_rows, n_fields), dtype=np.float64)
     for j, column in enumerate(table.columns):
@@ -147,19 +152,26 @@ def read_csv_table(body: bytes, names: list[str], delimiter: str = ",") -> pa.Ta
     return table
 
 
-def _check_csv_body(body: bytes, delimiter: str) -> int:
-    """The number of fields of record 1, after the checks Arrow does not make."""
-    if not body or body.isspace():  # no copy of the body, as strip() would make
-        raise RequestError(400, "text/csv body is empty: it holds no record")
-    end = body.find(b"\n")
-    n_fields = len(csv_fields(1, body if end < 0 else body[:end], delimiter))
+def _check_csv_body(body: bytes, delimiter: str, first: int = 1, fields: int | None = None) -> int:
+    """The number of fields of record 1, after the checks Arrow does not make: ``fields``
+    when ``body`` is a later run of its request's records, from record ``first`` on."""
+    if fields is None:
+        if not body or body.isspace():  # no copy of the body, as strip() would make
+            raise RequestError(400, "text/csv body is empty: it holds no record")
+        end = body.find(b"\n")
+        fields = len(csv_fields(first, body if end < 0 else body[:end], delimiter))
     if b"\r" in body and _STRAY_CR.search(body):  # Arrow would end a row within a record
-        _refuse_csv(body, n_fields, delimiter, "a carriage return within a record", numbers=False)
-    return n_fields
+        _refuse_csv(body, fields, delimiter, "a carriage return within a record", False, first)
+    return fields
 
 
 def _read_csv(
-    body: bytes, names: list[str], delimiter: str, convert: pacsv.ConvertOptions, numbers: bool
+    body: bytes,
+    names: list[str],
+    delimiter: str,
+    convert: pacsv.ConvertOptions,
+    numbers: bool,
+    first: int = 1,
 ) -> pa.Table:
     n_fields = len(names)
     try:
@@ -170,29 +182,34 @@ def _read_csv(
             convert_options=convert,
         )
     except pa.ArrowInvalid as exc:
-        _refuse_csv(body, n_fields, delimiter, str(exc), numbers)
+        _refuse_csv(body, n_fields, delimiter, str(exc), numbers, first)
     records = _newlines(body) + (not body.endswith(b"\n"))
     if table.num_rows != records:  # Arrow skips empty lines; each is a record (SplitType Line)
-        _refuse_csv(
-            body, n_fields, delimiter, f"{table.num_rows} rows read from {records} lines", numbers
-        )
+        why = f"{table.num_rows} rows read from {records} lines"
+        _refuse_csv(body, n_fields, delimiter, why, numbers, first)
     return table
 
 
-def line_runs(body: bytes, size: int) -> Iterator[bytes]:
-    """``body`` in runs of at most ``size`` lines, each run ending with its last line's
-    ``\\n`` (the last run as the body ends); found a block of :data:`_SCAN` bytes at a time,
-    so that no temporary as large as the body is made."""
-    view = np.frombuffer(body, dtype=np.uint8)
-    start = pending = 0  # where the current run starts; its lines found so far
-    for block in range(0, len(body), _SCAN):
-        ends = np.flatnonzero(view[block : block + _SCAN] == _NEWLINE) + (block + 1)
-        for end in ends[size - pending - 1 :: size].tolist():
-            yield body[start:end]
-            start = end
-        pending = (pending + len(ends)) % size
-    if start < len(body):
-        yield body[start:]
+def line_runs(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
+    """The body made of ``chunks`` (the parts of it read so far, or the whole of it) in runs
+    of at most ``size`` lines, each run ending with its last line's ``\\n`` (the last run as
+    the body ends), yielded as soon as a run is read; the lines are found a block of
+    :data:`_SCAN` bytes at a time, so that no temporary as large as a chunk is made."""
+    held: list[bytes] = []  # the current run's bytes from earlier chunks
+    pending = 0  # the lines of the current run found so far
+    for chunk in chunks:
+        view = np.frombuffer(chunk, dtype=np.uint8)
+        start = 0
+        for block in range(0, len(chunk), _SCAN):
+            ends = np.flatnonzero(view[block : block + _SCAN] == _NEWLINE) + (block + 1)
+            for end in ends[size - pending - 1 :: size].tolist():
+                yield b"".join([*held, chunk[start:end]])
+                held, start = [], end
+            pending = (pending + len(ends)) % size
+        if start < len(chunk):
+            held.append(chunk[start:])
+    if held:
+        yield b"".join(held)
 
 
 _SCAN = 1 << 16
@@ -226,13 +243,20 @@ def csv_fields(number: int, raw: bytes, delimiter: str = ",") -> list[str]:
 
 
 def _refuse_csv(
-    body: bytes, n_fields: int, delimiter: str, parser_message: str, numbers: bool
+    body: bytes,
+    n_fields: int,
+    delimiter: str,
+    parser_message: str,
+    numbers: bool,
+    first: int = 1,
 ) -> NoReturn:
-    """Raise a 400 naming the first malformed record of a CSV body (error path only)."""
+    """Raise a 400 naming the first malformed record of a CSV body, whose first record is
+    record ``first`` of its request, of which record 1 has ``n_fields`` fields (error path
+    only)."""
     lines = body.split(b"\n")
     if body.endswith(b"\n"):
         lines.pop()
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=first):
         fields = csv_fields(number, raw, delimiter)
         if len(fields) != n_fields:
             line = raw.removesuffix(b"\r").decode()

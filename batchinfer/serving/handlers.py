@@ -16,13 +16,15 @@ decoders and encoders of ``codecs``, and ``model.predict`` (or the method
 with or without grad): it is encoded as the array it holds.
 
 ``BATCHINFER_MAX_BATCH_RECORDS`` splits each decoded request into forward passes of at most
-that many records, for the default ``predict_fn`` and for a user one whose module declares
+that many records (65,536 when it is unset; 0: a whole request in one pass), for the default
+``predict_fn`` and for a user one whose module declares
 ``PREDICT_FN_ROW_WISE = True`` (it scores each record on its own); the predictions are joined
 in order: a single pass's predictions, record for record (a runtime's kernels may block
 batches of other sizes apart, so a float can differ in its last digit). Numeric CSV answered
 a line per record is split before it is decoded: each run of whole forward batches (about a
 MiB of the body) is decoded, predicted a batch at a time and encoded in turn, so a request's
-decoded records never stand in memory all at once.
+decoded records never stand in memory all at once; the server hands such a body over as it
+reads it (:meth:`InferenceHandler.answer_runs`), so that its bytes do not either.
 As in SageMaker's scikit-learn and XGBoost containers, a user ``input_fn`` receives ``str`` for
 text/csv, application/json and application/jsonlines bodies and ``bytes`` otherwise; content
 types arrive lower case and without parameters (``text/csv; charset=utf-8`` -> ``text/csv``),
@@ -36,10 +38,11 @@ content type when the default encoders can write it, else in application/json.
 
 import importlib.util
 import inspect
+import itertools
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -128,12 +131,13 @@ def in_batches(predict: Callable[[Any], Any], data: Any, size: int | None) -> An
     return _joined([predict(_rows(data, start, start + size)) for start in range(0, count, size)])
 
 
-def _records_per_decode(body: bytes, batch: int) -> int:
+def _records_per_decode(head: bytes, batch: int) -> int:
     """The records a streamed request decodes at a time: the whole forward batches that fit
-    in about :data:`_DECODE_BYTES` of ``body`` (judged by its first line), one at the least.
+    in about :data:`_DECODE_BYTES` of a body (judged by the first line of ``head``, its
+    first part), one at the least.
     Each decode costs a fixed 0.7 ms or so, as much as decoding 300 records of 30 numbers: a
     forward batch of 512 decoded alone would spend a third of its decode time on it."""
-    line = body.find(b"\n") + 1 or len(body)
+    line = head.find(b"\n") + 1 or max(1, len(head))
     return batch * max(1, _DECODE_BYTES // (batch * line))
 
 
@@ -231,7 +235,7 @@ class InferenceHandler:
         else:
             reader = self._reader_for(told)
             if self._streams(reader, kind, response_type):
-                return self._streamed(body, reader, response_type), response_type
+                return self._streamed([body], reader, response_type), response_type
             if kind == PARQUET:
                 table = codecs.read_parquet(body)
                 data = reader.from_parquet(table)
@@ -283,22 +287,58 @@ class InferenceHandler:
             and ("predict_fn" not in user or self._row_wise_predict_fn)
         )
 
-    def _streamed(self, body: bytes, reader: TableReader, response_type: str) -> bytes:
-        """The response to CSV ``body`` made a run of records at a time (decoded together,
-        predicted in forward batches): the bytes of the same passes made after one whole
-        decode, in memory that grows with the batch (or a run's MiB), not with the request."""
+    def reads_in_runs(
+        self, content_type: str | None, accept: str | None, custom_attributes: str | None
+    ) -> bool:
+        """Whether a request is answered a run of records at a time as its body is read
+        (:meth:`answer_runs`), not read whole first: UTF-8 numeric CSV that :meth:`answer`
+        would stream, with quarantine off (telling records apart needs the whole request)."""
+        if self._most_refused is not None or codec_type(content_type) != CSV:
+            return False
+        if self.user_functions.keys() & {"transform_fn", "input_fn"}:
+            return False
+        try:
+            if charset(content_type) != DEFAULT_CHARSET:
+                return False
+            response_type = self._response_type(CSV, accept)
+            reader = self._reader_for(self._attributes(custom_attributes))
+        except (RequestError, ValidationError):
+            return False  # answer() refuses it, naming why
+        return self._streams(reader, CSV, response_type)
+
+    def answer_runs(
+        self,
+        chunks: Iterable[bytes],
+        content_type: str | None,
+        accept: str | None,
+        custom_attributes: str | None = None,
+    ) -> tuple[bytes, str]:
+        """:meth:`answer` for a body read as ``chunks``, one that :meth:`reads_in_runs`
+        takes: each run is decoded, predicted and encoded once it is read, so a worker holds
+        a run of the request, not all of it."""
+        response_type = self._response_type(CSV, accept)
+        reader = self._reader_for(self._attributes(custom_attributes))
+        return self._streamed(chunks, reader, response_type), response_type
+
+    def _streamed(self, chunks: Iterable[bytes], reader: TableReader, response_type: str) -> bytes:
+        """The response to the CSV body of ``chunks`` made a run of records at a time
+        (decoded together, predicted in forward batches): the bytes of the same passes made
+        after one whole decode, in memory that grows with the batch (or a run's MiB), not
+        with the request. A bad record is named by its place in the request."""
         assert self._batch_records is not None
-        answers, width = [], None
-        for records in codecs.line_runs(body, _records_per_decode(body, self._batch_records)):
-            try:
-                data = reader.decode(records, CSV)
-                if width is not None and data.shape[1:] != width:
-                    raise RequestError(400, f"text/csv records of {data.shape[1:]} fields")
-            except RequestError:
-                reader.decode(body, CSV)  # the whole request, to name the record within it
-                raise
-            width = data.shape[1:]
+        parts = iter(chunks)
+        head = next(parts, b"")
+        codecs.check_not_gzip(head, CSV)
+        runs = codecs.line_runs(
+            itertools.chain([head], parts), _records_per_decode(head, self._batch_records)
+        )
+        answers, first, fields = [], 1, None
+        for records in runs:
+            data = codecs.decode_csv(records, reader.delimiter, first=first, fields=fields)
+            first, fields = first + len(data), data.shape[1]
             answers.append(codecs.encode(self._predict(data), response_type))
+        if fields is None:  # no record at all
+            codecs.decode_csv(head, reader.delimiter)
         return b"".join(answers)
 
     @staticmethod

@@ -7,7 +7,7 @@ model a 500 with the exception, and the worker lives on. Error bodies are plain 
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from batchinfer.serving.handlers import InferenceHandler
@@ -17,6 +17,7 @@ from batchinfer.units import MIB
 
 LOG = logging.getLogger(__name__)
 _READ_CHUNK = 4 * MIB
+_RUN_CHUNK = MIB  # the parts of a body answered as it is read (InferenceHandler.answer_runs)
 _REASONS = {
     200: "OK",
     400: "Bad Request",
@@ -70,20 +71,27 @@ class InferenceApp:
         return 200, json.dumps(self.limits.execution_parameters()).encode(), "application/json"
 
     def _invocations(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:
-        body = _read_body(environ, self.limits.max_body_bytes)
-        response, content_type = self.handler.invoke(
-            body,
+        request = (
             environ.get("CONTENT_TYPE") or None,
             environ.get("HTTP_ACCEPT") or None,
             environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES") or None,
         )
-        return 200, response, content_type
+        limit = self.limits.max_body_bytes
+        if not self.handler.reads_in_runs(*request):
+            body = b"".join(_body_parts(environ, limit, None))
+            return 200, *self.handler.invoke(body, *request)
+        try:  # answered as it is read: a worker holds a run of the body, not all of it
+            return 200, *self.handler.answer_runs(_body_parts(environ, limit, _RUN_CHUNK), *request)
+        finally:
+            _drain(environ["wsgi.input"])  # the rest of a body refused part way
 
 
-def _read_body(environ: dict[str, Any], limit: int | None) -> bytes:
-    """Read the request body; 413 (after draining it) when it is over ``limit`` bytes."""
+def _body_parts(environ: dict[str, Any], limit: int | None, chunk: int | None) -> Iterator[bytes]:
+    """The request body in parts of ``chunk`` bytes (None: in one part when its length is
+    given); 413 (after draining it) when it is over ``limit`` bytes."""
     stream = environ["wsgi.input"]
     length_header = environ.get("CONTENT_LENGTH") or ""
+    length = None
     if length_header.strip():
         try:
             length = int(length_header)
@@ -92,15 +100,17 @@ def _read_body(environ: dict[str, Any], limit: int | None) -> bytes:
         if limit is not None and length > limit:
             _drain(stream)
             raise _too_large(length, limit)
-        return stream.read(length)
-    chunks, size = [], 0
-    while chunk := stream.read(_READ_CHUNK):
-        size += len(chunk)
+    size = 0
+    while length is None or size < length:
+        want = length - size if length is not None else _READ_CHUNK
+        part = stream.read(want if chunk is None else min(chunk, want))
+        if not part:
+            return
+        size += len(part)
         if limit is not None and size > limit:
             _drain(stream)
             raise _too_large(size, limit, at_least=True)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        yield part
 
 
 def _drain(stream: Any) -> None:

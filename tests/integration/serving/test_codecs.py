@@ -43,13 +43,17 @@ LINES = st.lists(st.sampled_from([b"1,2\n", b"\n", b"3.5,x,y\n", b"7" * 40 + b"\
 
 @settings(deadline=None, max_examples=200)
 @given(LINES, st.binary(max_size=3).filter(lambda tail: b"\n" not in tail), st.integers(1, 9),
-       st.integers(1, 64))  # fmt: skip
-def test_line_runs_cut_a_body_into_runs_of_whole_lines(lines, tail, size, scan):
-    """Runs of ``size`` lines, the last as the body ends, whatever the scanning block."""
+       st.integers(1, 64), st.lists(st.integers(0, 40), max_size=6))  # fmt: skip
+def test_line_runs_cut_a_body_into_runs_of_whole_lines(lines, tail, size, scan, cuts):
+    """Runs of ``size`` lines, the last as the body ends, whatever the scanning block and
+    wherever the body's parts (as read) end: within a line, at its end, empty parts."""
     body = b"".join(lines) + tail
+    ends = sorted({min(cut, len(body)) for cut in cuts})
+    parts = [body[a:b] for a, b in zip([0, *ends], [*ends, len(body)], strict=True)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(codecs, "_SCAN", scan)
-        runs = list(codecs.line_runs(body, size))
+        runs = list(codecs.line_runs(parts, size))
+        assert runs == list(codecs.line_runs([body], size))
     assert b"".join(runs) == body
     assert all(run.count(b"\n") == size for run in runs[:-1])
     if runs:

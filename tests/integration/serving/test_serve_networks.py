@@ -181,12 +181,29 @@ def test_a_row_wise_predict_fn_gets_forward_passes_of_the_set_size(
     assert sizes == ([3, 3, 3, 1] if row_wise else [10])
 
 
+@pytest.mark.parametrize(("batch", "sizes"), [(None, [65_536, 65_536, 5]), ("0", [131_077])])
+def test_forward_passes_are_of_65536_records_unless_set_and_0_is_a_whole_request(
+    tmp_path, user_module, example_model_dir, example_rows, batch, sizes
+):
+    """A large request is not predicted in one pass unless asked: a Pipeline builds arrays
+    of the pass's size at every step, and a pass of a million records took twice as long
+    as passes of 65,536."""
+    shutil.copy(example_model_dir / "model.joblib", tmp_path)
+    path = user_module(tmp_path, ROW_WISE.format(row_wise=True))
+    rows = np.resize(example_rows, (131_077, example_rows.shape[1]))
+    env = {} if batch is None else {"BATCHINFER_MAX_BATCH_RECORDS": batch}
+    answer, _ = load_handler(tmp_path, env=env).invoke(csv_body(rows), "text/csv", "text/csv")
+    assert answer.count(b"\n") == 131_077
+    assert sizes == sys.modules[path.stem].SIZES
+
+
 @pytest.mark.parametrize("framework", ["pytorch", "onnx"])
 def test_forward_passes_give_the_predictions_of_one_pass(networks, framework):
     rows = np.random.default_rng(0).normal(50, 30, size=(1000, 10))
     body = csv_body(rows)
     model_dir = networks / framework
-    one_pass, _ = load_handler(model_dir, env={}).invoke(body, "text/csv", "text/csv")
+    whole = load_handler(model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "0"})
+    one_pass, _ = whole.invoke(body, "text/csv", "text/csv")
     handler = load_handler(model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "64"})
     calls: list[int] = []
     predict = handler.model.predict
@@ -200,7 +217,7 @@ def test_forward_passes_give_the_predictions_of_one_pass(networks, framework):
     assert np.allclose(_values(split), _values(one_pass), rtol=1e-6, atol=1e-12)
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "many"])
+@pytest.mark.parametrize("value", ["-5", "many"])
 def test_a_max_batch_records_that_is_not_a_positive_integer_is_refused(networks, value):
     with pytest.raises(ModelLoadError, match=f"BATCHINFER_MAX_BATCH_RECORDS='?{value}'? is"):
         load_handler(networks / "pytorch", env={"BATCHINFER_MAX_BATCH_RECORDS": value})
@@ -214,13 +231,16 @@ def test_numeric_csv_is_decoded_in_runs_of_whole_batches_with_the_bytes_of_one_p
     body = csv_body(rows)
     lines = body.splitlines(keepends=True)
     model_dir = networks / "pytorch"
-    one_pass, _ = load_handler(model_dir, env={}).invoke(body, "text/csv", accept)
+    whole = load_handler(model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "0"})
+    one_pass, _ = whole.invoke(body, "text/csv", accept)
     handler = load_handler(model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "150"})
     # Runs of as many whole batches as fit the bytes of 400 first lines: 2 (300 records).
     monkeypatch.setattr(handlers, "_DECODE_BYTES", 400 * len(lines[0]))
     decoded: list[int] = []
-    decode = codecs.decode
-    monkeypatch.setattr(codecs, "decode", lambda b, *a: decoded.append(len(b)) or decode(b, *a))
+    decode = codecs.decode_csv
+    monkeypatch.setattr(
+        codecs, "decode_csv", lambda b, *a, **k: decoded.append(len(b)) or decode(b, *a, **k)
+    )
     streamed, content_type = handler.invoke(body, "text/csv", accept)
     assert decoded == [sum(map(len, lines[i : i + 300])) for i in range(0, 1000, 300)]
     monkeypatch.setattr(handler, "_streams", lambda *_: False)  # decoded whole, then passes
@@ -254,7 +274,7 @@ def test_a_bad_record_of_a_later_run_is_named_by_its_place_in_the_request(
     handler = load_handler(networks / "pytorch", env={"BATCHINFER_MAX_BATCH_RECORDS": "64"})
     with pytest.raises(RequestError) as refused:
         handler.invoke("\n".join(rows).encode() + b"\n", "text/csv", "text/csv")
-    whole = load_handler(networks / "pytorch", env={})
+    whole = load_handler(networks / "pytorch", env={"BATCHINFER_MAX_BATCH_RECORDS": "0"})
     with pytest.raises(RequestError) as at_once:
         whole.invoke("\n".join(rows).encode() + b"\n", "text/csv", "text/csv")
     assert refused.value.status == 400
@@ -269,7 +289,7 @@ def test_a_streamed_request_holds_a_run_of_decoded_records_not_the_request(netwo
 
     body = csv_body(np.random.default_rng(2).normal(50, 30, size=(60_000, 10)))
     peaks = {}
-    for batch in ("", "256"):
+    for batch in ("0", "256"):
         handler = load_handler(networks / "onnx", env={"BATCHINFER_MAX_BATCH_RECORDS": batch})
         first = b"".join(body.splitlines(keepends=True)[:10])
         handler.invoke(first, "text/csv", "text/csv")  # warm: first-call allocations
@@ -277,5 +297,5 @@ def test_a_streamed_request_holds_a_run_of_decoded_records_not_the_request(netwo
         handler.invoke(body, "text/csv", "text/csv")
         peaks[batch] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert peaks[""] > 60_000 * 80  # the whole request decoded
-    assert peaks["256"] < peaks[""] / 4, peaks
+    assert peaks["0"] > 60_000 * 80  # the whole request decoded
+    assert peaks["256"] < peaks["0"] / 4, peaks
