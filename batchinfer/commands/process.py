@@ -28,6 +28,13 @@ def process(
     input_dir: Annotated[Path, typer.Option(help="Files to transform.")] = Path(
         "/opt/ml/processing/input/data"
     ),
+    input_ranges: Annotated[
+        Path | None,
+        typer.Option(
+            help="A JSON list of byte ranges of local files to transform too, each "
+            '{"path", "name", "start", "end"}: shards read in place (the local engine).',
+        ),
+    ] = None,
     model_dir: Annotated[Path, typer.Option(help="Model directory or model.tar.gz.")] = Path(
         "/opt/ml/processing/input/model"
     ),
@@ -53,6 +60,7 @@ def process(
     ] = False,
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
+    from batchinfer.engine.inputs import load_ranges
     from batchinfer.engine.processing_job import (  # the model libraries load only when processing
         JsonLinesProgress,
         current_host,
@@ -80,6 +88,7 @@ def process(
                 progress=JsonLinesProgress() if progress else None,
                 skip_blank_lines=skip_blank_lines,
                 marks_in_output=marks_in_output,
+                ranges=load_ranges(input_ranges) if input_ranges else (),
             )
     except BatchInferError as exc:
         write_message(message_file, str(exc))  # P8: the reason reaches DescribeProcessingJob

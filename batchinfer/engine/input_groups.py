@@ -176,17 +176,18 @@ def _shard_units(
     staging: S3Staging | None,
 ) -> list[InputFile]:
     """``file`` cut into the shards ``asked`` (fewer when records are longer). A
-    plain file's shards are byte ranges of it, read in place; gzip input is re-chunked,
-    Parquet input is cut into standalone files of whole row groups, and a processing
-    container, which is handed whole files, gets copies, all written by :func:`split` under
-    ``workdir``. A plain S3 object's shards are fetched when taken (``staging``); a gzip or
-    Parquet one is fetched whole first. The input itself when nothing could be cut."""
+    plain file's shards are byte ranges of it, read in place (by either engine: a local
+    processing instance is handed them beside its input directory); gzip input is
+    re-chunked and Parquet input cut into standalone files of whole row groups, written by
+    :func:`split` under ``workdir``. A plain S3 object's shards are fetched when taken
+    (``staging``); a gzip or Parquet one is fetched whole first. The input itself when
+    nothing could be cut."""
     parent = Path(file.name).parent
     gzip = splits_as_gzip(str(file.path), job.settings.compression_type)
     copied = gzip or job.settings.parquet_in
     if staging is not None and not copied:
         return staging.shard_units(file, asked["shards"], header=job.header)
-    if copied or job.engine == "processing":
+    if copied:
         if file.fetch is not None:
             file.fetch()
         index = split(

@@ -70,6 +70,24 @@ def resolve_units(units: Units) -> list[InputFile]:
     return units() if callable(units) else units
 
 
+def save_ranges(files: Iterable[InputFile], path: Path) -> None:
+    """Write the byte ranges of local files ``files`` to ``path`` (JSON), for
+    :func:`load_ranges` in another process: shards read in place, not copied."""
+    ranges = [
+        {"path": str(f.path.resolve()), "name": f.name, "start": f.start, "end": f.end}
+        for f in files
+    ]
+    path.write_text(json.dumps(ranges))
+
+
+def load_ranges(path: Path) -> list[InputFile]:
+    """The input files :func:`save_ranges` wrote to ``path``."""
+    return [
+        InputFile(Path(r["path"]), r["name"], r["start"], r["end"])
+        for r in json.loads(path.read_text())
+    ]
+
+
 # What the checks of the inputs' first bytes read an input through: a LocalSource of its
 # path, or the S3Source of its object (:mod:`batchinfer.sharding`'s sources).
 OpenSource = Callable[[InputFile], Any]

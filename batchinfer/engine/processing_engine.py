@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO
 
-from batchinfer.engine.inputs import InputFile
+from batchinfer.engine.inputs import InputFile, save_ranges
 from batchinfer.engine.key_split import shard_by_key
 from batchinfer.engine.local_instances import local_instances
 from batchinfer.engine.outcomes import EngineInterrupted, EngineReport, FileOutcome, Progress
@@ -56,13 +56,14 @@ def run_processing(
             if not assigned:
                 continue
             host = Path(scratch) / f"algo-{instance + 1}"
-            _stage_inputs(assigned, host / "input")
+            ranges = _stage_inputs(assigned, host / "input")
             command = [
                 sys.executable,
                 "-m",
                 "batchinfer.commands.process",  # `batchinfer process` alone, without the others
                 f"--settings-json={json.dumps(asdict(settings))}",
                 f"--input-dir={host / 'input'}",
+                *([f"--input-ranges={ranges}"] if ranges else []),
                 f"--model-dir={model_dir}",
                 f"--output-dir={output_dir}",
                 f"--workers={local.workers}",
@@ -125,15 +126,26 @@ def _relay_progress(
             progress.file_started(instance, file)
 
 
-def _stage_inputs(files: list[InputFile], input_dir: Path) -> None:
+def _stage_inputs(files: list[InputFile], input_dir: Path) -> Path | None:
     """Put each assigned file at its key below the instance's input directory (a link, no
-    copy), fetched first when it must be."""
+    copy), fetched first when it must be; the shards of a file, byte ranges of it, are
+    listed in a file beside that directory instead, whose path is returned (None: none)."""
+    input_dir.mkdir(parents=True)
+    ranged = []
     for file in files:
+        if file.fetch is None and (file.start or file.end is not None):
+            ranged.append(file)  # a shard of a local file
+            continue
         if file.fetch is not None:
             file.fetch()
         target = input_dir / file.name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.symlink_to(file.path.resolve())
+    if not ranged:
+        return None
+    listing = input_dir.parent / "ranges.json"
+    save_ranges(ranged, listing)
+    return listing
 
 
 def _read_report(

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from multiprocessing import get_context
@@ -96,14 +97,16 @@ def run_processing_job(
     progress: Progress | None = None,
     skip_blank_lines: bool = False,
     marks_in_output: bool = False,
+    ranges: Sequence[InputFile] = (),
 ) -> list[dict[str, object]]:
-    """Transform every file under ``input_dir`` into ``output_dir``; one record per file.
+    """Transform every file under ``input_dir``, and the byte ranges of files ``ranges``
+    (the local engine's shards, read in place), into ``output_dir``; one record per file.
     ``progress`` hears of each file as it starts and after each of its requests;
     ``skip_blank_lines`` drops empty lines; ``marks_in_output`` leaves the marker lines
     of records set aside in the outputs, as a transform job's output holds them (the
     pipeline's CountShard takes them out), instead of writing the errors files."""
     progress = progress or Progress()
-    files = collect_inputs([input_dir], every_file=True)  # the job staged each one
+    files = job_inputs(input_dir, ranges)
     _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
     share_cores(workers, os.environ)  # before the pool's processes start: they inherit it
@@ -151,6 +154,14 @@ def run_processing_job(
         {"name": o.file.name, "stats": o.stats and asdict(o.stats), "error": o.error}
         for o in outcomes
     ]
+
+
+def job_inputs(input_dir: Path, ranges: Sequence[InputFile]) -> list[InputFile]:
+    """Every file the job staged under ``input_dir`` (each one an input) and ``ranges``, by
+    name; an InputError when there are none."""
+    staged = input_dir.is_dir() and any(p.is_file() for p in input_dir.rglob("*"))
+    found = collect_inputs([input_dir], every_file=True) if staged or not ranges else []
+    return sorted([*found, *ranges], key=lambda file: file.name)
 
 
 def _dealt_gpus(workers: int, context: Any) -> Any:
