@@ -203,13 +203,14 @@ def line_runs(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
         for block in range(0, len(chunk), _SCAN):
             ends = np.flatnonzero(view[block : block + _SCAN] == _NEWLINE) + (block + 1)
             for end in ends[size - pending - 1 :: size].tolist():
-                yield b"".join([*held, chunk[start:end]])
-                held, start = [], end
+                run, held, start = b"".join([*held, chunk[start:end]]), [], end
+                yield run  # the parts it was joined from let go first: one copy of a run
             pending = (pending + len(ends)) % size
         if start < len(chunk):
             held.append(chunk[start:])
     if held:
-        yield b"".join(held)
+        run, held = b"".join(held), []
+        yield run
 
 
 _SCAN = 1 << 16

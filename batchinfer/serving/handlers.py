@@ -67,7 +67,11 @@ from batchinfer.transform.csv_dialect import (
     attributes_of,
     charset,
 )
-from batchinfer.transform.server_limits import max_bad_records, max_batch_records
+from batchinfer.transform.server_limits import (
+    MAX_BATCH_RECORDS_VAR,
+    max_bad_records,
+    max_batch_records,
+)
 from batchinfer.transform.settings import JOIN_SOURCE_VAR
 
 LOG = logging.getLogger(__name__)
@@ -110,8 +114,7 @@ def _rows(data: Any, start: int, stop: int) -> Any:
 
 
 def _joined(parts: list[Any]) -> Any:
-    """The predictions of consecutive forward passes as one, in order."""
-    parts = [codecs.host_values(part) for part in parts]
+    """The predictions of consecutive forward passes (each one a record) as one, in order."""
     first = parts[0]
     if hasattr(first, "iloc"):  # a Series or DataFrame
         import pandas as pd
@@ -119,16 +122,44 @@ def _joined(parts: list[Any]) -> Any:
         return pd.concat(parts)
     if isinstance(first, list):
         return [record for part in parts for record in part]
-    return np.concatenate([np.asarray(part) for part in parts])
+    return np.concatenate(parts)
 
 
-def in_batches(predict: Callable[[Any], Any], data: Any, size: int | None) -> Any:
+def _per_record(prediction: Any, records: int) -> bool:
+    """Whether ``prediction`` (on the host) holds one entry for each of ``records`` records,
+    as consecutive passes' predictions must to be joined: not a tuple or a list of outputs,
+    a dict, or a single value."""
+    if isinstance(prediction, np.ndarray):
+        return prediction.ndim >= 1 and prediction.shape[0] == records
+    if isinstance(prediction, list) or hasattr(prediction, "iloc"):
+        return len(prediction) == records
+    return False
+
+
+def in_batches(
+    predict: Callable[[Any], Any], data: Any, size: int | None, *, size_set: bool = True
+) -> Any:
     """``predict(data)``, in forward passes of at most ``size`` records when ``data`` has
-    more."""
+    more. Predictions that are not one entry a record cannot be joined: ``predict(data)``
+    in one pass when ``size`` is the default (not ``size_set``), else a RuntimeError (the
+    server answers 500) saying to unset it."""
     count = len(data) if size is not None and hasattr(data, "__len__") else 0
     if size is None or count <= size:
         return predict(data)
-    return _joined([predict(_rows(data, start, start + size)) for start in range(0, count, size)])
+    parts = []
+    for start in range(0, count, size):
+        part = codecs.host_values(predict(_rows(data, start, start + size)))
+        if not _per_record(part, min(size, count - start)):
+            if not size_set:
+                return predict(data)
+            raise RuntimeError(
+                f"a forward pass of {min(size, count - start)} records predicted a "
+                f"{type(part).__name__} that is not one entry a record, so passes of "
+                f"{MAX_BATCH_RECORDS_VAR}={size} cannot be joined: unset it (or set 0) "
+                "for this model"
+            )
+        parts.append(part)
+    return _joined(parts)
 
 
 def _records_per_decode(head: bytes, batch: int) -> int:
@@ -156,6 +187,7 @@ class InferenceHandler:
         default_accept: str | None,
         reader: TableReader | None = None,
         batch_records: int | None = None,
+        batch_records_set: bool = True,
         row_wise_predict_fn: bool = False,
         join_input: bool = False,
         most_refused: int | None = None,
@@ -167,6 +199,7 @@ class InferenceHandler:
         self._reader = reader or TableReader(None, None)
         # Records per forward pass of the default predict_fn, or a row-wise user one.
         self._batch_records = batch_records
+        self._batch_records_set = batch_records_set  # False: the default, not the job's
         self._row_wise_predict_fn = row_wise_predict_fn
         # A Parquet request answered in Parquet holds its own columns too (JOIN_SOURCE_VAR).
         self._join_input = join_input
@@ -266,11 +299,16 @@ class InferenceHandler:
         if "predict_fn" in user:
             batch = self._batch_records if self._row_wise_predict_fn else None
             with _value_errors_refuse("predict_fn"):
-                return in_batches(lambda part: user["predict_fn"](part, self.model), data, batch)
+                return in_batches(
+                    lambda part: user["predict_fn"](part, self.model),
+                    data,
+                    batch,
+                    size_set=self._batch_records_set,
+                )
         self._check_width(data)
         with _value_errors_refuse(f"the model's {self.predict_method}"):
             predict = getattr(self.model, self.predict_method or "predict")
-            return in_batches(predict, data, self._batch_records)
+            return in_batches(predict, data, self._batch_records, size_set=self._batch_records_set)
 
     def _streams(self, reader: TableReader, kind: str, response_type: str) -> bool:
         """Whether a request is decoded, predicted and encoded a run of records at a time:
@@ -335,8 +373,10 @@ class InferenceHandler:
         answers, first, fields = [], 1, None
         for records in runs:
             data = codecs.decode_csv(records, reader.delimiter, first=first, fields=fields)
+            del records  # a run's bytes go before the next run is read
             first, fields = first + len(data), data.shape[1]
             answers.append(codecs.encode(self._predict(data), response_type))
+            del data  # and its records before the next run is decoded
         if fields is None:  # no record at all
             codecs.decode_csv(head, reader.delimiter)
         return b"".join(answers)
@@ -508,6 +548,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         default_accept=default_accept,
         reader=reader,
         batch_records=batch_records,
+        batch_records_set=bool(env.get(MAX_BATCH_RECORDS_VAR, "").strip()),
         most_refused=most_refused,
         row_wise_predict_fn=getattr(module, ROW_WISE_FLAG, False) is True,
         join_input=env.get(JOIN_SOURCE_VAR) == "Input",

@@ -104,6 +104,7 @@ def test_a_bad_record_of_a_later_part_is_named_by_its_place_and_the_body_is_drai
     example_model_dir, rows, monkeypatch, length
 ):
     monkeypatch.setattr(wsgi_app, "_RUN_CHUNK", 4096)
+    monkeypatch.setattr(handlers, "_DECODE_BYTES", 1)  # runs of one batch: 79 of them
     lines = csv_body(rows[:5000]).splitlines(keepends=True)
     lines[4321] = b"1,2,x,4,5,6,7,8,9,10\n"
     body = b"".join(lines)
@@ -112,9 +113,15 @@ def test_a_bad_record_of_a_later_part_is_named_by_its_place_and_the_body_is_drai
     headers = {"CONTENT_TYPE": "text/csv"}
     if length:
         headers["CONTENT_LENGTH"] = str(len(body))
+    read = []
+    predict = app.handler.model.predict
+    object.__setattr__(
+        app.handler.model, "predict", lambda x: read.append(stream.tell()) or predict(x)
+    )
     status, answer = call(app, stream, headers)
     assert status.startswith("400")
     assert b"text/csv record 4322, field 3: 'x' is not a number" in answer
+    assert len(read) == 4321 // 64 and read[-1] < len(body) - 4096  # refused part way
     assert stream.tell() == len(body)  # read to its end: the connection can carry the next
     whole = load_handler(example_model_dir, env={"BATCHINFER_MAX_BATCH_RECORDS": "0"})
     with pytest.raises(RequestError) as at_once:

@@ -197,6 +197,44 @@ def test_forward_passes_are_of_65536_records_unless_set_and_0_is_a_whole_request
     assert sizes == sys.modules[path.stem].SIZES
 
 
+TUPLE_MODEL = """
+import numpy as np
+
+class Model:
+    passes = []
+
+    def predict(self, data):
+        Model.passes.append(len(data))
+        return np.asarray(data)[:, 0], np.asarray(data)[:, 1]  # two outputs, not records
+
+def model_fn(model_dir):
+    return Model()
+
+def output_fn(prediction, accept):
+    return b"".join(b"%g,%g\\n" % pair for pair in zip(*prediction))
+"""
+
+
+@pytest.mark.parametrize(("batch", "passes"), [(None, [65_536, 70_000]), ("1000", [1000])])
+def test_predictions_that_are_not_one_a_record_are_made_in_one_pass_or_refused_if_set(
+    tmp_path, user_module, batch, passes
+):
+    """A model whose predict answers a tuple of outputs: passes of the default size cannot be
+    joined, so the request is predicted whole; passes the job asked for are a 500 naming the
+    setting (joined, they would have stacked the outputs as records)."""
+    path = user_module(tmp_path, TUPLE_MODEL)
+    rows = np.arange(140_000, dtype=np.float64).reshape(70_000, 2)
+    env = {} if batch is None else {"BATCHINFER_MAX_BATCH_RECORDS": batch}
+    handler = load_handler(tmp_path, env=env)
+    if batch is None:
+        answer, _ = handler.invoke(csv_body(rows), "text/csv", "text/csv")
+        assert answer.splitlines()[69_999] == b"139998,139999"
+    else:
+        with pytest.raises(RuntimeError, match="BATCHINFER_MAX_BATCH_RECORDS=1000 cannot be"):
+            handler.invoke(csv_body(rows), "text/csv", "text/csv")
+    assert sys.modules[path.stem].Model.passes == passes
+
+
 @pytest.mark.parametrize("framework", ["pytorch", "onnx"])
 def test_forward_passes_give_the_predictions_of_one_pass(networks, framework):
     rows = np.random.default_rng(0).normal(50, 30, size=(1000, 10))
@@ -218,7 +256,7 @@ def test_forward_passes_give_the_predictions_of_one_pass(networks, framework):
 
 
 @pytest.mark.parametrize("value", ["-5", "many"])
-def test_a_max_batch_records_that_is_not_a_positive_integer_is_refused(networks, value):
+def test_a_max_batch_records_that_is_not_a_whole_number_from_0_is_refused(networks, value):
     with pytest.raises(ModelLoadError, match=f"BATCHINFER_MAX_BATCH_RECORDS='?{value}'? is"):
         load_handler(networks / "pytorch", env={"BATCHINFER_MAX_BATCH_RECORDS": value})
 
