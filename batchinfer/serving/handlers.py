@@ -69,6 +69,7 @@ from batchinfer.transform.csv_dialect import (
 )
 from batchinfer.transform.server_limits import (
     MAX_BATCH_RECORDS_VAR,
+    forward_batch_set,
     max_bad_records,
     max_batch_records,
 )
@@ -137,7 +138,7 @@ def _per_record(prediction: Any, records: int) -> bool:
 
 
 def in_batches(
-    predict: Callable[[Any], Any], data: Any, size: int | None, *, size_set: bool = True
+    predict: Callable[[Any], Any], data: Any, size: int | None, *, size_set: bool
 ) -> Any:
     """``predict(data)``, in forward passes of at most ``size`` records when ``data`` has
     more. Predictions that are not one entry a record cannot be joined: ``predict(data)``
@@ -548,7 +549,7 @@ def load_handler(model_dir: Path, env: Mapping[str, str] | None = None) -> Infer
         default_accept=default_accept,
         reader=reader,
         batch_records=batch_records,
-        batch_records_set=bool(env.get(MAX_BATCH_RECORDS_VAR, "").strip()),
+        batch_records_set=forward_batch_set(env),
         most_refused=most_refused,
         row_wise_predict_fn=getattr(module, ROW_WISE_FLAG, False) is True,
         join_input=env.get(JOIN_SOURCE_VAR) == "Input",

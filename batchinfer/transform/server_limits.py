@@ -61,6 +61,12 @@ def max_batch_records(env: Mapping[str, str]) -> int | None:
     return int_from_env(env, MAX_BATCH_RECORDS_VAR, DEFAULT_BATCH_RECORDS, 0, 2**31 - 1) or None
 
 
+def forward_batch_set(env: Mapping[str, str]) -> bool:
+    """Whether the job sets BATCHINFER_MAX_BATCH_RECORDS (as :func:`int_from_env` reads it:
+    not blank), so that :func:`max_batch_records` is its choice rather than the default."""
+    return bool(env.get(MAX_BATCH_RECORDS_VAR, "").strip())
+
+
 def max_payload_mb(env: Mapping[str, str]) -> int:
     """MaxPayloadInMB: SAGEMAKER_MAX_PAYLOAD_IN_MB (0..100, 0 = no limit) or 6."""
     return int_from_env(env, PAYLOAD_VAR, DEFAULT_MAX_PAYLOAD_MB, 0, 100)
