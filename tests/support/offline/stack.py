@@ -35,6 +35,7 @@ from tests.support.offline.arrivals import (
 from tests.support.offline.endpoints import Endpoints
 from tests.support.offline.lambdas import Lambdas
 from tests.support.offline.moto_fixes import corrected
+from tests.support.offline.quick_moto import quick_moto
 from tests.support.offline.sagemaker import SageMakerJobs, SageMakerSdkTask, SageMakerTask
 from tests.support.offline.template import ACCOUNT, REGION, Function, render
 from tests.support.permissions.audit import Audit
@@ -364,6 +365,7 @@ class OfflineStack:
                 original_eval(program, env)
 
         self._exit.enter_context(mock.patch.object(Program, "eval", run_as_machine))
+        self._exit.enter_context(quick_moto())  # first: the corrections wrap its parse
         self._exit.enter_context(corrected())
         # Executions run in threads: their conditional writes must be atomic, as in DynamoDB.
         self._exit.enter_context(atomic_writes())
