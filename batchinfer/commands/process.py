@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from batchinfer.engine.worker_server import default_workers, start_worker_server
 from batchinfer.errors import BatchInferError, ValidationError
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.parent_death import die_with_starter
@@ -60,19 +61,21 @@ def process(
     ] = False,
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
-    from batchinfer.engine.inputs import load_ranges
-    from batchinfer.engine.processing_job import (  # the model libraries load only when processing
-        JsonLinesProgress,
-        current_host,
-        default_workers,
-        failure_message,
-        run_processing_job,
-        write_message,
-    )
-
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     die_with_starter(os.environ)  # SIGTERM once the local engine that started it is gone
     try:
+        workers = workers or default_workers()
+        # Its workers' imports start now, beside this process's own below.
+        start_worker_server(workers)
+        from batchinfer.engine.inputs import load_ranges
+        from batchinfer.engine.processing_job import (  # the model libraries: only to process
+            JsonLinesProgress,
+            current_host,
+            failure_message,
+            run_processing_job,
+            write_message,
+        )
+
         try:
             request = json.loads(settings_json)
         except ValueError as exc:
@@ -84,13 +87,15 @@ def process(
                 output_dir,
                 model_dir=prepare_model_dir(model_dir, Path(scratch)),
                 settings=settings,
-                workers=workers or default_workers(),
+                workers=workers,
                 progress=JsonLinesProgress() if progress else None,
                 skip_blank_lines=skip_blank_lines,
                 marks_in_output=marks_in_output,
                 ranges=load_ranges(input_ranges) if input_ranges else (),
             )
     except BatchInferError as exc:
+        from batchinfer.engine.processing_job import write_message
+
         write_message(message_file, str(exc))  # P8: the reason reaches DescribeProcessingJob
         raise
     if report is not None:

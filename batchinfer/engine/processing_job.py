@@ -27,11 +27,10 @@ from batchinfer.engine.outcomes import FileOutcome, Progress, transform_input
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import die_with
 from batchinfer.serving.handlers import InferenceHandler, load_handler
-from batchinfer.serving.server import default_workers as serving_workers
 from batchinfer.serving.server import share_cores, visible_gpus
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError, error_answer
 from batchinfer.transform.record_errors import checked_response
-from batchinfer.transform.server_limits import configured_workers, execution_parameters
+from batchinfer.transform.server_limits import execution_parameters
 from batchinfer.transform.settings import TransformSettings
 
 RESOURCE_CONFIG = Path("/opt/ml/config/resourceconfig.json")
@@ -220,9 +219,3 @@ def _line(value: dict[str, object]) -> None:
     """One JSON line on stdout, written whole (files run in threads)."""
     sys.stdout.write(json.dumps(value) + "\n")
     sys.stdout.flush()
-
-
-def default_workers() -> int:
-    """SAGEMAKER_MODEL_SERVER_WORKERS, as the model server takes it, else one per GPU, else
-    one per core."""
-    return configured_workers(os.environ) or serving_workers(os.environ)
