@@ -64,6 +64,11 @@ def process(
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     die_with_starter(os.environ)  # SIGTERM once the local engine that started it is gone
     try:
+        try:
+            request = json.loads(settings_json)
+        except ValueError as exc:
+            raise ValidationError(f"--settings-json: not JSON: {exc}") from None
+        settings = TransformSettings.from_request(request)
         workers = workers or default_workers()
         # Its workers' imports start now, beside this process's own below.
         start_worker_server(workers)
@@ -76,11 +81,6 @@ def process(
             write_message,
         )
 
-        try:
-            request = json.loads(settings_json)
-        except ValueError as exc:
-            raise ValidationError(f"--settings-json: not JSON: {exc}") from None
-        settings = TransformSettings.from_request(request)
         with tempfile.TemporaryDirectory(prefix="batchinfer-model-") as scratch:
             results = run_processing_job(
                 input_dir,

@@ -24,10 +24,11 @@ from typing import Any
 from batchinfer.engine.file_queue import files_at_once, take_files
 from batchinfer.engine.inputs import InputFile, collect_inputs
 from batchinfer.engine.outcomes import FileOutcome, Progress, transform_input
+from batchinfer.engine.worker_server import start_worker_server
 from batchinfer.errors import BatchInferError
 from batchinfer.parent_death import die_with
 from batchinfer.serving.handlers import InferenceHandler, load_handler
-from batchinfer.serving.server import share_cores, visible_gpus
+from batchinfer.serving.server import visible_gpus
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError, error_answer
 from batchinfer.transform.record_errors import checked_response
 from batchinfer.transform.server_limits import execution_parameters
@@ -108,7 +109,8 @@ def run_processing_job(
     files = job_inputs(input_dir, ranges)
     _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
-    share_cores(workers, os.environ)  # before the pool's processes start: they inherit it
+    start_worker_server(workers)  # where the pool's workers come from (started already by
+    # ``batchinfer process``), its share of the cores in the environment they inherit
     context = get_context("forkserver")
     with ProcessPoolExecutor(
         workers,

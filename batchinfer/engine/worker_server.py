@@ -1,7 +1,7 @@
 """Where a processing instance's workers come from: its forkserver, started as the instance
 begins, with the modules every worker imports before it loads the model (the handlers,
-NumPy, Arrow, pandas) imported in it while the instance is still importing its own; each
-worker forked from it has them already."""
+NumPy, Arrow) imported in it while the instance is still importing its own; each worker
+forked from it has them already."""
 
 import os
 from multiprocessing import forkserver, get_context
@@ -21,7 +21,8 @@ def default_workers() -> int:
 
 def start_worker_server(workers: int) -> None:
     """Set this instance's share of the cores for ``workers`` workers in its environment,
-    which the forkserver and so every worker inherits, and start the forkserver now."""
+    which the forkserver and so every worker inherits, and start the forkserver now (once:
+    a second call finds it running)."""
     share_cores(workers, os.environ)
     get_context("forkserver").set_forkserver_preload(list(WORKER_MODULES))
     forkserver.ensure_running()
