@@ -81,11 +81,33 @@ def save_ranges(files: Iterable[InputFile], path: Path) -> None:
 
 
 def load_ranges(path: Path) -> list[InputFile]:
-    """The input files :func:`save_ranges` wrote to ``path``."""
-    return [
-        InputFile(Path(r["path"]), r["name"], r["start"], r["end"])
-        for r in json.loads(path.read_text())
-    ]
+    """The input files :func:`save_ranges` wrote to ``path``; a ValidationError naming the
+    file (and the entry at fault) when it cannot be read as such."""
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValidationError(f"--input-ranges {path}: cannot be read as JSON: {exc}") from None
+    if not isinstance(entries, list):
+        raise ValidationError(f"--input-ranges {path}: not a JSON list of byte ranges")
+    return [_byte_range(entry, path, n) for n, entry in enumerate(entries)]
+
+
+def _byte_range(entry: Any, path: Path, n: int) -> InputFile:
+    fields = entry if isinstance(entry, dict) else {}
+    start, end = fields.get("start"), fields.get("end", -1)
+    if not (
+        isinstance(fields.get("path"), str)
+        and isinstance(fields.get("name"), str)
+        and type(start) is int
+        and start >= 0
+        and (end is None or (type(end) is int and end >= start))
+    ):
+        raise ValidationError(
+            f"--input-ranges {path}: entry {n} is not "
+            f'{{"path": str, "name": str, "start": int >= 0, "end": int >= start or null}}: '
+            f"{json.dumps(entry)[:200]}"
+        )
+    return InputFile(Path(fields["path"]), fields["name"], start, end)
 
 
 # What the checks of the inputs' first bytes read an input through: a LocalSource of its

@@ -2,13 +2,14 @@
 processing job's, P2) and the shards of local files handed to it as byte ranges, read in
 place rather than copied (R12: each gives one output named after it)."""
 
+import re
 from pathlib import Path
 
 import pytest
 
 from batchinfer.engine.inputs import InputFile, load_ranges, save_ranges
 from batchinfer.engine.processing_job import job_inputs
-from batchinfer.errors import InputError
+from batchinfer.errors import InputError, ValidationError
 
 
 def test_ranges_written_by_the_engine_are_read_back_by_the_instance(tmp_path):
@@ -20,6 +21,30 @@ def test_ranges_written_by_the_engine_are_read_back_by_the_instance(tmp_path):
         InputFile(source.resolve(), "d.part-00000.csv", 0, 4),
         InputFile(source.resolve(), "d.part-00001.csv", 4, None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("{not json", "cannot be read as JSON"),
+        ('{"path": "a"}', "not a JSON list"),
+        ('[{"path": "a", "name": "a", "start": 0, "end": null}, 3]', "entry 1 is not"),
+        ('[{"path": "a", "name": "a", "start": -1, "end": null}]', "entry 0 is not"),
+        ('[{"path": "a", "name": "a", "start": 5, "end": 2}]', "entry 0 is not"),
+        ('[{"path": "a", "name": "a", "start": 0}]', "entry 0 is not"),
+    ],
+)
+def test_a_ranges_file_that_is_not_byte_ranges_is_refused_naming_it(tmp_path, text, named):
+    listing = tmp_path / "ranges.json"
+    listing.write_text(text)
+    with pytest.raises(ValidationError, match=re.escape(f"--input-ranges {listing}: {named}")):
+        load_ranges(listing)
+
+
+def test_a_ranges_file_that_is_not_there_is_refused_naming_it(tmp_path):
+    gone = tmp_path / "gone.json"
+    with pytest.raises(ValidationError, match=re.escape(f"--input-ranges {gone}: cannot be read")):
+        load_ranges(gone)
 
 
 def test_staged_files_and_ranges_are_taken_together_by_name(tmp_path):
