@@ -16,20 +16,13 @@ time in them. Every scenario counts what ran (jobs, records, announcements), nev
 so here each interval lasts a tenth of what the definition says."""
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
-from antlr4 import CommonTokenStream, InputStream
-from moto.stepfunctions.parser.asl.antlr.runtime.ASLLexer import ASLLexer
-from moto.stepfunctions.parser.asl.antlr.runtime.ASLParser import ASLParser
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
-from moto.stepfunctions.parser.asl.parse.asl_parser import (
-    AmazonStateLanguageParser,
-    ASLParserException,
-    SyntaxErrorListener,
-)
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 
 _TREES: dict[str, Any] = {}
@@ -47,25 +40,20 @@ class _ShorterRetryWaits:
         time.sleep(seconds * RETRY_WAIT_SHARE)
 
 
-def _tree(definition: str) -> Any:
-    """The parse tree of ``definition``, as moto's parser builds it; its syntax errors raised
-    as moto raises them (a definition that fails is not kept)."""
-    tree = _TREES.get(definition)
-    if tree is None:
-        errors = SyntaxErrorListener()
-        parser = ASLParser(CommonTokenStream(ASLLexer(InputStream(definition))))
-        parser.removeErrorListeners()
-        parser.addErrorListener(errors)
-        tree = parser.state_machine()
-        if errors.errors:
-            raise ASLParserException(errors=errors.errors)
+def _kept(parse: Callable[[str], tuple[Any, Any]]) -> Callable[[str], tuple[Any, Any]]:
+    """moto's ``parse`` keeping the tree of each definition it parsed (one that fails raises
+    as moto raises, and is not kept); a definition parsed before gets a program built afresh
+    from its tree."""
+
+    def parse_kept(definition: str) -> tuple[Any, Any]:
+        tree = _TREES.get(definition)
+        if tree is not None:
+            return Preprocessor().visit(tree), tree
+        program, tree = parse(definition)
         _TREES[definition] = tree
-    return tree
+        return program, tree
 
-
-def _parse(definition: str) -> tuple[Any, Any]:
-    tree = _tree(definition)
-    return Preprocessor().visit(tree), tree
+    return parse_kept
 
 
 @contextmanager
@@ -74,7 +62,11 @@ def quick_moto() -> Iterator[None]:
     has parsed before (enter it before anything that wraps the parse), and Retry intervals
     ``RETRY_WAIT_SHARE`` as long."""
     with (
-        mock.patch.object(AmazonStateLanguageParser, "parse", staticmethod(_parse)),
+        mock.patch.object(
+            AmazonStateLanguageParser,
+            "parse",
+            staticmethod(_kept(AmazonStateLanguageParser.parse)),
+        ),
         mock.patch.object(retrier_decl, "time", _ShorterRetryWaits()),
     ):
         yield
