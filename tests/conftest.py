@@ -1,10 +1,13 @@
 """Settings for the whole suite: the venv's own tools first on the PATH, the Hypothesis
 profile the tests (and CI) run with, botocore's service models read once per process, the
-slow tests first, and the unused-grant report of the e2e scenarios."""
+slow tests first, temporary files kept under pytest's folder, and the unused-grant report of
+the e2e scenarios."""
 
 import json
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` first, the rest in their order: with ``-n 2`` a test of
     minutes then runs beside the many short ones, not alone at the end of the suite."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The temporary files of the code under test and of every process it starts (a kept
+    model server log, the scratch of a run killed with SIGKILL) go to a folder of pytest's,
+    which pytest prunes, not to the machine's /tmp."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", folder)
+        patch.setattr(tempfile, "tempdir", folder)
+        yield
 
 
 # --- the unused-grant report over every e2e scenario (tests/support/permissions) ---
