@@ -229,9 +229,14 @@ def test_tune_sweeps_the_sample_on_the_real_server_and_recommends_the_fastest_fi
     assert "small-tune-sample" in [w["code"] for w in plan["warnings"]]
 
 
-def test_tune_prints_the_curve_and_the_options_to_use(capsys, example_dir, monkeypatch):
+def test_tune_prints_the_curve_and_the_options_to_use_and_draws_it_as_a_png(
+    capsys, example_dir, monkeypatch, tmp_path
+):
+    from matplotlib.image import imread
+
     monkeypatch.setenv("COLUMNS", "200")
-    printed = _tune(capsys, example_dir, 500)
+    png = tmp_path / "curve.png"
+    printed = _tune(capsys, example_dir, 500, "--plot", str(png))
     assert "tune: rows/s on the sample (median of 3 passes, slowest-fastest) by" in printed
     assert "█" in printed and "<- recommended" in printed
     # which pair wins is a measurement, which a loaded machine can move: the forward batches
@@ -239,6 +244,12 @@ def test_tune_prints_the_curve_and_the_options_to_use(capsys, example_dir, monke
     # (the choice itself is tested on fixed points)
     assert re.search(r"\d+ MB \(~\d+ rec\) x \d+, 64 per pass", printed)  # forward batches
     assert re.search(r"recommended: --max-payload-mb \d+ --max-concurrent-transforms \d+", printed)
+    assert f"tune: curve drawn in {png}" in printed
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels = imread(png)
+    # pairs and forward batches, and on more than one core workers x threads: 350 px a panel
+    assert pixels.shape[:2] == (450, 1050 if (os.cpu_count() or 1) > 1 else 700)
+    assert pixels.std() > 0.05, "the image is not blank"
 
 
 @pytest.mark.parametrize(
@@ -320,19 +331,6 @@ def test_the_plot_draws_workers_x_threads_on_axes_of_their_own():
     assert [t.get_text() for t in shared.get_xticklabels()] == ["1 x 4", "2 x 2", "4 x 1"]
     rings = [line.get_label() for line in shared.get_lines() if line.get_label()[0] != "_"]
     assert rings == ["recommended: 2 x 2"]
-
-
-def test_tune_plot_writes_the_curve_as_a_png(capsys, example_dir, tmp_path):
-    from matplotlib.image import imread
-
-    png = tmp_path / "curve.png"
-    printed = _tune(capsys, example_dir, 500, "--plot", str(png))
-    assert f"tune: curve drawn in {png}" in printed
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    pixels = imread(png)
-    # pairs and forward batches, and on more than one core workers x threads: 350 px a panel
-    assert pixels.shape[:2] == (450, 1050 if (os.cpu_count() or 1) > 1 else 700)
-    assert pixels.std() > 0.05, "the image is not blank"
 
 
 def test_plot_needs_tune_a_directory_and_names_the_install_step_without_matplotlib(
