@@ -36,12 +36,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+# A forkserver's socket is made in the temporary directory, and a socket's path may not be
+# longer than 104 bytes (macOS; 107 on Linux): its own part is about 32.
+_TEMPORARY_PATH_LIMIT = 64
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The temporary files of the code under test and of every process it starts (a kept
     model server log, the scratch of a run killed with SIGKILL) go to a folder of pytest's,
-    which pytest prunes, not to the machine's /tmp."""
+    which pytest prunes, not to the machine's /tmp; unless that folder's path is too long
+    for the sockets made in it."""
     folder = str(tmp_path_factory.mktemp("tmp"))
+    if len(folder) > _TEMPORARY_PATH_LIMIT:
+        yield
+        return
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TMPDIR", folder)
         patch.setattr(tempfile, "tempdir", folder)

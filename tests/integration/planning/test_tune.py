@@ -232,8 +232,6 @@ def test_tune_sweeps_the_sample_on_the_real_server_and_recommends_the_fastest_fi
 def test_tune_prints_the_curve_and_the_options_to_use_and_draws_it_as_a_png(
     capsys, example_dir, monkeypatch, tmp_path
 ):
-    from matplotlib.image import imread
-
     monkeypatch.setenv("COLUMNS", "200")
     png = tmp_path / "curve.png"
     printed = _tune(capsys, example_dir, 500, "--plot", str(png))
@@ -246,6 +244,8 @@ def test_tune_prints_the_curve_and_the_options_to_use_and_draws_it_as_a_png(
     assert re.search(r"recommended: --max-payload-mb \d+ --max-concurrent-transforms \d+", printed)
     assert f"tune: curve drawn in {png}" in printed
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from matplotlib.image import imread
+
     pixels = imread(png)
     # pairs and forward batches, and on more than one core workers x threads: 350 px a panel
     assert pixels.shape[:2] == (450, 1050 if (os.cpu_count() or 1) > 1 else 700)
