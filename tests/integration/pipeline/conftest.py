@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
+from batchinfer.pipeline.storage.clients import aws_session
 from batchinfer.pipeline.storage.status_table import StatusTable
 from tests.support.aws import create_status_table
 from tests.support.run_state import BUCKET
@@ -73,7 +74,7 @@ def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[Account]:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(name, "testing")
     with mock_aws():
-        s3 = boto3.client("s3", region_name=REGION)
+        s3 = aws_session().client("s3", region_name=REGION)  # as the Lambdas make theirs
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         table = create_status_table("runs", REGION)
         sns = boto3.client("sns", region_name=REGION)
