@@ -42,7 +42,7 @@ def read_timestamp(value: Any) -> datetime.datetime:
         try:
             if len(value) >= 19 and value[10] == "T":  # 2025-01-01T12:34:56[.000]Z
                 return datetime.datetime.fromisoformat(value)
-            if value.endswith(" GMT"):  # Wed, 01 Jan 2025 12:34:56 GMT
+            if len(value) == 29 and value.endswith(" GMT"):  # Wed, 01 Jan 2025 12:34:56 GMT
                 return email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):
             pass
@@ -85,7 +85,7 @@ def services() -> Services:
         events=session.client("events"),
         sns=session.client("sns"),
         sagemaker=session.client("sagemaker"),
-        table=StatusTable.named(env.table_name, env.run_record_days),
+        table=StatusTable.named(env.table_name, env.run_record_days, session=session),
         # One attempt per call: the endpoint scoring retries throttling and 5xx itself,
         # with its own bound; a request may take the real-time limit (C8: a real-time request holds
         # at most 6 MB and takes at most 60 s).

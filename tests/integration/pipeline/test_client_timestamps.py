@@ -25,6 +25,7 @@ from .conftest import BUCKET
         "1700000000",
         "2025-01-01",
         "2025-01-01 12:34:56Z",
+        "Thu, 01 Jan 70 00:00:00 GMT",  # a two-digit year: botocore's reading, not email's
     ],
 )
 def test_a_timestamp_is_read_as_the_instant_botocore_reads(value):
