@@ -94,12 +94,13 @@ def load_ranges(path: Path) -> list[InputFile]:
 
 def _byte_range(entry: Any, path: Path, n: int) -> InputFile:
     fields = entry if isinstance(entry, dict) else {}
-    start, end = fields.get("start"), fields.get("end", -1)
+    start, end = fields.get("start"), fields.get("end")
     if not (
         isinstance(fields.get("path"), str)
         and isinstance(fields.get("name"), str)
         and type(start) is int
         and start >= 0
+        and "end" in fields  # null: to the end of the file; never left out
         and (end is None or (type(end) is int and end >= start))
     ):
         raise ValidationError(
