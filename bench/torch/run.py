@@ -96,9 +96,9 @@ rows = np.load(data)
 if runtime == "torch":
     import torch
     module = torch.jit.load(model, map_location=device)
-    def forward(x):
+    def forward(x):  # a copy, so that PyTorch frees each pass's tensor (codecs.host_values)
         with torch.inference_mode():
-            return module(torch.from_numpy(x).to(device)).cpu().numpy()
+            return module(torch.from_numpy(x).to(device)).cpu().numpy().copy()
 else:
     import onnxruntime
     providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]

@@ -255,6 +255,18 @@ def test_forward_passes_give_the_predictions_of_one_pass(networks, framework):
     assert np.allclose(_values(split), _values(one_pass), rtol=1e-6, atol=1e-12)
 
 
+def test_a_passs_predictions_hold_their_own_memory_not_the_tensors(networks):
+    """A forward pass's predictions are copied off the tensor, so PyTorch frees it while
+    the request's later passes run (arrays sharing its memory slowed them; see
+    codecs.host_values)."""
+    tensor = torch.arange(6.0).reshape(3, 2)
+    values = codecs.host_values(tensor)
+    tensor.add_(100.0)
+    assert values.flags.owndata and values.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    model = load_handler(networks / "pytorch").model
+    assert model.predict(np.ones((5, 10), dtype=np.float32)).flags.owndata
+
+
 @pytest.mark.parametrize("value", ["-5", "many"])
 def test_a_max_batch_records_that_is_not_a_whole_number_from_0_is_refused(networks, value):
     with pytest.raises(ModelLoadError, match=f"BATCHINFER_MAX_BATCH_RECORDS='?{value}'? is"):
