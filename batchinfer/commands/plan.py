@@ -239,10 +239,14 @@ def _show_tuning(line: Any, points: list[TunePoint]) -> None:
     their spread."""
     best = recommend(points)
     fastest = max((p.rows_per_second or 0.0 for p in points), default=0.0) or 1.0
+    first = (
+        "MaxPayloadInMB (records per request) x MaxConcurrentTransforms"
+        if not points[0].whole_objects
+        else "MaxConcurrentTransforms (one whole object a request)"
+    )
     line(
-        f"tune: rows/s on the sample (median of {PASSES} passes, slowest-fastest) by "
-        "MaxPayloadInMB (records per request) x MaxConcurrentTransforms, then by records per "
-        "forward pass, then by workers x threads",
+        f"tune: {points[0].unit} on the sample (median of {PASSES} passes, slowest-fastest) by "
+        f"{first}, then by records per forward pass, then by workers x threads",
         style="bold",
     )
     for point in points:
@@ -266,7 +270,7 @@ def _show_tuning(line: Any, points: list[TunePoint]) -> None:
     line(
         f"recommended: {option_name('max_payload_mb')} {best.max_payload_mb} "
         f"{option_name('max_concurrent_transforms')} {best.max_concurrent_transforms}"
-        f"{forward}{layout} ({best.rows_per_second:,.0f} rows/s on the sample; the fastest, "
+        f"{forward}{layout} ({best.rows_per_second:,.0f} {best.unit} on the sample; the fastest, "
         "or the point needing least memory that the sample cannot tell from it)",
         style="bold",
     )
@@ -278,10 +282,10 @@ def _show_tuning(line: Any, points: list[TunePoint]) -> None:
 
 
 def _point_label(point: TunePoint) -> str:
-    label = (
-        f"{point.max_payload_mb:>3} MB (~{point.records_per_request:,} rec) "
-        f"x {point.max_concurrent_transforms}"
-    )
+    request = f"~{point.records_per_request or 0:,} rec"
+    if point.whole_objects:
+        request = "1 object" + ("" if point.records_per_request is None else f", {request}")
+    label = f"{point.max_payload_mb:>3} MB ({request}) x {point.max_concurrent_transforms}"
     if point.max_batch_records is not None:
         label += f", {point.max_batch_records:,} per pass"
     if point.workers is not None and point.threads is not None:
@@ -294,7 +298,7 @@ def _point_label(point: TunePoint) -> str:
 def _point_value(point: TunePoint) -> str:
     if not point.fits:
         return f"does not fit: {point.reason}"
-    return f"{point.rows_per_second:,.0f} rows/s ({point.slowest:,.0f}-{point.fastest:,.0f})"
+    return f"{point.rows_per_second:,.0f} {point.unit} ({point.slowest:,.0f}-{point.fastest:,.0f})"
 
 
 def _show_estimate(line: Any, plan: Plan) -> None:

@@ -160,12 +160,22 @@ def small_tune_sample(sample_bytes: int, payload_mb: int) -> Advice:
     )
 
 
-def indistinct_tune_points(sample_records: int) -> Advice:
+def indistinct_tune_points(sample: str, remedy: str) -> Advice:
     return Advice(
         "indistinct-tune-points",
         f"--tune: every point measured is within the spread of the fastest: the sample "
-        f"({sample_records:,} records) is too small, or this machine too busy, to tell them "
-        "apart; the one recommended needs least memory among them; raise --sample-records",
+        f"({sample}) is too small, or this machine too busy, to tell them apart; the one "
+        f"recommended needs least memory among them; {remedy}",
+    )
+
+
+def few_tune_objects(objects: int, wanted: int) -> Advice:
+    return Advice(
+        "few-tune-objects",
+        f"--tune: the inputs hold {objects} whole object{'s' if objects != 1 else ''} within "
+        f"MaxPayloadInMB (SplitType None: one a request), so no more than {objects} were in "
+        f"flight at once; with {wanted} or more, concurrencies up to {wanted} (two a CPU) "
+        "would be measured",
     )
 
 

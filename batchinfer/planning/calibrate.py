@@ -10,12 +10,14 @@ instance is the speed per busy CPU.
 
 import os
 import tempfile
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.local_job import run_engine
+from batchinfer.engine.outcomes import FileOutcome, Progress
 from batchinfer.engines import Engine
 from batchinfer.model_artifact import prepare_model_dir
 from batchinfer.planning.estimate import Throughput, busy_cpus
@@ -78,8 +80,10 @@ def calibrate(
 ) -> Calibration:
     """Transform the sample (Line ``records``, or whole ``objects`` for SplitType None, each
     without its first line when the inputs start with a ``header``) with ``engine`` on one
-    local instance and measure it; ``records`` go through ``passes`` times, one pass after
-    another on the same instance, each measured (``runs``)."""
+    local instance and measure it; the sample goes through ``passes`` times, one pass after
+    another on the same instance, each measured (``runs``): a pass of records is one file, a
+    pass of objects is every object, measured from the end of the pass before it (the first
+    from its start) to the end of its last object, as several are in flight at once."""
     with tempfile.TemporaryDirectory(prefix="batchinfer-plan-") as scratch:
         work = Path(scratch)
         model_dir = prepare_model_dir(model, work)
@@ -91,16 +95,21 @@ def calibrate(
                 (work / name).write_bytes(body)
                 units.append(InputFile(work / name, name))
             settings = replace(settings, compression_type="None")  # the sample is plain
-        elif header:
-            units = [_without_header(o, work, settings) for o in objects or []]
         else:
-            units = list(objects or [])
+            sample = [_without_header(o, work, settings) if header else o for o in objects or []]
+            units = [
+                InputFile(o.path, o.name if passes == 1 else f"{SAMPLE_NAME}-{number}/{o.name}")
+                for number in range(1, passes + 1)
+                for o in sample
+            ]
+        clock = _PassClock()
         report = run_engine(
             engine,
             units,
             work / "out",
             model_dir=model_dir,
             settings=replace(settings, instance_count=1),
+            progress=clock,
         )
     failed = [o.error for o in report.outcomes if o.error]
     if failed:
@@ -117,8 +126,42 @@ def calibrate(
         busy_cpus=max(1, min(requests, busy_cpus(engine, local_cpus, settings))),
         effective=asdict(report.effective),
         requests=sum(s.requests for s in stats),
-        runs=tuple(s.records_in / max(s.seconds, 1e-9) for s in stats),
+        runs=(
+            tuple(s.records_in / max(s.seconds, 1e-9) for s in stats)
+            if records is not None or passes == 1
+            else clock.runs(report.outcomes, passes)
+        ),
     )
+
+
+class _PassClock(Progress):
+    """When the engine took its first file and finished each file, by name."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.finished: dict[str, float] = {}
+
+    def file_started(self, instance: int, file: InputFile) -> None:
+        if self.started is None:
+            self.started = time.perf_counter()
+
+    def file_finished(self, outcome: FileOutcome) -> None:
+        self.finished[outcome.file.name] = time.perf_counter()
+
+    def runs(self, outcomes: list[FileOutcome], passes: int) -> tuple[float, ...]:
+        """Records a second of each pass of ``outcomes`` (the passes in order, each the same
+        number of files): its records over the time from the end of the pass before it
+        (the first: from the first file taken) to the end of its last file."""
+        per_pass = len(outcomes) // passes
+        rates = []
+        since = self.started or 0.0
+        for number in range(passes):
+            done = outcomes[number * per_pass : (number + 1) * per_pass]
+            ended = max(self.finished[o.file.name] for o in done)
+            records = sum(o.stats.records_in for o in done if o.stats is not None)
+            rates.append(records / max(ended - since, 1e-9))
+            since = ended
+        return tuple(rates)
 
 
 def _without_header(file: InputFile, work: Path, settings: TransformSettings) -> InputFile:

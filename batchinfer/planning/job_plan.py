@@ -29,7 +29,14 @@ from batchinfer.planning.endpoint_estimate import EndpointEstimate, endpoint_est
 from batchinfer.planning.estimate import Estimate, JobEstimate, Throughput, Unit, job_estimate
 from batchinfer.planning.scan import Reservoir
 from batchinfer.planning.survey import InputSurvey, Sharding, survey_local, survey_s3_object
-from batchinfer.planning.tune import PAYLOADS_MB, TunePoint, indistinct, sweep, tune_json
+from batchinfer.planning.tune import (
+    PAYLOADS_MB,
+    TunePoint,
+    indistinct,
+    sweep,
+    sweep_objects,
+    tune_json,
+)
 from batchinfer.sharding.selection import EVERY_INPUT, InputSelection
 from batchinfer.transform.csv_dialect import check_header_type
 from batchinfer.transform.records import check_skip_blank_lines
@@ -220,7 +227,7 @@ def make_plan(
         plan.calibration = _calibrate(request, measured, files, reservoir, plan)
     if request.tune and plan.calibration is not None:
         on_stage("tune")
-        plan.tuning = _tune(request, measured, reservoir.sample(), plan, on_point)
+        plan.tuning = _tune(request, measured, reservoir.sample(), files, plan, on_point)
     throughput = _throughput(request, plan)
     units = _units(plan.inputs)
     plan.job = job_estimate(
@@ -282,7 +289,10 @@ def _check_tune(request: PlanRequest, remote: bool) -> None:
         (request.model is None, "--model (the model whose server is measured)"),
         (remote, "local inputs (the sample is drawn from them)"),
         (request.engine != "transform", "--engine transform (a processing job has no batches)"),
-        (request.settings.split_type != "Line", "--split-type Line (records to batch)"),
+        (
+            request.settings.split_type not in ("Line", "None"),
+            "--split-type Line (records to batch) or None (whole objects)",
+        ),
     ]
     for missing, what in needs:
         if missing:
@@ -293,30 +303,49 @@ def _tune(
     request: PlanRequest,
     settings: TransformSettings,
     sample: list[bytes],
+    files: list[InputFile],
     plan: Plan,
     on_point: Callable[[TunePoint], None],
 ) -> list[TunePoint] | None:
-    """The sweep over ``settings`` (the model server's), or None with a warning."""
+    """The sweep over ``settings`` (the model server's) on the Line records ``sample``, or
+    with SplitType None on whole objects of ``files`` as calibration sends them; None with a
+    warning when the model fails."""
     assert isinstance(request.model, Path)  # an S3 model was fetched by make_plan
-    largest = largest_record(plan)
     calibration = plan.calibration
     assert calibration is not None
-    if calibration.bytes <= PAYLOADS_MB[0] * MIB:
-        plan.warnings.append(advice.small_tune_sample(calibration.bytes, PAYLOADS_MB[0]))
     try:
-        points = sweep(
-            request.model,
-            settings,
-            sample,
-            0 if largest is None else largest["bytes"],
-            calibration.local_cpus,
-            on_point,
-        )
+        if settings.split_type == "None":
+            wanted = 2 * calibration.local_cpus  # two requests a core at most
+            objects = _sample_objects(files, plan, max(SAMPLE_OBJECTS, wanted))
+            points = sweep_objects(
+                request.model,
+                settings,
+                objects,
+                calibration.local_cpus,
+                on_point,
+                header=request.header,
+            )
+            told = (f"{len(objects)} whole objects", "objects of more records tell them apart")
+            if len(objects) < wanted:
+                plan.warnings.append(advice.few_tune_objects(len(objects), wanted))
+        else:
+            told = (f"{len(sample):,} records", "raise --sample-records")
+            largest = largest_record(plan)
+            if calibration.bytes <= PAYLOADS_MB[0] * MIB:
+                plan.warnings.append(advice.small_tune_sample(calibration.bytes, PAYLOADS_MB[0]))
+            points = sweep(
+                request.model,
+                settings,
+                sample,
+                0 if largest is None else largest["bytes"],
+                calibration.local_cpus,
+                on_point,
+            )
     except CalibrationFailed as exc:
         plan.warnings.append(advice.calibration_failed(str(exc)))
         return None
     if indistinct(points):
-        plan.warnings.append(advice.indistinct_tune_points(len(sample)))
+        plan.warnings.append(advice.indistinct_tune_points(*told))
     return points
 
 
@@ -367,9 +396,11 @@ def _calibrate(
         return None
 
 
-def _sample_objects(files: list[InputFile], plan: Plan) -> list[InputFile]:
-    """Up to :data:`SAMPLE_OBJECTS` whole objects spread across the inputs, each within the
-    payload limit (SplitType None sends each object as one request)."""
+def _sample_objects(
+    files: list[InputFile], plan: Plan, count: int = SAMPLE_OBJECTS
+) -> list[InputFile]:
+    """Up to ``count`` whole objects spread across the inputs, each within the payload limit
+    (SplitType None sends each object as one request)."""
     limit = plan.request.settings.resolve().max_payload_bytes
     fitting = [
         f
@@ -378,8 +409,8 @@ def _sample_objects(files: list[InputFile], plan: Plan) -> list[InputFile]:
         and s.largest.size > 0
         and (limit is None or s.largest.size <= limit)
     ]
-    step = max(1, len(fitting) // SAMPLE_OBJECTS)
-    return fitting[::step][:SAMPLE_OBJECTS]
+    step = max(1, len(fitting) // count)
+    return fitting[::step][:count]
 
 
 def _units(inputs: list[InputSurvey]) -> list[Unit]:

@@ -15,7 +15,10 @@ server up, and the median kept with the spread:
    falls (the point's fastest pass is below the best point's slowest). Pairs that break the
    payload rule are listed, not measured: the largest record must fit MaxPayloadInMB (R8: a
    record larger than it fails its file), and MaxConcurrentTransforms x MaxPayloadInMB is at
-   most 100 (R1: a request outside CreateTransformJob's limits is refused);
+   most 100 (R1: a request outside CreateTransformJob's limits is refused). With SplitType
+   None each object is one request (R6) at the job's MaxPayloadInMB, which only has to hold
+   the largest, so the concurrency alone rises, up to two requests a core, until throughput
+   clearly falls;
 2. forward batch: at the pair recommended by stage 1, forward passes of 64, 128, ... records
    up to the server's default pass (65,536 records, or a whole request when it is
    smaller), rising until throughput clearly falls;
@@ -38,7 +41,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from batchinfer.engine.inputs import InputFile
 from batchinfer.planning.calibrate import calibrate
+from batchinfer.planning.object_records import object_records
 from batchinfer.transform.server_limits import (
     DEFAULT_BATCH_RECORDS,
     MAX_BATCH_RECORDS_VAR,
@@ -58,7 +63,9 @@ PASSES = 3  # measurements of each point, after one pass that warms the server u
 class TunePoint:
     max_payload_mb: int
     max_concurrent_transforms: int
-    records_per_request: int  # about: MaxPayloadInMB over the sample's mean record, at most all
+    # About: MaxPayloadInMB over the sample's mean record, at most all; with whole objects the
+    # largest object's records, None where its content type does not say.
+    records_per_request: int | None
     fits: bool
     reason: str | None = None  # why it does not fit
     rows_per_second: float | None = None  # the median of the passes; None: not measured
@@ -69,6 +76,8 @@ class TunePoint:
     # per core, the cores shared among them).
     workers: int | None = None
     threads: int | None = None
+    unit: str = "rows/s"  # what rows_per_second counts: "objects/s" for whole objects
+    whole_objects: bool = False  # SplitType None: each object one request
 
     @property
     def slowest(self) -> float:
@@ -80,8 +89,9 @@ class TunePoint:
 
     @property
     def forward_records(self) -> int:
-        """The records of one forward pass."""
-        return min(self.max_batch_records or DEFAULT_BATCH_RECORDS, self.records_per_request)
+        """The records of one forward pass (at most: an object's records are not counted)."""
+        batch = self.max_batch_records or DEFAULT_BATCH_RECORDS
+        return batch if self.records_per_request is None else min(batch, self.records_per_request)
 
 
 def grid(
@@ -89,7 +99,7 @@ def grid(
 ) -> list[TunePoint]:
     """The pairs to try: payloads up to the first that holds the whole sample in one request
     (larger ones send the same), concurrencies up to this machine's CPUs (one server worker
-    each: more requests only queue); the pairs that break the payload rule unmeasured."""
+    each); the pairs that break the payload rule unmeasured."""
     mean = sample_bytes / max(1, sample_records)
     payloads = []
     for payload in PAYLOADS_MB:
@@ -172,6 +182,9 @@ def _falls(point: TunePoint, line: list[TunePoint]) -> bool:
     return point.fastest < best.slowest
 
 
+Measure = Callable[[TunePoint], TunePoint]
+
+
 def sweep(
     model: Path,
     settings: TransformSettings,
@@ -180,9 +193,76 @@ def sweep(
     local_cpus: int,
     on_point: Callable[[TunePoint], None] = lambda _p: None,
 ) -> list[TunePoint]:
-    """Measure the points of both stages (see the module docstring) on the sample
+    """Measure the points of every stage (see the module docstring) on the sample
     ``records`` (Line records) with the transform engine, as ``batchinfer plan --model``
     calibrates; unmeasured points past a fall are left out."""
+    measure = _measurer(model, settings, records=records)
+    points = grid(largest_record, sum(map(len, records)), len(records), local_cpus)
+    swept: list[TunePoint] = []
+    for concurrency in sorted({p.max_concurrent_transforms for p in points}):
+        line = [p for p in points if p.max_concurrent_transforms == concurrency]
+        swept.extend(_rising(measure, line, on_point))
+    return _refine(measure, swept, local_cpus, on_point)
+
+
+def sweep_objects(
+    model: Path,
+    settings: TransformSettings,
+    objects: list[InputFile],
+    local_cpus: int,
+    on_point: Callable[[TunePoint], None] = lambda _p: None,
+    *,
+    header: bool = False,
+) -> list[TunePoint]:
+    """The sweep for SplitType None: each of the sampled ``objects`` (without their first
+    line when they start with a ``header``) is one request of the job's MaxPayloadInMB, so
+    stage 1 is MaxConcurrentTransforms alone (:func:`object_grid`), rising until throughput
+    clearly falls; the forward batches and workers x threads follow as for Line records."""
+    measure = _measurer(model, settings, objects=objects, header=header)
+    payload = settings.resolve().max_payload_mb
+    counted = [object_records(o, settings) for o in objects]
+    records = None if None in counted else max(r for r in counted if r is not None)
+    line = object_grid(payload, len(objects), local_cpus, records)
+    if settings.parquet_in:  # a Parquet object's records are its rows
+        line = [replace(p, unit="rows/s") for p in line]
+    return _refine(measure, _rising(measure, line, on_point), local_cpus, on_point)
+
+
+def object_grid(
+    payload_mb: int, objects: int, local_cpus: int, records: int | None = None
+) -> list[TunePoint]:
+    """MaxConcurrentTransforms for whole objects (of at most ``records`` records, None where
+    unknown): up to two requests per core (a worker's next object then waits at its socket
+    while it answers the one before, instead of the worker waiting while the engine reads
+    and sends it), no more than the sample's objects (more would send the same), and within
+    R1 (times MaxPayloadInMB at most 100)."""
+    most = max(1, min(2 * local_cpus, objects))
+    return [
+        TunePoint(
+            payload_mb,
+            c,
+            records,
+            *_object_rule(payload_mb, c),
+            unit="objects/s",
+            whole_objects=True,
+        )
+        for c in CONCURRENCIES
+        if c <= most
+    ]
+
+
+def _object_rule(payload: int, concurrency: int) -> tuple[bool, str | None]:
+    if payload and payload * concurrency > MAX_PAYLOAD_X_CONCURRENCY_MB:
+        return False, (
+            f"{concurrency} x {payload} MB is over {MAX_PAYLOAD_X_CONCURRENCY_MB} MB (R1)"
+        )
+    return True, None
+
+
+def _measurer(model: Path, settings: TransformSettings, **sample: Any) -> Measure:
+    """Measures a point: the ``sample`` (calibrate's ``records``, or its ``objects`` and
+    ``header``) sent ``1 + PASSES`` times through one local instance set as the point says,
+    the first pass warming the server up."""
 
     def measure(point: TunePoint) -> TunePoint:
         tried = replace(
@@ -193,7 +273,7 @@ def sweep(
         variables = point_environment(point)
         if variables:
             tried = replace(tried, environment={**tried.environment, **variables})
-        result = calibrate(model, "transform", tried, records=records, passes=1 + PASSES)
+        result = calibrate(model, "transform", tried, passes=1 + PASSES, **sample)
         runs = result.runs[1:]
         return replace(
             point,
@@ -202,29 +282,38 @@ def sweep(
             passes=runs,
         )
 
-    points = grid(largest_record, sum(map(len, records)), len(records), local_cpus)
-    swept: list[TunePoint] = []
-    for concurrency in sorted({p.max_concurrent_transforms for p in points}):
-        line: list[TunePoint] = []
-        for point in (p for p in points if p.max_concurrent_transforms == concurrency):
-            point = measure(point) if point.fits else point
-            on_point(point)
-            falls = _falls(point, line)
-            line.append(point)
-            if falls:
-                break
-        swept.extend(line)
+    return measure
+
+
+def _rising(
+    measure: Measure, line: list[TunePoint], on_point: Callable[[TunePoint], None]
+) -> list[TunePoint]:
+    """The points of ``line`` in order, those that fit measured, up to the first that is
+    clearly slower than the best before it."""
+    done: list[TunePoint] = []
+    for point in line:
+        point = measure(point) if point.fits else point
+        on_point(point)
+        falls = _falls(point, done)
+        done.append(point)
+        if falls:
+            break
+    return done
+
+
+def _refine(
+    measure: Measure,
+    swept: list[TunePoint],
+    local_cpus: int,
+    on_point: Callable[[TunePoint], None],
+) -> list[TunePoint]:
+    """Stages 2 and 3 after ``swept``: forward batches at its recommended point, then the
+    cores as workers x threads at the point recommended so far."""
     pair = recommend(swept)
     if pair is None:
         return swept
-    batches: list[TunePoint] = []
-    for size in (b for b in FORWARD_BATCHES if b < pair.forward_records):
-        point = measure(replace(pair, max_batch_records=size))
-        on_point(point)
-        falls = _falls(point, batches)
-        batches.append(point)
-        if falls:
-            break
+    sizes = [b for b in FORWARD_BATCHES if b < pair.forward_records]
+    batches = _rising(measure, [replace(pair, max_batch_records=b) for b in sizes], on_point)
     chosen = recommend(swept + batches) or pair
     layouts: list[TunePoint] = []
     for workers in worker_counts(local_cpus):

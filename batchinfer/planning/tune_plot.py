@@ -1,8 +1,9 @@
 """``batchinfer plan --tune --plot PATH``: the measured tuning curves as a PNG.
 
 Left, rows/s on the sample against MaxPayloadInMB (records per request), one line per
-MaxConcurrentTransforms; right, when forward batches were swept, rows/s against the records
-of one forward pass at the pair they were swept at. Each point is the median of its passes,
+MaxConcurrentTransforms (for whole objects, SplitType None: against MaxConcurrentTransforms);
+right, when forward batches were swept, rows/s against the records of one forward pass at the
+pair they were swept at. Each point is the median of its passes,
 its bar their spread; the recommended point is ringed. Drawn with matplotlib, an optional
 dependency (``pip install 'batchinfer[plot]'``); the terminal bars need nothing.
 """
@@ -40,34 +41,46 @@ def tune_figure(points: list[TunePoint]) -> Any:
     panels = 1 + bool(batches) + bool(layouts)
     figure = Figure(figsize=(max(7, 3.5 * panels), 4.5), dpi=100, layout="constrained")
     best = recommend(points)
+    unit = points[0].unit
     axes = figure.add_subplot(1, panels, 1)
-    for concurrency in sorted({p.max_concurrent_transforms for p in pairs}):
-        line = sorted(
-            (p for p in pairs if p.max_concurrent_transforms == concurrency),
-            key=lambda p: p.max_payload_mb,
-        )
-        label = f"MaxConcurrentTransforms {concurrency}"
-        _curve(axes, line, [p.max_payload_mb for p in line], label)
-    payloads = sorted({p.max_payload_mb for p in pairs})
-    _style(axes, payloads, [f"{mb} MB" for mb in payloads], "MaxPayloadInMB (records per request)")
+    stage_one = best is not None and best.max_batch_records is None and best.workers is None
+    if pairs and pairs[0].whole_objects:  # one request an object: concurrency alone
+        line = sorted(pairs, key=lambda p: p.max_concurrent_transforms)
+        counts = [p.max_concurrent_transforms for p in line]
+        _curve(axes, line, counts, f"{line[0].max_payload_mb} MB, one object a request")
+        _style(axes, counts, [str(c) for c in counts], "MaxConcurrentTransforms", unit)
+        if best is not None and stage_one:
+            _ring(axes, best.max_concurrent_transforms, best, f"{best.max_concurrent_transforms}")
+    else:
+        for concurrency in sorted({p.max_concurrent_transforms for p in pairs}):
+            line = sorted(
+                (p for p in pairs if p.max_concurrent_transforms == concurrency),
+                key=lambda p: p.max_payload_mb,
+            )
+            label = f"MaxConcurrentTransforms {concurrency}"
+            _curve(axes, line, [p.max_payload_mb for p in line], label)
+        payloads = sorted({p.max_payload_mb for p in pairs})
+        labels = [f"{mb} MB" for mb in payloads]
+        _style(axes, payloads, labels, "MaxPayloadInMB (records per request)", unit)
+        if best is not None and stage_one:
+            chosen = f"{best.max_payload_mb} MB x {best.max_concurrent_transforms}"
+            _ring(axes, best.max_payload_mb, best, chosen)
     axes.set_title("batchinfer plan --tune")
-    if best is not None and best.max_batch_records is None and best.workers is None:
-        chosen = f"{best.max_payload_mb} MB x {best.max_concurrent_transforms}"
-        _ring(axes, best.max_payload_mb, best, chosen)
     if batches:
         right = figure.add_subplot(1, panels, 2, sharey=axes)
         sizes = [p.forward_records for p in batches]
         pair = batches[0]
         label = f"{pair.max_payload_mb} MB x {pair.max_concurrent_transforms}"
         _curve(right, batches, sizes, f"forward batches at {label}")
-        _style(right, sizes, [f"{n:,}" for n in sizes], "records per forward pass")
+        _style(right, sizes, [f"{n:,}" for n in sizes], "records per forward pass", unit)
         if best is not None and best.max_batch_records is not None and best.workers is None:
             _ring(right, best.forward_records, best, f"{best.forward_records:,} per pass")
     if layouts:
         last = figure.add_subplot(1, panels, panels, sharey=axes)
         counts = [_workers(p) for p in layouts]
         _curve(last, layouts, counts, "cores shared as workers x threads")
-        _style(last, counts, [f"{p.workers} x {p.threads}" for p in layouts], "workers x threads")
+        layout_labels = [f"{p.workers} x {p.threads}" for p in layouts]
+        _style(last, counts, layout_labels, "workers x threads", unit)
         if best is not None and best.workers is not None:
             _ring(last, _workers(best), best, f"{best.workers} x {best.threads}")
     for drawn in figure.axes:
@@ -97,13 +110,13 @@ def _ring(axes: Any, x: int, best: TunePoint, label: str) -> None:
     )
 
 
-def _style(axes: Any, ticks: list[int], labels: list[str], xlabel: str) -> None:
+def _style(axes: Any, ticks: list[int], labels: list[str], xlabel: str, unit: str) -> None:
     from matplotlib.ticker import StrMethodFormatter
 
     axes.set_xscale("log", base=2)
     axes.set_xticks(ticks, labels)
     axes.set_xlabel(xlabel)
-    axes.set_ylabel("rows/s on the sample")
+    axes.set_ylabel(f"{unit} on the sample")
     axes.set_ylim(bottom=0)
     axes.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
     axes.grid(True, alpha=0.3)
@@ -123,6 +136,6 @@ def _workers(point: TunePoint) -> int:
 
 
 def _speed(point: TunePoint) -> float:
-    """Rows a second of a measured point (the only ones plotted)."""
+    """The rate of a measured point (the only ones plotted)."""
     assert point.rows_per_second is not None
     return point.rows_per_second

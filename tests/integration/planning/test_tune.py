@@ -257,7 +257,10 @@ def test_tune_prints_the_curve_and_the_options_to_use_and_draws_it_as_a_png(
     [
         ([], "--tune: needs --model"),
         (["--model", "{model}", "--engine", "processing"], "--tune: needs --engine transform"),
-        (["--model", "{model}", "--split-type", "None"], "--tune: needs --split-type Line"),
+        (
+            ["--model", "{model}", "--split-type", "RecordIO"],
+            "--tune: needs --split-type Line (records to batch) or None (whole objects)",
+        ),
     ],
 )
 def test_tune_names_what_it_needs(capsys, example_dir, args, message):
