@@ -20,7 +20,9 @@ saved as TorchScript (``model.pt``) and exported to ONNX (``model.onnx``); the i
    request never fills it): flat within 20 % is the target, whatever the request size;
 4. the same run on the same rows as ``.npy`` requests (``--content-type application/x-npy
    --split-type None``, files of at most 4 MiB), the array the loop reads: the served path
-   with no CSV to decode;
+   with no CSV to decode; at the loop's best batch, and as ``batchinfer plan --tune``
+   recommends for those requests (requests in flight, forward batch, workers x threads),
+   the tuned run of the target;
 5. the ceiling of that ratio on this machine: one core's cost a row of what every served row
    needs, decoding the CSV (the server's decoder), the forward pass at the best batch with one
    thread, and encoding the answer, timed in one process on 6 MB bodies; the cores doing only
@@ -222,25 +224,34 @@ def npy_requests(rows: int) -> Path:
     return folder
 
 
+def device_env(device: str) -> dict[str, str]:
+    """This environment, with no GPU visible on ``cpu`` (the GPUs it sees on ``cuda``)."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": ""} if device == "cpu" else dict(os.environ)
+
+
 def run(
-    model_dir: Path, data: Path, batch: int, payload_mb: int, device: str
+    model_dir: Path,
+    data: Path,
+    batch: int | None,
+    payload_mb: int,
+    device: str,
+    options: tuple[str, ...] = (),
 ) -> tuple[float, float]:
     """rows/s of `batchinfer run` over its transform time (its manifest's: from the servers
     answering /ping to the last output, decoding, HTTP and encoding included) and its
-    workers' peak RSS in MiB. ``data``: the CSV file, or a folder of ``.npy`` requests."""
+    workers' peak RSS in MiB. ``data``: the CSV file, or a folder of ``.npy`` requests;
+    ``batch``: the forward batch (None: as ``options`` say)."""
     out = DATA / "out"
     shutil.rmtree(out, ignore_errors=True)
     shape = ["--content-type", "text/csv", "--split-type", "Line"]
     if data.is_dir():
         shape = ["--content-type", "application/x-npy", "--split-type", "None"]
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
-    if device == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""
+    env = device_env(device)
     command = [
         sys.executable, "-m", "batchinfer", "run", str(data), "--model", str(model_dir),
         "--output", str(out), *shape, "--accept", "text/csv",
-        "--assemble-with", "Line", "--max-payload-mb", str(payload_mb),
-        "--max-batch-records", str(batch), "--quiet", "--json",
+        "--assemble-with", "Line", "--max-payload-mb", str(payload_mb), "--quiet", "--json",
+        *(() if batch is None else ("--max-batch-records", str(batch))), *options,
     ]  # fmt: skip
     with WorkerPeak() as peak:
         done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
@@ -249,6 +260,28 @@ def run(
     manifest = json.loads(done.stdout)
     rows = len(np.load(DATA / "rows.npy", mmap_mode="r"))
     return rows / manifest["transform_seconds"], peak.mib
+
+
+def tuned(model_dir: Path, data: Path, device: str) -> tuple[tuple[str, ...], str]:
+    """The options `batchinfer plan --tune` recommends for the ``.npy`` requests in ``data``
+    (requests in flight, forward batch, workers x threads), and how it put them."""
+    env = device_env(device)
+    command = [
+        sys.executable, "-m", "batchinfer", "plan", str(data), "--model", str(model_dir),
+        "--content-type", "application/x-npy", "--split-type", "None", "--accept", "text/csv",
+        "--assemble-with", "Line", "--max-payload-mb", "6", "--tune", "--json",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"batchinfer plan --tune failed:\n{done.stderr}")
+    best = json.loads(done.stdout)["tune"]["recommended"]
+    options = ["--max-concurrent-transforms", str(best["max_concurrent_transforms"])]
+    if best["max_batch_records"] is not None:
+        options += ["--max-batch-records", str(best["max_batch_records"])]
+    if best["workers"] is not None:
+        options += ["--env", f"SAGEMAKER_MODEL_SERVER_WORKERS={best['workers']}"]
+        options += ["--env", f"OMP_NUM_THREADS={best['threads']}"]
+    return tuple(options), " ".join(options)
 
 
 def check_outputs(runtime: str) -> None:
@@ -313,14 +346,20 @@ def main() -> None:
             f"{statistics.median(ratios):.2f} (pairs {', '.join(f'{r:.2f}' for r in ratios)}; "
             "target >= 0.8, outputs checked)"
         )
-        npy_ratios = []
-        for loop_rate in loops:  # the same loop rates, each beside a run on .npy requests
+        options, said = tuned(model_dir, npy_data, args.device)
+        npy_ratios, tuned_ratios = [], []
+        for loop_rate in loops:  # the same loop rates, each beside runs on .npy requests
             npy_ratios.append(run(model_dir, npy_data, best, 6, args.device)[0] / loop_rate)
+            check_outputs(runtime)
+            rate = run(model_dir, npy_data, None, 6, args.device, options)[0]
+            tuned_ratios.append(rate / loop_rate)
             check_outputs(runtime)
         print(
             f"{runtime}: the same rows as .npy requests (no CSV to decode): ratio "
             f"{statistics.median(npy_ratios):.2f} (pairs "
-            f"{', '.join(f'{r:.2f}' for r in npy_ratios)}; outputs checked)"
+            f"{', '.join(f'{r:.2f}' for r in npy_ratios)}; outputs checked); as plan --tune "
+            f"recommends ({said}): {statistics.median(tuned_ratios):.2f} (pairs "
+            f"{', '.join(f'{r:.2f}' for r in tuned_ratios)}; target >= 0.8)"
         )
         if args.device == "cpu":
             decode, forward, encode = ceiling(model_dir, data, best)
