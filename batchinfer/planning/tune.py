@@ -16,9 +16,9 @@ server up, and the median kept with the spread:
    payload rule are listed, not measured: the largest record must fit MaxPayloadInMB (R8: a
    record larger than it fails its file), and MaxConcurrentTransforms x MaxPayloadInMB is at
    most 100 (R1: a request outside CreateTransformJob's limits is refused). With SplitType
-   None each object is one request (R6) at the job's MaxPayloadInMB, which only has to hold
-   the largest, so the concurrency alone rises, up to two requests a core, until throughput
-   clearly falls;
+   None (R6: the whole object is one request) MaxPayloadInMB stays the job's, which only has
+   to hold the largest object, and the concurrency alone rises, up to two requests a core,
+   until throughput clearly falls;
 2. forward batch: at the pair recommended by stage 1, forward passes of 64, 128, ... records
    up to the server's default pass (65,536 records, or a whole request when it is
    smaller), rising until throughput clearly falls;
