@@ -169,13 +169,13 @@ def indistinct_tune_points(sample: str, remedy: str) -> Advice:
     )
 
 
-def few_tune_objects(objects: int, wanted: int) -> Advice:
+def few_tune_objects(objects: int, tried: int, most: int) -> Advice:
     return Advice(
         "few-tune-objects",
         f"--tune: the inputs hold {objects} whole object{'s' if objects != 1 else ''} within "
-        f"MaxPayloadInMB (SplitType None: one a request), so no more than {objects} were in "
-        f"flight at once; with {wanted} or more, concurrencies up to {wanted} (two a CPU) "
-        "would be measured",
+        f"MaxPayloadInMB (SplitType None: one a request), so MaxConcurrentTransforms was "
+        f"measured up to {tried}; with {most} or more objects it would be measured up to "
+        f"{most} (two requests a CPU)",
     )
 
 

@@ -81,12 +81,15 @@ def calibrate(
     """Transform the sample (Line ``records``, or whole ``objects`` for SplitType None, each
     without its first line when the inputs start with a ``header``) with ``engine`` on one
     local instance and measure it; the sample goes through ``passes`` times, one pass after
-    another on the same instance, each measured (``runs``): a pass of records is one file, a
-    pass of objects is every object, measured from the end of the pass before it (the first
-    from its start) to the end of its last object, as several are in flight at once."""
+    another on the same instance, each measured (``runs``). A pass of records is one file,
+    timed alone. A pass of objects is every object, several in flight at once from one queue,
+    so passes overlap: one more pass goes last, untimed and left out of the figures, so that
+    every timed object is in flight beside as many others as the instance keeps, and each
+    pass is measured by its objects' times in the engine (:class:`_Sojourns`)."""
     with tempfile.TemporaryDirectory(prefix="batchinfer-plan-") as scratch:
         work = Path(scratch)
         model_dir = prepare_model_dir(model, work)
+        timed = 0  # the units whose figures count: all, where no untimed pass follows them
         if records is not None:
             body = b"".join(records)
             units = []
@@ -97,12 +100,14 @@ def calibrate(
             settings = replace(settings, compression_type="None")  # the sample is plain
         else:
             sample = [_without_header(o, work, settings) if header else o for o in objects or []]
+            rounds = passes + (passes > 1)  # the untimed last pass
             units = [
-                InputFile(o.path, o.name if passes == 1 else f"{SAMPLE_NAME}-{number}/{o.name}")
-                for number in range(1, passes + 1)
+                o if passes == 1 else replace(o, name=f"{SAMPLE_NAME}-{number}/{o.name}")
+                for number in range(1, rounds + 1)
                 for o in sample
             ]
-        clock = _PassClock()
+            timed = passes * len(sample)
+        clock = _Sojourns()
         report = run_engine(
             engine,
             units,
@@ -114,9 +119,11 @@ def calibrate(
     failed = [o.error for o in report.outcomes if o.error]
     if failed:
         raise CalibrationFailed(failed[0])
-    stats = [o.stats for o in report.outcomes if o.stats is not None]
+    outcomes = report.outcomes[: timed or None]
+    stats = [o.stats for o in outcomes if o.stats is not None]
     local_cpus = os.cpu_count() or 1
     requests = max((s.requests for s in stats), default=1)  # at once: files run one by one
+    in_flight = report.effective.max_concurrent_transforms
     return Calibration(
         engine=engine,
         records=sum(s.records_in for s in stats),
@@ -126,41 +133,42 @@ def calibrate(
         busy_cpus=max(1, min(requests, busy_cpus(engine, local_cpus, settings))),
         effective=asdict(report.effective),
         requests=sum(s.requests for s in stats),
+        # Each pass's rate; with objects and one pass, each object's (its own time alone).
         runs=(
-            tuple(s.records_in / max(s.seconds, 1e-9) for s in stats)
-            if records is not None or passes == 1
-            else clock.runs(report.outcomes, passes)
+            clock.runs(outcomes, passes, in_flight)
+            if records is None and passes > 1
+            else tuple(s.records_in / max(s.seconds, 1e-9) for s in stats)
         ),
     )
 
 
-class _PassClock(Progress):
-    """When the engine took its first file and finished each file, by name."""
+class _Sojourns(Progress):
+    """When the engine took each file and when it finished it, by name."""
 
     def __init__(self) -> None:
-        self.started: float | None = None
+        self.taken: dict[str, float] = {}
         self.finished: dict[str, float] = {}
 
     def file_started(self, instance: int, file: InputFile) -> None:
-        if self.started is None:
-            self.started = time.perf_counter()
+        self.taken[file.name] = time.perf_counter()
 
     def file_finished(self, outcome: FileOutcome) -> None:
         self.finished[outcome.file.name] = time.perf_counter()
 
-    def runs(self, outcomes: list[FileOutcome], passes: int) -> tuple[float, ...]:
-        """Records a second of each pass of ``outcomes`` (the passes in order, each the same
-        number of files): its records over the time from the end of the pass before it
-        (the first: from the first file taken) to the end of its last file."""
+    def runs(self, outcomes: list[FileOutcome], passes: int, in_flight: int) -> tuple[float, ...]:
+        """Records a second of each pass of ``outcomes`` (in order, each the same number of
+        files), with ``in_flight`` files in the engine at every moment, as the queue keeps
+        it: by Little's law the files leave at ``in_flight`` over their mean time in the
+        engine (taken to finished, waiting at the server included), so a pass's rate is
+        its records times ``in_flight`` over its files' summed times. Passes share the
+        queue and overlap, so none has a start or an end of its own to time it by."""
         per_pass = len(outcomes) // passes
         rates = []
-        since = self.started or 0.0
         for number in range(passes):
             done = outcomes[number * per_pass : (number + 1) * per_pass]
-            ended = max(self.finished[o.file.name] for o in done)
+            spent = sum(self.finished[o.file.name] - self.taken[o.file.name] for o in done)
             records = sum(o.stats.records_in for o in done if o.stats is not None)
-            rates.append(records / max(ended - since, 1e-9))
-            since = ended
+            rates.append(in_flight * records / max(spent, 1e-9))
         return tuple(rates)
 
 

@@ -33,6 +33,7 @@ from batchinfer.planning.tune import (
     PAYLOADS_MB,
     TunePoint,
     indistinct,
+    most_in_flight,
     sweep,
     sweep_objects,
     tune_json,
@@ -325,9 +326,12 @@ def _tune(
                 on_point,
                 header=request.header,
             )
-            told = (f"{len(objects)} whole objects", "objects of more records tell them apart")
-            if len(objects) < wanted:
-                plan.warnings.append(advice.few_tune_objects(len(objects), wanted))
+            count = f"{len(objects)} whole object{'s' if len(objects) != 1 else ''}"
+            told = (count, "objects of more records tell them apart")
+            fewer = most_in_flight(len(objects), calibration.local_cpus)
+            most = most_in_flight(wanted, calibration.local_cpus)
+            if fewer < most:
+                plan.warnings.append(advice.few_tune_objects(len(objects), fewer, most))
         else:
             told = (f"{len(sample):,} records", "raise --sample-records")
             largest = largest_record(plan)

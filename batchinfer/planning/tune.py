@@ -68,10 +68,10 @@ class TunePoint:
     records_per_request: int | None
     fits: bool
     reason: str | None = None  # why it does not fit
-    rows_per_second: float | None = None  # the median of the passes; None: not measured
+    rows_per_second: float | None = None  # median of the passes, in unit; None: not measured
     requests: int | None = None  # one pass over the sample took
     max_batch_records: int | None = None  # records per forward pass; None: the server's default
-    passes: tuple[float, ...] = ()  # rows/s of each pass over the sample
+    passes: tuple[float, ...] = ()  # the rate of each pass over the sample, in unit
     # Model server workers and native threads per worker; None: the defaults (one worker
     # per core, the cores shared among them).
     workers: int | None = None
@@ -221,42 +221,37 @@ def sweep_objects(
     measure = _measurer(model, settings, objects=objects, header=header)
     payload = settings.resolve().max_payload_mb
     counted = [object_records(o, settings) for o in objects]
-    records = None if None in counted else max(r for r in counted if r is not None)
-    line = object_grid(payload, len(objects), local_cpus, records)
-    if settings.parquet_in:  # a Parquet object's records are its rows
-        line = [replace(p, unit="rows/s") for p in line]
+    records = None if None in counted else max(filter(None, counted), default=None)
+    unit = "rows/s" if settings.parquet_in else "objects/s"  # a Parquet object's records: rows
+    line = object_grid(payload, len(objects), local_cpus, records, unit)
     return _refine(measure, _rising(measure, line, on_point), local_cpus, on_point)
 
 
 def object_grid(
-    payload_mb: int, objects: int, local_cpus: int, records: int | None = None
+    payload_mb: int,
+    objects: int,
+    local_cpus: int,
+    records: int | None = None,
+    unit: str = "objects/s",
 ) -> list[TunePoint]:
     """MaxConcurrentTransforms for whole objects (of at most ``records`` records, None where
     unknown): up to two requests per core (a worker's next object then waits at its socket
     while it answers the one before, instead of the worker waiting while the engine reads
-    and sends it), no more than the sample's objects (more would send the same), and within
-    R1 (times MaxPayloadInMB at most 100)."""
-    most = max(1, min(2 * local_cpus, objects))
+    and sends it), no more than the objects of one pass over the sample (so a pass never
+    waits on the one before it to fill the requests in flight), and within R1 (times
+    MaxPayloadInMB at most 100)."""
     return [
-        TunePoint(
-            payload_mb,
-            c,
-            records,
-            *_object_rule(payload_mb, c),
-            unit="objects/s",
-            whole_objects=True,
-        )
+        TunePoint(payload_mb, c, records, *_rule(payload_mb, c, 0), unit=unit, whole_objects=True)
         for c in CONCURRENCIES
-        if c <= most
+        if c <= most_in_flight(objects, local_cpus)
     ]
 
 
-def _object_rule(payload: int, concurrency: int) -> tuple[bool, str | None]:
-    if payload and payload * concurrency > MAX_PAYLOAD_X_CONCURRENCY_MB:
-        return False, (
-            f"{concurrency} x {payload} MB is over {MAX_PAYLOAD_X_CONCURRENCY_MB} MB (R1)"
-        )
-    return True, None
+def most_in_flight(objects: int, local_cpus: int) -> int:
+    """The most requests in flight the sweep of whole objects tries: a power of two, up to
+    two a core and up to ``objects``, one at the least."""
+    bound = max(1, min(2 * local_cpus, objects))
+    return max(c for c in CONCURRENCIES if c <= bound)
 
 
 def _measurer(model: Path, settings: TransformSettings, **sample: Any) -> Measure:

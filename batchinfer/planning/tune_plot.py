@@ -1,11 +1,12 @@
 """``batchinfer plan --tune --plot PATH``: the measured tuning curves as a PNG.
 
-Left, rows/s on the sample against MaxPayloadInMB (records per request), one line per
-MaxConcurrentTransforms (for whole objects, SplitType None: against MaxConcurrentTransforms);
-right, when forward batches were swept, rows/s against the records of one forward pass at the
-pair they were swept at. Each point is the median of its passes,
-its bar their spread; the recommended point is ringed. Drawn with matplotlib, an optional
-dependency (``pip install 'batchinfer[plot]'``); the terminal bars need nothing.
+Left, the rate on the sample (rows/s, or objects/s for whole objects) against MaxPayloadInMB
+(records per request), one line per MaxConcurrentTransforms (for whole objects, SplitType
+None: against MaxConcurrentTransforms); right, when forward batches were swept, the rate
+against the records of one forward pass at the pair they were swept at. Each point is the
+median of its passes, its bar their spread; the recommended point is ringed. Drawn with
+matplotlib, an optional dependency (``pip install 'batchinfer[plot]'``); the terminal bars
+need nothing.
 """
 
 from pathlib import Path
@@ -41,7 +42,7 @@ def tune_figure(points: list[TunePoint]) -> Any:
     panels = 1 + bool(batches) + bool(layouts)
     figure = Figure(figsize=(max(7, 3.5 * panels), 4.5), dpi=100, layout="constrained")
     best = recommend(points)
-    unit = points[0].unit
+    unit = points[0].unit if points else "rows/s"
     axes = figure.add_subplot(1, panels, 1)
     stage_one = best is not None and best.max_batch_records is None and best.workers is None
     if pairs and pairs[0].whole_objects:  # one request an object: concurrency alone

@@ -275,6 +275,8 @@ def tuned(model_dir: Path, data: Path, device: str) -> tuple[tuple[str, ...], st
     if done.returncode != 0:
         raise SystemExit(f"batchinfer plan --tune failed:\n{done.stderr}")
     best = json.loads(done.stdout)["tune"]["recommended"]
+    if best is None:
+        raise SystemExit(f"batchinfer plan --tune measured nothing:\n{done.stdout}")
     options = ["--max-concurrent-transforms", str(best["max_concurrent_transforms"])]
     if best["max_batch_records"] is not None:
         options += ["--max-batch-records", str(best["max_batch_records"])]
