@@ -89,7 +89,8 @@ class TunePoint:
 
     @property
     def forward_records(self) -> int:
-        """The records of one forward pass (at most: an object's records are not counted)."""
+        """The records of one forward pass: the batch, or a request's records where they are
+        fewer (for whole objects of a type that does not say how many, the batch)."""
         batch = self.max_batch_records or DEFAULT_BATCH_RECORDS
         return batch if self.records_per_request is None else min(batch, self.records_per_request)
 
