@@ -4,14 +4,13 @@ without decoding the object: a ``.npy`` array's first dimension, a Parquet file'
 other content types leave it to the server's default batch."""
 
 import gzip
-from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from batchinfer.engine.inputs import InputFile
 from batchinfer.media_types import NPY, PARQUET, codec_type
 from batchinfer.serving.codecs import read_npy_header
-from batchinfer.transform.parquet_footer import rows_at_end
+from batchinfer.sharding.parquet_split import file_footer
 from batchinfer.transform.settings import TransformSettings
 
 
@@ -26,8 +25,7 @@ def object_records(file: InputFile, settings: TransformSettings) -> int | None:
                 shape = read_npy_header(stream)[0]
             return shape[0] if shape else None
         if kind == PARQUET and settings.compression_type != "Gzip":
-            with file.path.open("rb") as stream:
-                return rows_at_end(_reader(stream), file.path.stat().st_size)
+            return file_footer(str(file.path)).rows
     except Exception:  # numpy's header parser and zlib raise many types for a damaged one
         return None
     return None
@@ -35,11 +33,3 @@ def object_records(file: InputFile, settings: TransformSettings) -> int | None:
 
 def _opened(path: Path, gzipped: bool) -> BinaryIO:
     return cast(BinaryIO, gzip.open(path, "rb") if gzipped else path.open("rb"))
-
-
-def _reader(stream: BinaryIO) -> Callable[[int, int], bytes]:
-    def read_range(start: int, end: int) -> bytes:
-        stream.seek(start)
-        return stream.read(end - start)
-
-    return read_range
