@@ -48,6 +48,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from batchinfer.planning.tune import TunePoint, point_environment
+
 DATA = Path(__file__).resolve().parents[1] / ".data" / "torch"
 FEATURES = 30
 BATCHES = tuple(4**n for n in range(3, 9))  # 64, 256, ..., 65,536
@@ -278,11 +280,8 @@ def tuned(model_dir: Path, data: Path, device: str) -> tuple[tuple[str, ...], st
     if best is None:
         raise SystemExit(f"batchinfer plan --tune measured nothing:\n{done.stdout}")
     options = ["--max-concurrent-transforms", str(best["max_concurrent_transforms"])]
-    if best["max_batch_records"] is not None:
-        options += ["--max-batch-records", str(best["max_batch_records"])]
-    if best["workers"] is not None:
-        options += ["--env", f"SAGEMAKER_MODEL_SERVER_WORKERS={best['workers']}"]
-        options += ["--env", f"OMP_NUM_THREADS={best['threads']}"]
+    for name, value in point_environment(TunePoint(**best)).items():  # batch, workers, threads
+        options += ["--env", f"{name}={value}"]
     return tuple(options), " ".join(options)
 
 
