@@ -89,7 +89,6 @@ def calibrate(
     with tempfile.TemporaryDirectory(prefix="batchinfer-plan-") as scratch:
         work = Path(scratch)
         model_dir = prepare_model_dir(model, work)
-        timed = 0  # the units whose figures count: all, where no untimed pass follows them
         if records is not None:
             body = b"".join(records)
             units = []
@@ -98,6 +97,7 @@ def calibrate(
                 (work / name).write_bytes(body)
                 units.append(InputFile(work / name, name))
             settings = replace(settings, compression_type="None")  # the sample is plain
+            timed = len(units)
         else:
             sample = [_without_header(o, work, settings) if header else o for o in objects or []]
             rounds = passes + (passes > 1)  # the untimed last pass
@@ -106,7 +106,7 @@ def calibrate(
                 for number in range(1, rounds + 1)
                 for o in sample
             ]
-            timed = passes * len(sample)
+            timed = passes * len(sample)  # the untimed last pass left out of the figures
         clock = _Sojourns()
         report = run_engine(
             engine,
@@ -119,7 +119,7 @@ def calibrate(
     failed = [o.error for o in report.outcomes if o.error]
     if failed:
         raise CalibrationFailed(failed[0])
-    outcomes = report.outcomes[: timed or None]
+    outcomes = report.outcomes[:timed]
     stats = [o.stats for o in outcomes if o.stats is not None]
     local_cpus = os.cpu_count() or 1
     requests = max((s.requests for s in stats), default=1)  # at once: files run one by one
