@@ -127,17 +127,19 @@ def least_used_gpu(gpus: list[str], held: list[str | None]) -> str:
     return min(gpus, key=lambda gpu: (held.count(gpu), gpus.index(gpu)))
 
 
-def _exit_without_teardown(_arbiter: Any, _worker: Any) -> None:
-    """gunicorn's worker_exit hook: a worker leaving cleanly runs its exit handlers (a user
-    module's too), flushes its logs and exits without tearing down the interpreter, which
-    takes about 0.3 s once scikit-learn is loaded and delays every stop (C10). Threads a
-    user module started are not waited for: its exit handlers are where to finish them."""
-    leaving = sys.exc_info()[1]
-    if isinstance(leaving, SystemExit) and leaving.code in (0, None):
-        atexit._run_exitfuncs()  # logging's own handler among them: the log is flushed
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+def _exit_without_teardown(code: object) -> NoReturn:
+    """Leave this process as ``sys.exit(code)`` would, its exit handlers run (a user module's
+    too; logging's own flushes the log) and stdout and stderr flushed, but without tearing
+    down the interpreter: that takes about 0.3 s once scikit-learn or PyTorch is loaded, in
+    the master too, and delays every stop (C10). Threads a user module started are not
+    waited for: its exit handlers are where to finish them."""
+    atexit._run_exitfuncs()
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # as the interpreter shows a message it exits with
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 def _choose_gpu(arbiter: Any, worker: Any) -> None:
@@ -197,7 +199,6 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 "pre_fork": _choose_gpu,
                 "post_fork": _start_worker,
                 "post_worker_init": _stop_if_told_before_init,
-                "worker_exit": _exit_without_teardown,
             }
             if os.access("/dev/shm", os.W_OK):
                 options["worker_tmp_dir"] = "/dev/shm"
@@ -243,5 +244,8 @@ def run_server(settings: ServeSettings) -> NoReturn:
     except ModelLoadError as exc:
         LOG.error("%s: %s", MODEL_LOAD_FAILED, exc)
         sys.exit(Arbiter.APP_LOAD_ERROR)
-    _gunicorn_application(settings).run()
-    sys.exit(0)
+    try:  # the master's stop, and each worker's (forked in here): both leave through this
+        _gunicorn_application(settings).run()
+    except SystemExit as leaving:
+        _exit_without_teardown(leaving.code)
+    _exit_without_teardown(0)

@@ -2,6 +2,7 @@
 (C10), env (C6, R21), SAGEMAKER_BIND_TO_PORT (C3), and argument errors."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,54 @@ def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir, tmp_path):
         assert server.url == f"http://127.0.0.1:{server.port}"
         assert server.stop() == 0
     assert "Shutting down: Master" in log.read_text()
+
+
+def test_a_stopped_workers_exit_handlers_run_and_what_it_printed_is_kept_c10(
+    example_model_dir, user_module, tmp_path
+):
+    """Workers and master leave without tearing down their interpreters, but not without
+    what a clean exit does: each worker's exit handlers (a user module's here) run, and
+    what they print, held in stdout's buffer (the server run as a container runs it, its
+    output into a file), reaches the log."""
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    shutil.copy(example_model_dir / "model.joblib", model_dir)
+    user_module(
+        model_dir,
+        """
+        import atexit, os, sys
+        print("worker", os.getpid(), "loaded the module", file=sys.stderr)
+        atexit.register(lambda: print("worker", os.getpid(), "ran its exit handler"))
+        """,
+    )
+    log = tmp_path / "serve.log"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    serve = [sys.executable, "-m", "batchinfer", "serve", "--model-dir", str(model_dir)]
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [*serve, "--port", "0", "--host", "127.0.0.1", "--workers", "2"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        workers = _pids_saying(log, "loaded the module", 2)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(60) == 0
+    assert _pids_saying(log, "ran its exit handler", 2) == workers
+    assert log.read_text().rstrip().endswith("Shutting down: Master")
+
+
+def _pids_saying(log, words: str, count: int) -> set[int]:
+    """The processes whose ``worker PID <words>`` lines ``log`` holds, once it holds
+    ``count`` of them (within 60 s)."""
+    for _ in range(600):
+        lines = [line for line in log.read_text().splitlines() if words in line]
+        if len(lines) == count:
+            return {int(line.split()[1]) for line in lines}
+        threading.Event().wait(0.1)
+    raise AssertionError(f"not {count} lines of {words!r}:\n{log.read_text()}")
 
 
 def test_temporary_log_removed_after_clean_stop_kept_after_kill(example_model_dir):
