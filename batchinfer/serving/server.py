@@ -30,6 +30,7 @@ import os
 import queue
 import signal
 import sys
+import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ GRACEFUL_TIMEOUT = 25
 # What gunicorn (and a container's runtime) sends a worker to stop it.
 WORKER_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
+_REAP_INTERVAL = 0.005  # seconds between a stopping master's looks for its workers' exits
 _THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -181,7 +183,21 @@ def _stop_if_told_before_init(worker: Any) -> None:
 
 def _gunicorn_application(settings: ServeSettings) -> Any:
     from gunicorn.app.base import BaseApplication
+    from gunicorn.arbiter import Arbiter
     from gunicorn.errors import AppImportError
+
+    class PromptArbiter(Arbiter):
+        """gunicorn's master, whose stop ends as soon as its workers are gone: gunicorn's
+        own checks every 0.1 s, so a stop took 0.2 s of workers that leave in 10 ms (C10)."""
+
+        def kill_workers(self, sig: int) -> None:
+            super().kill_workers(sig)
+            if self.LISTENERS or sig not in (signal.SIGTERM, signal.SIGQUIT):
+                return  # not the stop's signal (the master closes its sockets first)
+            deadline = time.monotonic() + self.cfg.graceful_timeout  # the stop's own bound
+            while self.WORKERS and time.monotonic() < deadline:
+                self.reap_workers()
+                time.sleep(_REAP_INTERVAL)
 
     class ModelServer(BaseApplication):
         def load_config(self) -> None:
@@ -216,6 +232,13 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 LOG.error("%s: %s", MODEL_LOAD_FAILED, exc, exc_info=exc.__cause__)
                 raise AppImportError(f"{MODEL_LOAD_FAILED}: {exc}") from exc
             return InferenceApp(handler, ServerLimits(settings.workers, settings.max_payload_mb))
+
+        def run(self) -> None:
+            try:
+                PromptArbiter(self).run()
+            except RuntimeError as exc:  # what gunicorn's own run() says and does
+                print(f"\nError: {exc}\n", file=sys.stderr)
+                sys.exit(1)
 
     return ModelServer()
 

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.serving.launcher import start_server
 from batchinfer.serving.server_errors import ServerStartError
 
@@ -23,6 +24,44 @@ def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir, tmp_path):
         assert server.url == f"http://127.0.0.1:{server.port}"
         assert server.stop() == 0
     assert "Shutting down: Master" in log.read_text()
+
+
+def test_a_request_in_flight_when_the_server_is_stopped_is_answered_first_c10(
+    example_model_dir, user_module, tmp_path
+):
+    """SIGTERM stops a server gracefully: the request its worker is scoring is answered,
+    then the worker leaves, then the master, with exit code 0."""
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    shutil.copy(example_model_dir / "model.joblib", model_dir)
+    started = tmp_path / "started"
+    user_module(
+        model_dir,
+        f"""
+        import pathlib, time
+
+        def predict_fn(data, model):
+            pathlib.Path({str(started)!r}).touch()
+            time.sleep(1.5)
+            return [len(data)] * len(data)
+        """,
+    )
+    answers = []
+    with start_server(model_dir, workers=1) as server:
+        server.wait_healthy(60)
+        client = ModelServerClient(
+            server.port, content_type="text/csv", accept="text/csv", timeout=60.0
+        )
+        asking = threading.Thread(target=lambda: answers.append(client.invoke(b"1,2\n3,4\n")))
+        asking.start()
+        for _ in range(600):
+            if started.exists():
+                break
+            threading.Event().wait(0.05)
+        assert server.stop() == 0
+        asking.join(60)
+        client.close()
+    assert answers == [b"2\n2\n"]
 
 
 def test_a_stopped_workers_exit_handlers_run_and_what_it_printed_is_kept_c10(
