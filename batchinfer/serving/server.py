@@ -184,20 +184,36 @@ def _stop_if_told_before_init(worker: Any) -> None:
 def _gunicorn_application(settings: ServeSettings) -> Any:
     from gunicorn.app.base import BaseApplication
     from gunicorn.arbiter import Arbiter
-    from gunicorn.errors import AppImportError
+    from gunicorn.errors import AppImportError, HaltServer
 
     class PromptArbiter(Arbiter):
         """gunicorn's master, whose stop ends as soon as its workers are gone: gunicorn's
         own checks every 0.1 s, so a stop took 0.2 s of workers that leave in 10 ms (C10)."""
 
+        reaping = False
+
         def kill_workers(self, sig: int) -> None:
             super().kill_workers(sig)
-            if self.LISTENERS or sig not in (signal.SIGTERM, signal.SIGQUIT):
-                return  # not the stop's signal (the master closes its sockets first)
+            if self.LISTENERS or sig not in (signal.SIGTERM, signal.SIGQUIT) or self.reaping:
+                return  # not the stop's first signal (the master closes its sockets first)
+            self.reaping = True
             deadline = time.monotonic() + self.cfg.graceful_timeout  # the stop's own bound
-            while self.WORKERS and time.monotonic() < deadline:
-                self.reap_workers()
+            while self.WORKERS and time.monotonic() < deadline and not self._quick_stop():
+                with contextlib.suppress(HaltServer):  # another worker that could not load:
+                    self.reap_workers()  # the master halts already, with the first's code
                 time.sleep(_REAP_INTERVAL)
+
+        def _quick_stop(self) -> bool:
+            """Whether SIGINT or SIGQUIT came meanwhile: left queued for gunicorn's stop,
+            which then kills the workers at once. Other signals go, as that stop drops them."""
+            while True:
+                try:
+                    sig = self.SIG_QUEUE.get_nowait()
+                except queue.Empty:
+                    return False
+                if sig in (signal.SIGINT, signal.SIGQUIT):
+                    self.SIG_QUEUE.put_nowait(sig)
+                    return True
 
     class ModelServer(BaseApplication):
         def load_config(self) -> None:

@@ -156,6 +156,20 @@ def test_model_that_fails_to_load_is_never_healthy_and_the_log_says_why(
         server.stop()
 
 
+def test_a_model_that_cannot_load_exits_4_from_every_worker_count(tmp_path):
+    """Each worker fails its load; the master halts on the first and exits 4, however many
+    more fail while it stops them."""
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "inference.py").write_text("import not_a_module\n")
+    server = start_server(tmp_path, workers=3)
+    try:
+        with pytest.raises(ServerStartError, match="import failed"):
+            server.wait_healthy(60)
+        assert server.process.wait(60) == 4
+    finally:
+        server.stop()
+
+
 def test_predict_method_the_model_lacks_fails_the_load(tmp_path, example_model_dir):
     import joblib
     from sklearn.linear_model import LinearRegression

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.serving.launcher import start_server
 from batchinfer.serving.server_errors import ServerStartError
+from batchinfer.transform.record_errors import InvocationError
 
 
 def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir, tmp_path):
@@ -31,6 +33,31 @@ def test_a_request_in_flight_when_the_server_is_stopped_is_answered_first_c10(
 ):
     """SIGTERM stops a server gracefully: the request its worker is scoring is answered,
     then the worker leaves, then the master, with exit code 0."""
+    with _scoring(example_model_dir, user_module, tmp_path, seconds=1.5) as (server, answers):
+        assert server.stop() == 0
+    assert answers == [(200, b"2\n2\n")]
+
+
+def test_sigint_during_a_graceful_stop_stops_the_workers_at_once_c10(
+    example_model_dir, user_module, tmp_path
+):
+    """A graceful stop (SIGTERM) waits up to 25 s for the request in flight; SIGINT or SIGQUIT
+    to the master meanwhile stops its workers at once, as gunicorn's quick shutdown does."""
+    with _scoring(example_model_dir, user_module, tmp_path, seconds=120) as (server, answers):
+        server.process.send_signal(signal.SIGTERM)
+        threading.Event().wait(0.5)
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(20) == 0  # long before the 25 s a graceful stop gives
+    cut_short = isinstance(answers[0], InvocationError) or answers[0][0] == 500
+    assert cut_short, f"the request in flight is not scored: {answers[0]}"
+
+
+@contextmanager
+def _scoring(example_model_dir, user_module, tmp_path, *, seconds: float):
+    """A server of one worker whose predict_fn takes ``seconds``, scoring a request of two
+    records sent from a thread; ``(server, answers)`` once the worker is in the predict_fn,
+    where ``answers`` gets the request's ``(status, body)``, or the InvocationError that cut
+    it short."""
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     shutil.copy(example_model_dir / "model.joblib", model_dir)
@@ -42,26 +69,35 @@ def test_a_request_in_flight_when_the_server_is_stopped_is_answered_first_c10(
 
         def predict_fn(data, model):
             pathlib.Path({str(started)!r}).touch()
-            time.sleep(1.5)
+            time.sleep({seconds})
             return [len(data)] * len(data)
         """,
     )
-    answers = []
+    answers: list = []
     with start_server(model_dir, workers=1) as server:
         server.wait_healthy(60)
         client = ModelServerClient(
-            server.port, content_type="text/csv", accept="text/csv", timeout=60.0
+            server.port, content_type="text/csv", accept="text/csv", timeout=seconds + 60
         )
-        asking = threading.Thread(target=lambda: answers.append(client.invoke(b"1,2\n3,4\n")))
+
+        def ask() -> None:
+            try:
+                answers.append(client.send(b"1,2\n3,4\n", "text/csv", "text/csv"))
+            except InvocationError as exc:
+                answers.append(exc)
+
+        asking = threading.Thread(target=ask)
         asking.start()
         for _ in range(600):
             if started.exists():
                 break
             threading.Event().wait(0.05)
-        assert server.stop() == 0
-        asking.join(60)
-        client.close()
-    assert answers == [b"2\n2\n"]
+        try:
+            yield server, answers
+        finally:
+            server.stop()
+            asking.join(seconds + 60)
+            client.close()
 
 
 def test_a_stopped_workers_exit_handlers_run_and_what_it_printed_is_kept_c10(
