@@ -1,5 +1,6 @@
 """Fixtures for model server tests: the example model and real gunicorn servers on localhost."""
 
+import shutil
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -67,6 +68,16 @@ def write_module(model_dir: Path, source: str, *, folder: str = "code") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(source))
     return path
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path, example_model_dir: Path) -> Path:
+    """A copy of the example model as model.joblib, in a folder of the test's own, for a
+    user module to go beside it."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copy(example_model_dir / "model.joblib", folder / "model.joblib")
+    return folder
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 (C10), env (C6, R21), SAGEMAKER_BIND_TO_PORT (C3), and argument errors."""
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,21 +28,21 @@ def test_sigterm_stops_cleanly_with_exit_0_c10(example_model_dir, tmp_path):
 
 
 def test_a_request_in_flight_when_the_server_is_stopped_is_answered_first_c10(
-    example_model_dir, user_module, tmp_path
+    model_dir, user_module, tmp_path
 ):
     """SIGTERM stops a server gracefully: the request its worker is scoring is answered,
     then the worker leaves, then the master, with exit code 0."""
-    with _scoring(example_model_dir, user_module, tmp_path, seconds=1.5) as (server, answers):
+    with _scoring(model_dir, user_module, tmp_path, seconds=1.5) as (server, answers):
         assert server.stop() == 0
     assert answers == [(200, b"2\n2\n")]
 
 
 def test_sigint_during_a_graceful_stop_stops_the_workers_at_once_c10(
-    example_model_dir, user_module, tmp_path
+    model_dir, user_module, tmp_path
 ):
     """A graceful stop (SIGTERM) waits up to 25 s for the request in flight; SIGINT or SIGQUIT
     to the master meanwhile stops its workers at once, as gunicorn's quick shutdown does."""
-    with _scoring(example_model_dir, user_module, tmp_path, seconds=120) as (server, answers):
+    with _scoring(model_dir, user_module, tmp_path, seconds=120) as (server, answers):
         server.process.send_signal(signal.SIGTERM)
         threading.Event().wait(0.5)
         server.process.send_signal(signal.SIGINT)
@@ -53,14 +52,11 @@ def test_sigint_during_a_graceful_stop_stops_the_workers_at_once_c10(
 
 
 @contextmanager
-def _scoring(example_model_dir, user_module, tmp_path, *, seconds: float):
-    """A server of one worker whose predict_fn takes ``seconds``, scoring a request of two
-    records sent from a thread; ``(server, answers)`` once the worker is in the predict_fn,
-    where ``answers`` gets the request's ``(status, body)``, or the InvocationError that cut
-    it short."""
-    model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    shutil.copy(example_model_dir / "model.joblib", model_dir)
+def _scoring(model_dir, user_module, tmp_path, *, seconds: float):
+    """A server of ``model_dir`` and one worker whose predict_fn takes ``seconds``, scoring a
+    request of two records sent from a thread; ``(server, answers)`` once the worker is in
+    the predict_fn, where ``answers`` gets the request's ``(status, body)``, or the
+    InvocationError that cut it short."""
     started = tmp_path / "started"
     user_module(
         model_dir,
@@ -101,15 +97,12 @@ def _scoring(example_model_dir, user_module, tmp_path, *, seconds: float):
 
 
 def test_a_stopped_workers_exit_handlers_run_and_what_it_printed_is_kept_c10(
-    example_model_dir, user_module, tmp_path
+    model_dir, user_module, tmp_path
 ):
     """Workers and master leave without tearing down their interpreters, but not without
     what a clean exit does: each worker's exit handlers (a user module's here) run, and
     what they print, held in stdout's buffer (the server run as a container runs it, its
     output into a file), reaches the log."""
-    model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    shutil.copy(example_model_dir / "model.joblib", model_dir)
     user_module(
         model_dir,
         """

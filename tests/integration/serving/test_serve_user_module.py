@@ -3,7 +3,6 @@ convention): model_fn, input_fn, predict_fn, output_fn each alone, all together,
 transform_fn; located in code/ or the model directory, or named by SAGEMAKER_PROGRAM."""
 
 import json
-import shutil
 
 import pytest
 
@@ -40,13 +39,6 @@ def transform_fn(model, body, content_type, accept):
     rows = [[float(v) for v in line.split(",")] for line in body.splitlines()]
     return json.dumps({"n": len(rows), "labels": model.predict(rows).tolist()}), accept
 """
-
-
-@pytest.fixture
-def model_dir(tmp_path, example_model_dir):
-    """A copy of the example model as model.joblib."""
-    shutil.copy(example_model_dir / "model.joblib", tmp_path / "model.joblib")
-    return tmp_path
 
 
 def _rows():
