@@ -132,9 +132,9 @@ def least_used_gpu(gpus: list[str], held: list[str | None]) -> str:
 def _exit_without_teardown(code: object) -> NoReturn:
     """Leave this process as ``sys.exit(code)`` would, its exit handlers run (a user module's
     too; logging's own flushes the log) and stdout and stderr flushed, but without tearing
-    down the interpreter: that takes about 0.3 s once scikit-learn or PyTorch is loaded, in
-    the master too, and delays every stop (C10). Threads a user module started are not
-    waited for: its exit handlers are where to finish them."""
+    down the interpreter: that takes about 0.3 s in a worker once scikit-learn or PyTorch is
+    loaded (about 0.05 s in the master) and delays every stop (C10). Threads a user module
+    started are not waited for: its exit handlers are where to finish them."""
     atexit._run_exitfuncs()
     if code is not None and not isinstance(code, int):
         print(code, file=sys.stderr)  # as the interpreter shows a message it exits with
