@@ -4,9 +4,10 @@ values; C8: a batch request may take 3600 s, a real-time one 60 s and 6 MB; C10:
 SIGTERM, then SIGKILL 30 s later).
 
 gunicorn's master binds the port and forks ``workers`` sync workers; each worker loads the
-model itself before it accepts a connection, so ``/ping`` answers 200 only from a worker
-holding a loaded model. The model's code/requirements.txt is installed (or checked) by the
-master before it forks. A model that fails to load stops the server with exit code 4 after
+model itself before it accepts a connection, and ``/ping`` answers 200 only once every
+worker holds a loaded model (503 before: :mod:`batchinfer.serving.loaded_workers`). The
+model's code/requirements.txt is installed (or checked) by the master before it forks.
+A model that fails to load stops the server with exit code 4 after
 logging why (it never reports healthy). SIGTERM stops the server gracefully: requests in
 flight finish within ``GRACEFUL_TIMEOUT`` seconds, under the platform's 30 s before SIGKILL.
 A server the local engine started gets SIGTERM once that engine is gone, and each worker
@@ -38,6 +39,7 @@ from typing import Any, NoReturn
 
 from batchinfer.errors import ValidationError
 from batchinfer.parent_death import die_with_parent, die_with_starter
+from batchinfer.serving.loaded_workers import LoadedWorkers
 from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError
 from batchinfer.transform.server_limits import DEFAULT_TIMEOUT, max_payload_mb, request_timeout
@@ -215,6 +217,8 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                     self.SIG_QUEUE.put_nowait(sig)
                     return True
 
+    loaded = LoadedWorkers(settings.workers)  # before the workers fork: each inherits it
+
     class ModelServer(BaseApplication):
         def load_config(self) -> None:
             options = {
@@ -247,7 +251,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
             except ModelLoadError as exc:
                 LOG.error("%s: %s", MODEL_LOAD_FAILED, exc, exc_info=exc.__cause__)
                 raise AppImportError(f"{MODEL_LOAD_FAILED}: {exc}") from exc
-            return InferenceApp(handler, ServerLimits(settings.workers, settings.max_payload_mb))
+            loaded.add()
+            limits = ServerLimits(settings.workers, settings.max_payload_mb)
+            return InferenceApp(handler, limits, loaded)
 
         def run(self) -> None:
             try:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from batchinfer.serving.handlers import InferenceHandler
+from batchinfer.serving.loaded_workers import LoadedWorkers
 from batchinfer.serving.server_errors import RequestError, error_answer
 from batchinfer.transform.server_limits import ServerLimits
 from batchinfer.units import MIB
@@ -27,6 +28,7 @@ _REASONS = {
     413: "Payload Too Large",
     415: "Unsupported Media Type",
     500: "Internal Server Error",
+    503: "Service Unavailable",
 }
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
@@ -35,9 +37,12 @@ StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 class InferenceApp:
     """The WSGI callable around one loaded :class:`InferenceHandler`."""
 
-    def __init__(self, handler: InferenceHandler, limits: ServerLimits) -> None:
+    def __init__(
+        self, handler: InferenceHandler, limits: ServerLimits, loaded: LoadedWorkers
+    ) -> None:
         self.handler = handler
         self.limits = limits
+        self.loaded = loaded
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -65,7 +70,8 @@ class InferenceApp:
         return _reply(start_response, status, body, ("Content-Type", content_type))
 
     def _ping(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:
-        return 200, b"", "text/plain"
+        waiting = self.loaded.waiting()  # C4: a job's requests come once this is 200
+        return (503, waiting.encode(), "text/plain") if waiting else (200, b"", "text/plain")
 
     def _execution_parameters(self, environ: dict[str, Any]) -> tuple[int, bytes, str]:
         return 200, json.dumps(self.limits.execution_parameters()).encode(), "application/json"

@@ -14,6 +14,7 @@ import pytest
 
 from batchinfer.serving import handlers, wsgi_app
 from batchinfer.serving.handlers import load_handler
+from batchinfer.serving.loaded_workers import LoadedWorkers
 from batchinfer.serving.server_errors import RequestError
 from batchinfer.serving.wsgi_app import InferenceApp
 from batchinfer.transform.server_limits import ServerLimits
@@ -54,7 +55,9 @@ def rows(example_rows: np.ndarray) -> np.ndarray:
 
 
 def app_of(model_dir, env: dict[str, str], payload_mb: int = 6) -> InferenceApp:
-    return InferenceApp(load_handler(model_dir, env=env), ServerLimits(1, payload_mb))
+    loaded = LoadedWorkers(1)
+    loaded.add()
+    return InferenceApp(load_handler(model_dir, env=env), ServerLimits(1, payload_mb), loaded)
 
 
 def test_runs_are_predicted_as_the_body_arrives_with_the_bytes_of_a_whole_read(

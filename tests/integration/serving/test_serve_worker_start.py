@@ -1,12 +1,17 @@
-"""A model server told to stop while its worker is still starting (C10: the container gets
-SIGTERM, then SIGKILL 30 s later): the real gunicorn master and worker, the worker held in
-its start between the fork and gunicorn's own signal handlers."""
+"""A model server's workers as they start: one told to stop while it is still starting (C10:
+the container gets SIGTERM, then SIGKILL 30 s later), the real gunicorn master and worker,
+the worker held in its start between the fork and gunicorn's own signal handlers; and
+``/ping`` answering 200 only once every worker has loaded the model (C4)."""
 
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from batchinfer.serving.launcher import start_server
+from tests.integration.serving.conftest import write_module
+from tests.integration.serving.helpers import START_TIMEOUT, Client, Reply, csv_body
 
 # The server as `batchinfer serve` builds it, its worker's start slowed down just after the
 # fork: a SIGTERM the master forwards then reaches the worker before its own handlers.
@@ -56,3 +61,42 @@ def test_a_worker_told_to_stop_as_it_starts_exits_on_its_own_not_killed_by_its_m
     _, log = master.communicate(timeout=60)
     assert master.returncode == 0, log
     assert "Worker exiting" in log and "SIGKILL" not in log, log
+
+
+# A model whose second worker to load waits for the test's word: the first loads at once.
+SECOND_WAITS = """
+import os
+import time
+from pathlib import Path
+
+import joblib
+
+
+def model_fn(model_dir):
+    folder = Path(model_dir)
+    try:
+        os.close(os.open(folder / "first-loader", os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        deadline = time.monotonic() + 60
+        while not (folder / "second-may-load").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return joblib.load(folder / "model.joblib")
+"""
+
+
+def test_ping_answers_200_only_once_every_worker_has_loaded_the_model_c4(model_dir, example_rows):
+    """Before, the first worker to load answered 200 and a job's first requests all went
+    to it while the others still loaded (TorchServe's /ping too is unhealthy until each
+    model has its workers)."""
+    write_module(model_dir, SECOND_WAITS)
+    with start_server(model_dir, workers=2) as server:
+        client = Client(server.port)
+        first = client.call("GET", "/ping")  # queued until the first worker has loaded
+        assert (first.status, first.text) == (503, "the model is loaded in 1 of 2 workers")
+        time.sleep(0.5)
+        assert client.call("GET", "/ping").status == 503, "the second worker is still waiting"
+        (model_dir / "second-may-load").touch()
+        server.wait_healthy(START_TIMEOUT)
+        assert client.call("GET", "/ping") == Reply(200, "text/plain", b"")
+        scored = client.invoke(csv_body(example_rows))
+        assert scored.status == 200 and len(scored.body.splitlines()) == len(example_rows)
