@@ -36,6 +36,11 @@ from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.record_errors import InvocationError
 from batchinfer.transform.settings import TransformSettings
 
+# How long a server whose /ping answers 503 (its workers still loading the model) is waited
+# for before the run is refused, and how often it is asked meanwhile.
+WARMING_SECONDS = 120.0
+_WARMING_POLL = 0.25
+
 
 def run_endpoint(
     files: list[InputFile],
@@ -104,15 +109,24 @@ def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:
     )
 
 
-def check_healthy(client: ModelServerClient) -> None:
-    """Nothing is sent before the server answers GET /ping with 200 (C4: the container is healthy
-    once /ping answers 200)."""
-    try:
-        status = client.ping()
-    except InvocationError as exc:
-        raise ValidationError(f"--endpoint-url {client.url}: cannot reach it: {exc}") from None
-    if status != 200:
-        raise ValidationError(
-            f"--endpoint-url {client.url}: GET /ping answered {status}, not 200: the server "
-            "is not healthy, so nothing was sent"
-        )
+def check_healthy(client: ModelServerClient, warming: float = WARMING_SECONDS) -> None:
+    """Nothing is sent before the server answers GET /ping with 200 (C4: the container is
+    healthy once /ping answers 200). A 503 (Service Unavailable: a ``batchinfer serve``
+    whose workers are still loading the model says so) is asked again for up to ``warming``
+    seconds; any other answer, or one that cannot be had, refuses the run at once."""
+    deadline = time.monotonic() + warming
+    while True:
+        try:
+            status, said = client.ping()
+        except InvocationError as exc:
+            raise ValidationError(f"--endpoint-url {client.url}: cannot reach it: {exc}") from None
+        if status == 200:
+            return
+        if status != 503 or time.monotonic() >= deadline:
+            text = said.decode("utf-8", "replace").strip()
+            raise ValidationError(
+                f"--endpoint-url {client.url}: GET /ping answered {status}"
+                f"{f' ({text[:200]})' if text else ''}, not 200: the server is not healthy, "
+                "so nothing was sent"
+            )
+        time.sleep(_WARMING_POLL)

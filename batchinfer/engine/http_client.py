@@ -133,9 +133,10 @@ class ModelServerClient:
         response body."""
         return checked_response(*self.send(body, self._content_type, self._accept))
 
-    def ping(self) -> int:
-        """The status of GET /ping (C4: the container is healthy once /ping answers 200)."""
-        return self._request("GET", "/ping")[0]
+    def ping(self) -> tuple[int, bytes]:
+        """The status and body of GET /ping (C4: the container is healthy once /ping answers
+        200)."""
+        return self._request("GET", "/ping")
 
     def execution_parameters(self) -> dict[str, Any] | None:
         """The container's GET /execution-parameters (C5: the container may answer batch settings on

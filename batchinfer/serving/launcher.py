@@ -107,6 +107,7 @@ class ServerProcess:
         # Even a port given is pinged only once this server listens on it: whatever else
         # answers there is never taken for this server.
         self._port = self._wait_for_port(timeout)
+        said = ""  # what the last ping not answered 200 said (503: the workers still loading)
         while True:
             if self.process.poll() is not None:
                 raise self._failure(f"exited with code {self.process.returncode}")
@@ -114,10 +115,12 @@ class ServerProcess:
                 with urllib.request.urlopen(f"{self.url}/ping", timeout=_PING_TIMEOUT) as reply:
                     if reply.status == 200:
                         return
+            except urllib.error.HTTPError as exc:
+                said = f" (its last /ping: {exc.code} {exc.read().decode('utf-8', 'replace')})"
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() > deadline:
-                raise self._failure(f"was not healthy within {timeout:g} s")
+                raise self._failure(f"was not healthy within {timeout:g} s{said}")
             time.sleep(_POLL_SECONDS)
 
     def stop(self, grace: float = 30.0) -> int:

@@ -25,6 +25,7 @@ variable (MKL_NUM_THREADS, OPENBLAS_NUM_THREADS) wins for that pool.
 
 import atexit
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -146,24 +147,32 @@ def _exit_without_teardown(code: object) -> NoReturn:
     os._exit(code or 0)
 
 
-def _choose_gpu(arbiter: Any, worker: Any) -> None:
-    """gunicorn's pre_fork hook, in the master: the GPU the worker about to start will use,
-    the one fewest running workers use (a worker that replaces a dead one takes its GPU)."""
+def _before_fork(loaded: LoadedWorkers, arbiter: Any, worker: Any) -> None:
+    """gunicorn's pre_fork hook, in the master: the slot the worker about to start holds in
+    ``loaded``, and the GPU it will use, the one fewest running workers use (a worker that
+    replaces a dead one takes its slot and its GPU)."""
+    running = arbiter.WORKERS.values()
+    worker.slot = loaded.assign(getattr(w, "slot", None) for w in running)
     gpus = visible_gpus(os.environ)
     if gpus:
-        held = [getattr(w, "gpu", None) for w in arbiter.WORKERS.values()]
-        worker.gpu = least_used_gpu(gpus, held)
+        worker.gpu = least_used_gpu(gpus, [getattr(w, "gpu", None) for w in running])
 
 
-def _start_worker(arbiter: Any, worker: Any) -> None:
-    """gunicorn's post_fork hook, in the worker: it sees only its own GPU, and it stops
-    (SIGTERM, a clean stop) once its master is gone, even one killed with SIGKILL, which
-    leaves the master no chance to stop it."""
+def _start_worker(loaded: LoadedWorkers, arbiter: Any, worker: Any) -> None:
+    """gunicorn's post_fork hook, in the worker: it sees only its own GPU, marks its own slot
+    once its model is loaded, and it stops (SIGTERM, a clean stop) once its master is gone,
+    even one killed with SIGKILL, which leaves the master no chance to stop it."""
     gpu = getattr(worker, "gpu", None)
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    loaded.claim(worker.slot)
     worker.signals_before_init = arbiter.SIG_QUEUE
     die_with_parent(worker.ppid)
+
+
+def _worker_exited(loaded: LoadedWorkers, arbiter: Any, worker: Any) -> None:
+    """gunicorn's child_exit hook, in the master: the worker's slot is free, not loaded."""
+    loaded.clear(getattr(worker, "slot", None))
 
 
 def _stop_if_told_before_init(worker: Any) -> None:
@@ -217,7 +226,7 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                     self.SIG_QUEUE.put_nowait(sig)
                     return True
 
-    loaded = LoadedWorkers(settings.workers)  # before the workers fork: each inherits it
+    loaded = LoadedWorkers(settings.workers)  # mapped before the workers fork: they share it
 
     class ModelServer(BaseApplication):
         def load_config(self) -> None:
@@ -232,8 +241,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 "proc_name": "batchinfer-serve",
                 # One shared per-user control socket would collide between servers.
                 "control_socket_disable": True,
-                "pre_fork": _choose_gpu,
-                "post_fork": _start_worker,
+                "pre_fork": functools.partial(_before_fork, loaded),
+                "post_fork": functools.partial(_start_worker, loaded),
+                "child_exit": functools.partial(_worker_exited, loaded),
                 "post_worker_init": _stop_if_told_before_init,
             }
             if os.access("/dev/shm", os.W_OK):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from batchinfer.engine.endpoint_engine import check_healthy
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.job_result import JobInterrupted
@@ -117,10 +118,20 @@ def test_transform_processing_and_endpoint_engines_write_the_same_bytes(
 
 class Throttling(BaseHTTPRequestHandler):
     """The container contract with model M for CSV, answering 429 to the first
-    ``server.throttle`` requests."""
+    ``server.throttle`` requests, and ``server.ping_status`` to the first ``server.warming``
+    pings."""
 
     def do_GET(self) -> None:
-        self._answer(200 if self.path == "/ping" else 404, b"")
+        if self.path != "/ping":
+            self._answer(404, b"")
+            return
+        with self.server.lock:  # type: ignore[attr-defined]
+            self.server.pings += 1  # type: ignore[attr-defined]
+            warming = self.server.pings <= self.server.warming  # type: ignore[attr-defined]
+        if warming:
+            self._answer(self.server.ping_status, WARMING)  # type: ignore[attr-defined]
+        else:
+            self._answer(200, b"")
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
@@ -151,6 +162,7 @@ def throttling_server() -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Throttling)
     server.bodies, server.throttle, server.lock = [], 2, threading.Lock()  # type: ignore[attr-defined]
     server.interrupt_at = 0  # type: ignore[attr-defined]
+    server.pings, server.warming, server.ping_status = 0, 0, 503  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -169,6 +181,44 @@ def test_throttled_requests_are_retried_with_backoff_and_succeed_r20(tmp_path, t
     assert (tmp_path / "out" / "d.csv.out").read_bytes() == b"3\n7\n11\n"
     bodies = throttling_server.bodies  # type: ignore[attr-defined]
     assert bodies == [b"1,2\n", b"1,2\n", b"1,2\n", b"3,4\n", b"5,6\n"]
+
+
+WARMING = b"the model is loaded in 1 of 2 workers"
+
+
+def test_a_server_whose_workers_still_load_is_asked_again_until_its_ping_is_200_c4(
+    tmp_path, throttling_server
+):
+    """`batchinfer serve` answers 503 until every worker has loaded the model: a run
+    started beside it (`serve &`, then `run --engine endpoint`) waits for it."""
+    throttling_server.throttle, throttling_server.warming = 0, 3  # type: ignore[attr-defined]
+    data = write(tmp_path / "in" / "d.csv", b"1,2\n3,4\n")
+    url = f"http://127.0.0.1:{throttling_server.server_address[1]}"
+    job = LocalJob(
+        [data],
+        tmp_path / "out",
+        None,
+        TransformSettings(**CSV),
+        engine="endpoint",
+        endpoint_url=url,
+    )
+    assert run_job(job).succeeded
+    assert (tmp_path / "out" / "d.csv.out").read_bytes() == b"3\n7\n"
+    assert throttling_server.pings == 4  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("status", "pings"), [(503, None), (500, 1)])
+def test_a_ping_that_stays_503_or_answers_another_error_refuses_the_run_quoting_it_c4(
+    throttling_server, status, pings
+):
+    throttling_server.warming, throttling_server.ping_status = 10**6, status  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{throttling_server.server_address[1]}"
+    client = ModelServerClient.from_url(url, content_type=None, accept=None, timeout=5)
+    said = f"GET /ping answered {status} \\({WARMING.decode()}\\), not 200"
+    with pytest.raises(ValidationError, match=said):
+        check_healthy(client, warming=0.5)
+    asked = throttling_server.pings  # type: ignore[attr-defined]
+    assert asked == pings if pings else asked > 1  # a 503 is asked again until it gives up
 
 
 class BytesDone(Progress):

@@ -56,6 +56,7 @@ def rows(example_rows: np.ndarray) -> np.ndarray:
 
 def app_of(model_dir, env: dict[str, str], payload_mb: int = 6) -> InferenceApp:
     loaded = LoadedWorkers(1)
+    loaded.claim(loaded.assign([]))
     loaded.add()
     return InferenceApp(load_handler(model_dir, env=env), ServerLimits(1, payload_mb), loaded)
 

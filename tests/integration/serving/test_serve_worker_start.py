@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from batchinfer.serving.launcher import start_server
+import pytest
+
+from batchinfer.serving.launcher import ServerStartError, start_server
 from tests.integration.serving.conftest import write_module
 from tests.integration.serving.helpers import START_TIMEOUT, Client, Reply, csv_body
 
@@ -93,8 +95,9 @@ def test_ping_answers_200_only_once_every_worker_has_loaded_the_model_c4(model_d
         client = Client(server.port)
         first = client.call("GET", "/ping")  # queued until the first worker has loaded
         assert (first.status, first.text) == (503, "the model is loaded in 1 of 2 workers")
-        time.sleep(0.5)
-        assert client.call("GET", "/ping").status == 503, "the second worker is still waiting"
+        not_yet = r"not healthy within 1 s \(its last /ping: 503 the model is loaded in 1 of 2"
+        with pytest.raises(ServerStartError, match=not_yet):  # the second is still waiting
+            server.wait_healthy(1)
         (model_dir / "second-may-load").touch()
         server.wait_healthy(START_TIMEOUT)
         assert client.call("GET", "/ping") == Reply(200, "text/plain", b"")

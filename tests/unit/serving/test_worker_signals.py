@@ -10,6 +10,7 @@ import pytest
 from gunicorn.arbiter import Arbiter
 
 from batchinfer.serving import server
+from batchinfer.serving.loaded_workers import LoadedWorkers
 
 
 def _worker_told(monkeypatch: pytest.MonkeyPatch, *signums: int) -> SimpleNamespace:
@@ -19,10 +20,10 @@ def _worker_told(monkeypatch: pytest.MonkeyPatch, *signums: int) -> SimpleNamesp
     monkeypatch.setattr(server, "die_with_parent", lambda parent: None)  # no prctl in pytest
     master = SimpleNamespace(SIG_QUEUE=queue.SimpleQueue())
     master.SIG_QUEUE.put(signal.SIGCHLD)
-    worker = SimpleNamespace(alive=True, ppid=os.getppid())
+    worker = SimpleNamespace(alive=True, ppid=os.getppid(), slot=0)
     inherited = {s: signal.signal(s, lambda n, f: Arbiter.signal(master, n, f)) for s in signums}
     try:
-        server._start_worker(master, worker)
+        server._start_worker(LoadedWorkers(1), master, worker)
         for signum in signums:
             signal.raise_signal(signum)
     finally:
