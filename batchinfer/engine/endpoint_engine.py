@@ -36,9 +36,12 @@ from batchinfer.transform.file_transform import FileStats
 from batchinfer.transform.record_errors import InvocationError
 from batchinfer.transform.settings import TransformSettings
 
-# How long a server whose /ping answers 503 (its workers still loading the model) is waited
-# for before the run is refused, and how often it is asked meanwhile.
+# How long a server whose /ping answers 503 or times out (its workers still loading the
+# model) is waited for before the run is refused; one that refuses connections (not
+# listening yet: `batchinfer serve &` just started) for less, as that is also a wrong URL;
+# and how often either is asked meanwhile.
 WARMING_SECONDS = 120.0
+STARTING_SECONDS = 15.0
 _WARMING_POLL = 0.25
 
 
@@ -109,20 +112,28 @@ def endpoint_client(url: str, settings: TransformSettings) -> ModelServerClient:
     )
 
 
-def check_healthy(client: ModelServerClient, warming: float = WARMING_SECONDS) -> None:
+def check_healthy(client: ModelServerClient) -> None:
     """Nothing is sent before the server answers GET /ping with 200 (C4: the container is
-    healthy once /ping answers 200). A 503 (Service Unavailable: a ``batchinfer serve``
-    whose workers are still loading the model says so) is asked again for up to ``warming``
-    seconds; any other answer, or one that cannot be had, refuses the run at once."""
-    deadline = time.monotonic() + warming
+    healthy once /ping answers 200). A server still starting is asked again: one that
+    refuses the connection (not listening yet) for up to :data:`STARTING_SECONDS`, one that
+    answers 503 (Service Unavailable: a ``batchinfer serve`` whose workers still load the
+    model says so) or lets the ping time out (none of its workers accepts yet) for up to
+    :data:`WARMING_SECONDS`. Any other answer refuses the run at once, quoting it."""
+    began = time.monotonic()
     while True:
+        waited = time.monotonic() - began
         try:
             status, said = client.ping()
         except InvocationError as exc:
+            cause = exc.__cause__
+            refused = isinstance(cause, ConnectionRefusedError) and waited < STARTING_SECONDS
+            if refused or (isinstance(cause, TimeoutError) and waited < WARMING_SECONDS):
+                time.sleep(_WARMING_POLL)
+                continue
             raise ValidationError(f"--endpoint-url {client.url}: cannot reach it: {exc}") from None
         if status == 200:
             return
-        if status != 503 or time.monotonic() >= deadline:
+        if status != 503 or waited >= WARMING_SECONDS:
             text = said.decode("utf-8", "replace").strip()
             raise ValidationError(
                 f"--endpoint-url {client.url}: GET /ping answered {status}"

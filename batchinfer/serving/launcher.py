@@ -116,9 +116,9 @@ class ServerProcess:
                     if reply.status == 200:
                         return
             except urllib.error.HTTPError as exc:
-                said = f" (its last /ping: {exc.code} {exc.read().decode('utf-8', 'replace')})"
+                said = f" (its last /ping: {exc.code} {_answer_of(exc)})"
             except (urllib.error.URLError, OSError):
-                pass
+                said = ""
             if time.monotonic() > deadline:
                 raise self._failure(f"was not healthy within {timeout:g} s{said}")
             time.sleep(_POLL_SECONDS)
@@ -149,6 +149,15 @@ class ServerProcess:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _answer_of(refused: urllib.error.HTTPError) -> str:
+    """The body of an answer that was not 200, as far as it can be read."""
+    with refused:
+        try:
+            return refused.read().decode("utf-8", "replace")
+        except OSError:
+            return "(its answer could not be read)"
 
 
 def start_server(

@@ -175,6 +175,12 @@ def _worker_exited(loaded: LoadedWorkers, arbiter: Any, worker: Any) -> None:
     loaded.clear(getattr(worker, "slot", None))
 
 
+def _workers_wanted(loaded: LoadedWorkers, arbiter: Any, new: int, old: int | None) -> None:
+    """gunicorn's nworkers_changed hook, in the master (before its first fork, and on TTIN,
+    TTOU and a reload): the workers ``/ping`` waits for."""
+    loaded.wanted(new)
+
+
 def _stop_if_told_before_init(worker: Any) -> None:
     """gunicorn's post_worker_init hook, in the worker. Until gunicorn gives a new worker its
     own signal handlers, the master's handler, inherited with the fork, puts a signal into
@@ -244,6 +250,7 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
                 "pre_fork": functools.partial(_before_fork, loaded),
                 "post_fork": functools.partial(_start_worker, loaded),
                 "child_exit": functools.partial(_worker_exited, loaded),
+                "nworkers_changed": functools.partial(_workers_wanted, loaded),
                 "post_worker_init": _stop_if_told_before_init,
             }
             if os.access("/dev/shm", os.W_OK):

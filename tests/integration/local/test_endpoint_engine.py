@@ -7,13 +7,14 @@ import json
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from batchinfer.engine.endpoint_engine import check_healthy
+from batchinfer.engine import endpoint_engine
 from batchinfer.engine.http_client import ModelServerClient
 from batchinfer.engine.inputs import InputFile
 from batchinfer.engine.job_result import JobInterrupted
@@ -186,6 +187,13 @@ def test_throttled_requests_are_retried_with_backoff_and_succeed_r20(tmp_path, t
 WARMING = b"the model is loaded in 1 of 2 workers"
 
 
+def _csv_job(data: Path, out: Path, url: str) -> LocalJob:
+    """A CSV job of one file through the endpoint engine at ``url``."""
+    return LocalJob(
+        [data], out, None, TransformSettings(**CSV), engine="endpoint", endpoint_url=url
+    )
+
+
 def test_a_server_whose_workers_still_load_is_asked_again_until_its_ping_is_200_c4(
     tmp_path, throttling_server
 ):
@@ -194,14 +202,7 @@ def test_a_server_whose_workers_still_load_is_asked_again_until_its_ping_is_200_
     throttling_server.throttle, throttling_server.warming = 0, 3  # type: ignore[attr-defined]
     data = write(tmp_path / "in" / "d.csv", b"1,2\n3,4\n")
     url = f"http://127.0.0.1:{throttling_server.server_address[1]}"
-    job = LocalJob(
-        [data],
-        tmp_path / "out",
-        None,
-        TransformSettings(**CSV),
-        engine="endpoint",
-        endpoint_url=url,
-    )
+    job = _csv_job(data, tmp_path / "out", url)
     assert run_job(job).succeeded
     assert (tmp_path / "out" / "d.csv.out").read_bytes() == b"3\n7\n"
     assert throttling_server.pings == 4  # type: ignore[attr-defined]
@@ -209,16 +210,63 @@ def test_a_server_whose_workers_still_load_is_asked_again_until_its_ping_is_200_
 
 @pytest.mark.parametrize(("status", "pings"), [(503, None), (500, 1)])
 def test_a_ping_that_stays_503_or_answers_another_error_refuses_the_run_quoting_it_c4(
-    throttling_server, status, pings
+    throttling_server, monkeypatch, status, pings
 ):
+    monkeypatch.setattr(endpoint_engine, "WARMING_SECONDS", 2.0)
     throttling_server.warming, throttling_server.ping_status = 10**6, status  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{throttling_server.server_address[1]}"
     client = ModelServerClient.from_url(url, content_type=None, accept=None, timeout=5)
     said = f"GET /ping answered {status} \\({WARMING.decode()}\\), not 200"
     with pytest.raises(ValidationError, match=said):
-        check_healthy(client, warming=0.5)
+        endpoint_engine.check_healthy(client)
     asked = throttling_server.pings  # type: ignore[attr-defined]
     assert asked == pings if pings else asked > 1  # a 503 is asked again until it gives up
+
+
+def test_a_ping_that_times_out_while_no_worker_accepts_yet_is_asked_again_c4():
+    """A `batchinfer serve` whose first worker still loads holds the ping in its listen
+    queue: past the client's timeout, it is asked again, as a 503 is."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Throttling)  # listening, not accepting
+    server.lock, server.pings, server.warming = threading.Lock(), 0, 0  # type: ignore[attr-defined]
+    server.handle_error = lambda request, address: None  # type: ignore[method-assign]  # pings given up on
+    threading.Timer(1.5, server.serve_forever).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        endpoint_engine.check_healthy(
+            ModelServerClient.from_url(url, content_type=None, accept=None, timeout=0.5)
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert server.pings >= 1  # type: ignore[attr-defined]
+
+
+def test_a_server_that_starts_listening_after_the_run_began_is_waited_for_c4(tmp_path):
+    """`batchinfer serve ... &` then `batchinfer run --engine endpoint` at once: the server
+    binds its port a second or so later."""
+    data = write(tmp_path / "in" / "d.csv", b"1,2\n")
+    with ThreadingHTTPServer(("127.0.0.1", 0), Throttling) as closed:
+        port = closed.server_address[1]  # free again: the server below takes it later
+    late = ThreadingHTTPServer(("127.0.0.1", port), Throttling, bind_and_activate=False)
+    late.allow_reuse_address = True
+    late.bodies, late.throttle, late.lock = [], 0, threading.Lock()  # type: ignore[attr-defined]
+    late.interrupt_at, late.pings, late.warming = 0, 0, 0  # type: ignore[attr-defined]
+
+    def listen_later() -> None:
+        time.sleep(1.0)
+        late.server_bind()
+        late.server_activate()
+        late.serve_forever()
+
+    threading.Thread(target=listen_later, daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+    job = _csv_job(data, tmp_path / "out", url)
+    try:
+        assert run_job(job).succeeded
+    finally:
+        late.shutdown()
+        late.server_close()
+    assert (tmp_path / "out" / "d.csv.out").read_bytes() == b"3\n"
 
 
 class BytesDone(Progress):
@@ -314,7 +362,8 @@ def test_endpoint_options_are_checked_before_any_work_exit_2(
     assert not (tmp_path / "out").exists()
 
 
-def test_an_unreachable_endpoint_is_named_and_nothing_is_written(tmp_path, capsys):
+def test_an_unreachable_endpoint_is_named_and_nothing_is_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(endpoint_engine, "STARTING_SECONDS", 0.5)  # asked again this long
     data = write(tmp_path / "in" / "d.csv", b"1,2\n")
     with ThreadingHTTPServer(("127.0.0.1", 0), Throttling) as closed:
         port = closed.server_address[1]  # bound, then closed: nothing listens there

@@ -1,6 +1,6 @@
 """The count behind a model server's ``/ping`` (C4: no invocation is sent before ``/ping``
 answers 200): which worker slots hold a loaded model, as gunicorn's master hands the slots
-out before each fork and takes them back as workers exit."""
+out before each fork, takes them back as workers exit and says how many workers it wants."""
 
 import os
 from types import SimpleNamespace
@@ -9,12 +9,24 @@ from batchinfer.serving import server
 from batchinfer.serving.loaded_workers import LoadedWorkers
 
 
-def _forked(loaded: LoadedWorkers, running: dict[int, SimpleNamespace]) -> SimpleNamespace:
-    """A worker as the master's pre_fork hook leaves it, added to ``running``."""
-    worker = SimpleNamespace()
-    server._before_fork(loaded, SimpleNamespace(WORKERS=running), worker)
-    running[len(running) + 100] = worker
-    return worker
+class Master:
+    """gunicorn's master as the hooks see it: its running workers by process id."""
+
+    def __init__(self, loaded: LoadedWorkers) -> None:
+        self.loaded, self.WORKERS, self._pids = loaded, {}, iter(range(100, 10**6))
+
+    def fork(self) -> SimpleNamespace:
+        worker = SimpleNamespace()
+        server._before_fork(self.loaded, self, worker)
+        self.WORKERS[next(self._pids)] = worker
+        return worker
+
+    def reap(self, worker: SimpleNamespace) -> None:
+        pid = next(p for p, w in self.WORKERS.items() if w is worker)
+        server._worker_exited(self.loaded, self, self.WORKERS.pop(pid))
+
+    def want(self, workers: int) -> None:
+        server._workers_wanted(self.loaded, self, workers, None)
 
 
 def _loads(loaded: LoadedWorkers, worker: SimpleNamespace) -> None:
@@ -23,9 +35,10 @@ def _loads(loaded: LoadedWorkers, worker: SimpleNamespace) -> None:
     loaded.add()
 
 
-def test_ping_waits_for_every_slot_and_names_how_many_have_loaded_c4():
-    loaded, running = LoadedWorkers(3), {}
-    workers = [_forked(loaded, running) for _ in range(3)]
+def test_ping_waits_for_every_worker_and_names_how_many_have_loaded_c4():
+    loaded = LoadedWorkers(3)
+    master = Master(loaded)
+    workers = [master.fork() for _ in range(3)]
     assert [w.slot for w in workers] == [0, 1, 2]
     assert loaded.waiting() == "the model is loaded in 0 of 3 workers"
     _loads(loaded, workers[2])
@@ -38,13 +51,13 @@ def test_ping_waits_for_every_slot_and_names_how_many_have_loaded_c4():
 def test_a_worker_that_died_before_the_server_was_ready_is_waited_for_again_c4():
     """Counting loads instead of slots, the replacement's load made two of two while the
     other worker was still loading."""
-    loaded, running = LoadedWorkers(2), {}
-    first, second = _forked(loaded, running), _forked(loaded, running)
+    loaded = LoadedWorkers(2)
+    master = Master(loaded)
+    first, second = master.fork(), master.fork()
     _loads(loaded, first)
-    pid = next(p for p, w in running.items() if w is first)
-    server._worker_exited(loaded, None, running.pop(pid))  # reaped by the master
+    master.reap(first)
     assert loaded.waiting() == "the model is loaded in 0 of 2 workers"
-    replacement = _forked(loaded, running)
+    replacement = master.fork()
     assert replacement.slot == first.slot
     _loads(loaded, replacement)
     assert loaded.waiting() == "the model is loaded in 1 of 2 workers"
@@ -53,31 +66,64 @@ def test_a_worker_that_died_before_the_server_was_ready_is_waited_for_again_c4()
 
 
 def test_once_ready_the_server_stays_ready_while_a_worker_is_replaced():
-    loaded, running = LoadedWorkers(2), {}
-    workers = [_forked(loaded, running) for _ in range(2)]
+    loaded = LoadedWorkers(2)
+    master = Master(loaded)
+    workers = [master.fork() for _ in range(2)]
     for worker in workers:
         _loads(loaded, worker)
     assert loaded.waiting() is None
-    server._worker_exited(loaded, None, workers[0])
+    master.reap(workers[0])
     assert loaded.waiting() is None
 
 
-def test_a_worker_beyond_the_configured_count_holds_no_slot():
-    loaded, running = LoadedWorkers(1), {}
-    only, extra = _forked(loaded, running), _forked(loaded, running)  # gunicorn's TTIN
-    assert (only.slot, extra.slot) == (0, None)
-    _loads(loaded, extra)
-    assert loaded.waiting() == "the model is loaded in 0 of 1 workers"
-    _loads(loaded, only)
+def test_a_reload_before_the_server_was_ready_waits_for_the_new_workers():
+    """gunicorn's reload (HUP) forks the new workers beside the old, then stops the old."""
+    loaded = LoadedWorkers(2)
+    master = Master(loaded)
+    old = [master.fork(), master.fork()]
+    _loads(loaded, old[0])
+    master.want(2)
+    new = [master.fork(), master.fork()]
+    assert [w.slot for w in new] == [2, 3]
+    for worker in old:
+        master.reap(worker)
+    _loads(loaded, new[1])
+    assert loaded.waiting() == "the model is loaded in 1 of 2 workers"
+    _loads(loaded, new[0])
     assert loaded.waiting() is None
+
+
+def test_the_workers_waited_for_follow_the_count_the_master_wants():
+    """TTOU: one worker fewer, and the server is ready with it; TTIN: one more, waited for."""
+    loaded = LoadedWorkers(2)
+    master = Master(loaded)
+    kept, dropped = master.fork(), master.fork()
+    master.want(1)
+    master.reap(dropped)
+    _loads(loaded, kept)
+    assert loaded.waiting() is None
+    more = LoadedWorkers(1)
+    master = Master(more)
+    only = master.fork()
+    master.want(2)
+    extra = master.fork()
+    _loads(more, only)
+    assert more.waiting() == "the model is loaded in 1 of 2 workers"
+    _loads(more, extra)
+    assert more.waiting() is None
 
 
 def test_the_slots_are_shared_with_a_forked_worker():
-    loaded, running = LoadedWorkers(1), {}
-    worker = _forked(loaded, running)
+    loaded = LoadedWorkers(1)
+    worker = Master(loaded).fork()
     child = os.fork()
-    if child == 0:  # the worker's process
-        _loads(loaded, worker)
-        os._exit(0)
-    os.waitpid(child, 0)
+    if child == 0:  # the worker's process: mark its slot, and leave whatever happens
+        code = 1
+        try:
+            _loads(loaded, worker)
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
     assert loaded.waiting() is None
