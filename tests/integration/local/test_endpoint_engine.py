@@ -158,12 +158,19 @@ class Throttling(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def throttling_server() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Throttling)
+def throttling(address: tuple[str, int], *, listening: bool = True) -> ThreadingHTTPServer:
+    """A Throttling server at ``address`` (bound and listening unless told not to), its
+    counts at zero: 2 requests throttled, no ping answered 503, no Ctrl-C."""
+    server = ThreadingHTTPServer(address, Throttling, bind_and_activate=listening)
     server.bodies, server.throttle, server.lock = [], 2, threading.Lock()  # type: ignore[attr-defined]
     server.interrupt_at = 0  # type: ignore[attr-defined]
     server.pings, server.warming, server.ping_status = 0, 0, 503  # type: ignore[attr-defined]
+    return server
+
+
+@pytest.fixture
+def throttling_server() -> Iterator[ThreadingHTTPServer]:
+    server = throttling(("127.0.0.1", 0))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -226,8 +233,7 @@ def test_a_ping_that_stays_503_or_answers_another_error_refuses_the_run_quoting_
 def test_a_ping_that_times_out_while_no_worker_accepts_yet_is_asked_again_c4():
     """A `batchinfer serve` whose first worker still loads holds the ping in its listen
     queue: past the client's timeout, it is asked again, as a 503 is."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Throttling)  # listening, not accepting
-    server.lock, server.pings, server.warming = threading.Lock(), 0, 0  # type: ignore[attr-defined]
+    server = throttling(("127.0.0.1", 0))  # listening, not accepting
     server.handle_error = lambda request, address: None  # type: ignore[method-assign]  # pings given up on
     threading.Timer(1.5, server.serve_forever).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -247,10 +253,9 @@ def test_a_server_that_starts_listening_after_the_run_began_is_waited_for_c4(tmp
     data = write(tmp_path / "in" / "d.csv", b"1,2\n")
     with ThreadingHTTPServer(("127.0.0.1", 0), Throttling) as closed:
         port = closed.server_address[1]  # free again: the server below takes it later
-    late = ThreadingHTTPServer(("127.0.0.1", port), Throttling, bind_and_activate=False)
+    late = throttling(("127.0.0.1", port), listening=False)
     late.allow_reuse_address = True
-    late.bodies, late.throttle, late.lock = [], 0, threading.Lock()  # type: ignore[attr-defined]
-    late.interrupt_at, late.pings, late.warming = 0, 0, 0  # type: ignore[attr-defined]
+    late.throttle = 0  # type: ignore[attr-defined]
 
     def listen_later() -> None:
         time.sleep(1.0)
