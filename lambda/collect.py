@@ -1,4 +1,6 @@
-"""Step Functions task: Collect. Event: ``{"plan", "execution"}``; answers round 1."""
+"""Step Functions task: Collect. Event: ``{"plan", "execution", "splits"}`` (``splits``: the
+key of the SplitInputs Map's result manifest, ``$.splits.manifest``; absent from an execution
+started before a deploy that added it); answers round 1."""
 
 from typing import Any
 
@@ -10,4 +12,6 @@ from batchinfer.pipeline.storage.clients import services
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     aws = services()
     plan = RunPlan.from_state(event["plan"])
-    return collect(plan, execution=event["execution"], s3=aws.s3, table=aws.table).to_state()
+    return collect(
+        plan, execution=event["execution"], splits=event.get("splits"), s3=aws.s3, table=aws.table
+    ).to_state()

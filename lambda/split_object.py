@@ -1,6 +1,6 @@
 """Step Functions task: SplitObject, one item of the split Map. Event: a
 :class:`~batchinfer.pipeline.contract.state.SplitTask`; answers a ``SplitResult`` (where the shard
-index is; the shard list stays in it)."""
+index is, and the shard list when it is short)."""
 
 from typing import Any
 

@@ -1,26 +1,24 @@
 """Benchmark: Plan and Collect on runs of many input objects, in moto, in one process.
 
-    .venv/bin/python bench/pipeline/objects.py [--objects 100000] [--baseline 10000]
-        [--steps plan collect] [--quick]
+    PYTHONPATH=. .venv/bin/python bench/pipeline/objects.py [--objects 100000]
+        [--baseline 10000] [--steps plan collect] [--quick]
 
 For each size it stores the input objects (Plan) or the state the split Map leaves, one
-shard index per object (Collect), then runs the step under tracemalloc: its seconds (with
-tracing on, so slower than without) and its peak of Python allocations. moto
-answers every call in this process and keeps what the step writes (objects, items) in
-memory, where S3 and DynamoDB would keep it: the step's own peak is the peak less what is
-still allocated when the step returns. It prints seconds and MiB per size and the large
-run's ratios to the baseline, after a warm-up run of 10 objects (first calls import and
-build clients). Seconds measure the code paths and moto, not AWS latency.
+shard index per object and the Map's result files listing each object's shards (Collect),
+then runs the step under tracemalloc: its seconds (with tracing on, so slower than without)
+and its peak of Python allocations. moto answers every call in this process and keeps what
+the step writes (objects, items) in memory, where S3 and DynamoDB would keep it: the step's
+own peak is the peak less what is still allocated when the step returns. It prints seconds
+and MiB per size and the large run's ratios to the baseline, after a warm-up run of 10
+objects (first calls import and build clients). Seconds measure the code paths and moto,
+not AWS latency.
 """
 
 import argparse
-import importlib.util
 import os
 import time
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import boto3
@@ -30,20 +28,8 @@ from batchinfer.pipeline.steps.collect import collect
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.storage.status_table import StatusTable
 from batchinfer.units import MIB
+from tests.support import aws, many_objects, run_state
 
-
-def support(name: str) -> ModuleType:
-    """The module tests/support/<name>.py, loaded from its file: a site package named
-    ``tests`` would hide the repository's ``tests`` folder from ``import``."""
-    path = Path(__file__).resolve().parents[2] / "tests" / "support" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"support_{name}", path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-aws, many_objects, run_state = support("aws"), support("many_objects"), support("run_state")
 BUCKET = run_state.BUCKET
 REGION = "eu-west-1"
 EXECUTION = "arn:aws:states:eu-west-1:123456789012:execution:runs:bench"
@@ -91,8 +77,10 @@ def collect_step(objects: int) -> tuple[float, float]:
         s3, table = account()
         plan = run_state.example_plan(run_id="bench")
         table.create_run("bench", EXECUTION, objects=objects)
-        many_objects.split_state(plan, objects)
-        return measured(lambda: collect(plan, execution=EXECUTION, s3=s3, table=table))
+        splits = many_objects.split_state(plan, objects, s3)
+        return measured(
+            lambda: collect(plan, execution=EXECUTION, splits=splits, s3=s3, table=table)
+        )
 
 
 STEPS = {"plan": plan_step, "collect": collect_step}

@@ -1,8 +1,8 @@
 """Runs of many input objects in moto, made fast: objects stored through moto's S3 backend
-(no API call each), the state the split Map leaves for a run (Plan's item file and one
-shard index per object) without running the split, and a run's SHARD items read back from
-moto's DynamoDB backend (no Query page each). The scale tests and bench/pipeline/objects.py
-share them."""
+(no API call each), the state the split Map leaves for a run (Plan's item file, one shard
+index per object and the Map's result files) without running the split, and a run's SHARD
+items read back from moto's DynamoDB backend (no Query page each). The scale tests and
+bench/pipeline/objects.py share them."""
 
 import json
 from collections.abc import Collection
@@ -12,7 +12,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.s3.models import s3_backends
 
-from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.pipeline.contract.state import RunPlan, SplitResult
 from batchinfer.pipeline.storage.status_table import (
     SHARD_PARTITIONS,
     SHARD_SK_PREFIX,
@@ -22,6 +22,7 @@ from batchinfer.sharding import ShardIndex
 from batchinfer.sharding.index import Shard
 from batchinfer.sharding.names import index_name, shard_name
 from batchinfer.uris import parse_s3_uri
+from tests.support.map_results import Child, map_run
 
 
 def put_directly(bucket: str, key: str, data: bytes) -> None:
@@ -59,20 +60,29 @@ def put_inputs(bucket: str, prefix: str, count: int, data: bytes = b"1,2\n") -> 
 
 
 def split_state(
-    plan: RunPlan, count: int, *, unsplit: Collection[int] = (), two: Collection[int] = ()
-) -> None:
+    plan: RunPlan,
+    count: int,
+    s3: Any,
+    *,
+    unsplit: Collection[int] = (),
+    two: Collection[int] = (),
+    unlisted: Collection[int] = (),
+) -> str:
     """What Plan and the split Map leave for ``count`` input objects of 4 bytes: the item
-    file and one shard index per object, its one shard under the run's shard prefix, two for
+    file, one shard index per object, its one shard under the run's shard prefix, two for
     the objects in ``two``, or the input object itself (stored here) for those in
-    ``unsplit``, which Collect copies."""
+    ``unsplit``; and the Map's result files, the answers in reverse order (children end in
+    any order), listing each object's shards but those in ``unlisted`` (as an object of more
+    than LISTED_SHARDS). The key of the result manifest (``$.splits.manifest``)."""
     bucket = plan.layout.bucket
     shards = plan.layout.shards.uri
-    lines = []
+    lines, answers = [], []
     for number in range(count):
         folder, name = object_name(number).split("/")
         folder += "/"
         source = parse_s3_uri(plan.input).child(folder + name)
-        lines.append(json.dumps({"input": source.uri, "output": shards + folder}))
+        task = {"input": source.uri, "output": shards + folder}
+        lines.append(json.dumps(task))
         if number in unsplit:
             put_directly(bucket, source.key, b"1,2\n")
             parts = [Shard(name, source.uri, 0, 4, 4)]
@@ -82,4 +92,18 @@ def split_state(
         index = ShardIndex(source.uri, "etag", 4, "None", None, shards + folder, parts)
         key = plan.layout.shards.key + folder + index_name(name)
         put_directly(bucket, key, index.to_json().encode())
+        listing = None if number in unlisted else [[part.name, part.size] for part in parts]
+        answer = SplitResult(
+            source.uri,
+            f"s3://{bucket}/{key}",
+            "",
+            len(parts),
+            source.uri,
+            "etag",
+            "None",
+            number not in unsplit,
+            listing,
+        )
+        answers.append(Child(task, answer.to_state()))
     put_directly(bucket, plan.inputs_key, "".join(line + "\n" for line in lines).encode())
+    return map_run(s3, bucket, "SplitInputs", reversed(answers))

@@ -1,7 +1,7 @@
 """A Distributed Map's results as Step Functions' result writer leaves them under
 ``<prefix>/<map run id>/``: one result file per child status (``SUCCEEDED_0.json``,
-``FAILED_0.json``) and ``manifest.json`` listing them; and the CountShards Map played
-in-process.
+``FAILED_0.json``) and ``manifest.json`` listing them; and the SplitInputs and CountShards
+Maps played in-process.
 
 What a file holds follows the ResultWriter's ``WriterConfig``
 (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html):
@@ -111,6 +111,23 @@ def write_map_results(
     return key
 
 
+def map_run(s3: Any, bucket: str, state: str, children: Iterable[Child]) -> str:
+    """The key of the result manifest the Map state ``state`` leaves after ``children``,
+    written as the definition's result writer does."""
+    run = f"arn:aws:states:eu-west-1:123456789012:mapRun:runs/{state}:{uuid.uuid4()}"
+    return write_map_results(s3, bucket, MAP_RESULTS_PREFIX, run, children, MAP_RESULTS_FORMAT)
+
+
+def split_inputs(s3: Any, bucket: str, split_object: Callable[[Any, Any], Any], plan: dict) -> str:
+    """What the SplitInputs Map leaves in ``$.splits.manifest``: each of ``plan``'s split
+    tasks split by the ``split_object`` handler, its answers in the Map's result files."""
+    body = s3.get_object(Bucket=bucket, Key=plan["inputs_key"])["Body"].read()
+    tasks = [json.loads(line) for line in body.splitlines() if line.strip()]
+    return map_run(
+        s3, bucket, "SplitInputs", [Child(task, split_object(task, None)) for task in tasks]
+    )
+
+
 def count_shards(
     s3: Any, bucket: str, count_shard: Callable[[Any, Any], Any], plan: dict, round_: dict
 ) -> dict[str, str]:
@@ -129,6 +146,4 @@ def count_shards(
             "settings": plan["settings"],
         }
         children.append(Child(event, count_shard(event, None)))
-    run = f"arn:aws:states:eu-west-1:123456789012:mapRun:runs/CountShards:{uuid.uuid4()}"
-    key = write_map_results(s3, bucket, MAP_RESULTS_PREFIX, run, children, MAP_RESULTS_FORMAT)
-    return {"manifest": key}
+    return {"manifest": map_run(s3, bucket, "CountShards", children)}

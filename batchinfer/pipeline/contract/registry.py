@@ -127,9 +127,10 @@ COLLECT = Step(
     description="Gather the shards of a run into the first job manifest",
     memory_mb=1024,  # its CPU share: a million SHARD items written in time (docs/scaling.md)
     timeout_seconds=900,
-    payload={"plan": "$.plan", **EXECUTION},
+    payload={"plan": "$.plan", "splits": "$.splits.manifest", **EXECUTION},
     result_path="$.round",
-    reads=(SHARDS_PREFIX, RUNS_PREFIX),  # the shard indexes, the split tasks
+    # the shard indexes of splits that listed no shards; the split tasks, the Map's results
+    reads=(SHARDS_PREFIX, RUNS_PREFIX),
     writes=(RUNS_PREFIX,),
     table=("BatchWriteItem", "UpdateItem"),
 )

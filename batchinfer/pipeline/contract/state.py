@@ -379,9 +379,13 @@ class SplitTask(StatePart):
 
 @dataclass(frozen=True)
 class SplitResult(StatePart):
-    """What SplitObject answers for one object: where its shard index is, and scalars only
-    (the shard list stays in the index: a state holds at most 256 KB)."""
+    """What SplitObject answers for one object: where its shard index is, and its shards'
+    names (relative to its folder) and sizes as ``[name, size]`` pairs when it has at most
+    :data:`LISTED_SHARDS` of them (``shard_list``; None above: they stay in the index, a
+    state holds at most 256 KB). Collect reads the lists from the split Map's result files
+    rather than each object's index."""
 
+    input: str
     index: str
     manifest: str
     shards: int
@@ -389,6 +393,11 @@ class SplitResult(StatePart):
     etag: str | None
     compression_type: str
     copied: bool
+    shard_list: list[list[Any]] | None
+
+
+# Shards a SplitResult lists: 64 names of at most 1,024 bytes each keep it near 66 KB.
+LISTED_SHARDS = 64
 
 
 @dataclass(frozen=True)

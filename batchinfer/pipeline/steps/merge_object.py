@@ -24,7 +24,7 @@ def merge_object(task: MergeTask, *, s3: Any) -> dict[str, Any]:
     plan = task.plan
     index = split_index(s3, task.input, task.folder)
     parts = parse_s3_uri(plan.job_output)
-    names = shard_names(index, task.folder, plan.shards_prefix)
+    names = shard_names(index.names, task.folder, plan.shards_prefix)
     target = parse_s3_uri(plan.output).child(output_name(input_name(plan.input, task.input)))
     merge = merge_parquet if plan.settings.answers_parquet else merge_objects
     merge(s3, [parts.child(output_name(name)) for name in names], target)

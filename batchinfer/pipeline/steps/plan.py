@@ -64,8 +64,8 @@ from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
 
-# Parquet footers read at once: Plan reads each Parquet object's footer, as Collect reads
-# each object's shard index, 64 at a time (docs/scaling.md).
+# Parquet footers read at once: Plan reads each Parquet object's footer, 64 at a time, as
+# Collect reads the shard indexes of splits that listed no shards (docs/scaling.md).
 FOOTER_READS = 64
 
 

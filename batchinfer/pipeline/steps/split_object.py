@@ -12,7 +12,7 @@ same from the index the job wrote.
 from typing import Any
 
 from batchinfer.errors import InputError
-from batchinfer.pipeline.contract.state import SplitResult, SplitTask
+from batchinfer.pipeline.contract.state import LISTED_SHARDS, SplitResult, SplitTask
 from batchinfer.pipeline.storage.merge import copy_pinned
 from batchinfer.pipeline.storage.shard_indexes import split_index
 from batchinfer.sharding import ShardIndex, split
@@ -21,7 +21,8 @@ from batchinfer.uris import parse_s3_uri
 
 
 def split_object(task: SplitTask, *, s3: Any) -> SplitResult:
-    """Split ``task.input`` (or copy it whole); where its index is, and scalars only."""
+    """Split ``task.input`` (or copy it whole); where its index is, and its shard list when
+    it is short."""
     index = split(
         task.input,
         task.output,
@@ -34,7 +35,9 @@ def split_object(task: SplitTask, *, s3: Any) -> SplitResult:
         rows=task.rows,
     )
     copy_unsplit(s3, index, task.output)
+    listed = len(index.shards) <= LISTED_SHARDS
     return SplitResult(
+        input=task.input,
         index=index.location,
         manifest=index.manifest,
         shards=len(index.shards),
@@ -42,6 +45,7 @@ def split_object(task: SplitTask, *, s3: Any) -> SplitResult:
         etag=index.etag,
         compression_type=index.compression,
         copied=index.uris != [index.source],
+        shard_list=[[shard.name, shard.size] for shard in index.shards] if listed else None,
     )
 
 

@@ -1,8 +1,11 @@
 """What a split left for one input object, as Collect and MergeObject read it: its shard
-index in its split task's folder, and the names of its shards under the run's shard prefix
+index in its split task's folder (or, for Collect, the shard list its split answered), and
+the names of its shards under the run's shard prefix
 (R12: each input object gives one output named after it)."""
 
 import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from batchinfer.errors import InputError
@@ -21,10 +24,24 @@ def split_index(s3: Any, input_uri: str, folder: str) -> ShardIndex:
         raise InputError(f"{input_uri}: the split left no shard index: {exc}") from None
 
 
-def shard_names(index: ShardIndex, folder: str, shards_prefix: str) -> list[str]:
-    """The keys of ``index``'s shards under ``shards_prefix``, in shard order (an object that
-    needed no split is one shard, copied into ``folder`` under its own name)."""
-    return [folder[len(shards_prefix) :] + shard.name for shard in index.shards]
+@dataclass(frozen=True)
+class SplitShards:
+    """What Collect needs of one object's split: its shards' names (relative to its split
+    task's folder) and sizes in shard order, and their CompressionType."""
+
+    compression: str
+    shards: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, index: ShardIndex) -> "SplitShards":
+        return cls(index.compression, tuple((shard.name, shard.size) for shard in index.shards))
+
+
+def shard_names(names: Iterable[str], folder: str, shards_prefix: str) -> list[str]:
+    """The keys under ``shards_prefix`` of the shards ``names`` (relative to ``folder``), in
+    shard order (an object that needed no split is one shard, copied into ``folder`` under
+    its own name)."""
+    return [folder[len(shards_prefix) :] + name for name in names]
 
 
 def input_name(run_input: str, input_uri: str) -> str:

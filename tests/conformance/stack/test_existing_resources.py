@@ -105,8 +105,8 @@ def test_plan_lists_the_sources_and_reads_them_for_a_header(synthesized):
 
 
 def test_collect_reads_no_input(synthesized):
-    """Collect reads the shard indexes only: the objects that needed no split were copied by
-    their own split Map items."""
+    """Collect reads the split Map's results and shard indexes only: the objects that needed
+    no split were copied by their own split Map items."""
     statements = _statements(synthesized.template_json, "CollectRole")
     assert not {"ReadSources", "ReadDestinations", "WriteDestinations"} & set(statements)
 

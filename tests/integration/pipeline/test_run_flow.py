@@ -17,7 +17,7 @@ from batchinfer.pipeline.storage.status_table import FAILED, MISSING, RUNNING, S
 from batchinfer.sharding.s3 import S3Source
 from batchinfer.transform.settings import validate_job_name
 from tests.support.lambdas import load_handler
-from tests.support.map_results import count_shards
+from tests.support.map_results import Child, count_shards, map_run, split_inputs
 from tests.support.offline.moto_fixes import copy_source_if_match
 
 from .conftest import BUCKET
@@ -75,9 +75,13 @@ def collected(
         request["shards"] = shards
     start = {"execution": EXECUTION, "execution_name": run_id, "started_at": "t"}
     plan = handlers["plan"].handler({"request": request, **start}, None)
-    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
-    handlers["split_object"].handler(item, None)
-    return plan, handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    return plan, handlers["collect"].handler(collect_event(account, handlers, plan), None)
+
+
+def collect_event(account, handlers, plan: dict[str, Any]) -> dict[str, Any]:
+    """Collect's event after the SplitInputs Map split each of ``plan``'s input objects."""
+    splits = split_inputs(account.s3, BUCKET, handlers["split_object"].handler, plan)
+    return {"plan": plan, "execution": EXECUTION, "splits": splits}
 
 
 def merge_events(account, plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -143,10 +147,14 @@ def test_run_with_one_failed_shard_resubmits_only_it_then_merges(account, handle
     items = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
     assert [i["input"].rsplit("/", 2)[-2:] for i in items] == [["batch", "a.csv"], ["sub", "b.csv"]]
 
-    for item in items:  # the split Map
-        assert handlers["split_object"].handler(item, None)["shards"] == 3
-
-    round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    splits = [Child(item, handlers["split_object"].handler(item, None)) for item in items]
+    assert [split.output["shards"] for split in splits] == [3, 3]
+    listed = splits[0].output["shard_list"]  # read by Collect from the Map's results
+    assert [name for name, _ in listed] == [f"a.part-0000{n}.csv" for n in range(3)]
+    assert sum(size for _, size in listed) == len(a)
+    manifest_key = map_run(account.s3, BUCKET, "SplitInputs", splits)
+    collect_1 = {"plan": plan, "execution": EXECUTION, "splits": manifest_key}
+    round_1 = handlers["collect"].handler(collect_1, None)
     manifest = json.loads(account.get(round_1["manifest"]))
     assert manifest[0] == {"prefix": f"s3://{BUCKET}/shards/exec-1/"}
     assert manifest[1:] == [
@@ -235,9 +243,13 @@ def test_without_merge_outputs_stay_per_shard_and_small_objects_are_copied_by_th
         None,
     )
     (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
-    assert handlers["split_object"].handler(item, None)["copied"] is False
+    split = handlers["split_object"].handler(item, None)
+    assert split["copied"] is False
     assert "shards/r-1/one.csv" in account.keys("shards/r-1/"), "copied by its split"
-    round_1 = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    splits = map_run(account.s3, BUCKET, "SplitInputs", [Child(item, split)])
+    round_1 = handlers["collect"].handler(
+        {"plan": plan, "execution": EXECUTION, "splits": splits}, None
+    )
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_1}, None)
     handlers["verify"].handler(
         verify_event(account, handlers, plan, round_1, run_job(account, job)),
@@ -267,7 +279,6 @@ def test_an_unsplit_object_replaced_after_its_split_measured_it_fails_naming_it(
     monkeypatch.setattr(S3Source, "check_unchanged", replaced_after_measure)
     with copy_source_if_match(), pytest.raises(InputError) as failed:
         handlers["split_object"].handler(item, None)
-        handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
     assert f"s3://{BUCKET}/input/moved/one.csv changed" in str(failed.value)
     assert "shards/moved/one.csv" not in account.keys("shards/moved/")
 
@@ -369,9 +380,7 @@ def test_outputs_that_cannot_be_counted_need_only_exist(account, handlers):
     request = {"input": f"s3://{BUCKET}/input/v.csv", "run_id": "r-6", "accept": "application/json"}
     start = {"execution": EXECUTION, "execution_name": "r-6", "started_at": "t"}
     plan = handlers["plan"].handler({"request": request, **start}, None)
-    (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
-    handlers["split_object"].handler(item, None)
-    round_ = handlers["collect"].handler({"plan": plan, "execution": EXECUTION}, None)
+    round_ = handlers["collect"].handler(collect_event(account, handlers, plan), None)
     job = handlers["prepare_job"].handler({"plan": plan, "round": round_}, None)
     outcome = run_job(account, job)
     account.put("output/r-6/v.csv.out", b'[{"sums": "one document"}]')
@@ -495,8 +504,9 @@ def test_every_step_run_again_after_it_ran_gives_the_same_result_once(account, h
     start = {"execution": EXECUTION, "execution_name": "again", "started_at": "t"}
     plan = twice("plan", {"request": request, **start})
     (item,) = account.json_lines(f"s3://{BUCKET}/{plan['inputs_key']}")
-    twice("split_object", item)
-    round_ = twice("collect", {"plan": plan, "execution": EXECUTION})
+    split = twice("split_object", item)
+    splits = map_run(account.s3, BUCKET, "SplitInputs", [Child(item, split)])
+    round_ = twice("collect", {"plan": plan, "execution": EXECUTION, "splits": splits})
     job = twice("prepare_job", {"plan": plan, "round": round_})
     outcome = run_job(account, job)
     (shard, *_) = account.json_lines(f"s3://{BUCKET}/{round_['shards_key']}")

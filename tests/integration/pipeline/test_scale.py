@@ -1,6 +1,7 @@
 """Runs of 100,000 input objects: Plan lists them all into the split Map's JSON Lines item
-file, Collect turns their shard indexes into the shard list, the SHARD items and the first
-ManifestFile; Collect run again writes the same. The helpers they rely on: an ordered
+file, Collect turns the shard lists the splits answered (and the shard indexes of those that
+listed none) into the shard list, the SHARD items and the first ManifestFile; Collect run
+again writes the same. The helpers they rely on: an ordered
 thread map with bounded work in flight, and SHARD items in shard order past 99,999."""
 
 import json
@@ -17,6 +18,8 @@ from batchinfer.pipeline.steps.collect import collect
 from batchinfer.pipeline.steps.plan import plan_run
 from batchinfer.pipeline.storage.ordered import ordered_map
 from batchinfer.pipeline.storage.status_table import PENDING, RUNNING, StatusTable
+from batchinfer.sharding.names import index_name
+from tests.support.atomic_dynamodb import atomic_writes
 from tests.support.many_objects import (
     object_name,
     put_directly,
@@ -58,17 +61,44 @@ def test_plan_lists_100k_objects_into_one_item_line_each(account):
 
 def split_run(account, run_id: str, objects: int, **shards):
     """A run of ``objects`` inputs as the split Map leaves it (``split_state``), with its
-    RUN item; its plan."""
+    RUN item; its plan and the key of the split Map's result manifest."""
     plan = example_plan(run_id=run_id)
     account.table.create_run(run_id, EXECUTION, objects=objects)
-    split_state(plan, objects, **shards)
-    return plan
+    return plan, split_state(plan, objects, account.s3, **shards)
+
+
+def index_reads(s3) -> list[str]:
+    """The keys of the shard indexes ``s3`` reads from now on, as they are read."""
+    read: list[str] = []
+
+    def record(params, **_):
+        if params["Key"].endswith(".index.json"):
+            read.append(params["Key"])
+
+    s3.meta.events.register("provide-client-params.s3.GetObject", record)
+    return read
 
 
 @pytest.mark.slow
 def test_collect_gathers_100k_objects_in_order_with_batched_shard_items(account):
-    plan = split_run(account, "big", OBJECTS, unsplit={0, 77_777}, two={5, OBJECTS - 1})
-    round_ = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
+    """The splits' shard lists come from the split Map's result files (answers in another
+    order than the tasks); only the objects whose answer listed none have their index read."""
+    plan, splits = split_run(
+        account,
+        "big",
+        OBJECTS,
+        unsplit={0, 77_777},
+        two={5, OBJECTS - 1},
+        unlisted={5, 50_000, OBJECTS - 1},
+    )
+    indexes = index_reads(account.s3)
+    with atomic_writes():
+        round_ = collect(
+            plan, execution=EXECUTION, splits=splits, s3=account.s3, table=account.table
+        )
+    assert sorted(indexes) == [
+        "shards/big/" + index_name(object_name(number)) for number in (5, 50_000, OBJECTS - 1)
+    ]
     total = OBJECTS + 2
     manifest_uri = f"s3://{BUCKET}/runs/big/round-1.manifest"
     assert round_ == Round(1, manifest_uri, False, total, total, "runs/big/shards.jsonl")
@@ -97,17 +127,44 @@ def test_collect_gathers_100k_objects_in_order_with_batched_shard_items(account)
 def test_collect_run_again_writes_the_same_objects_and_items(account):
     """A retried Collect (its answer lost after it ran) leaves the same run behind; 60
     objects with two shards each fill several 25-item batches."""
-    plan = split_run(account, "again", 60, unsplit={3}, two=set(range(60)) - {3})
-    first = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
+    plan, splits = split_run(
+        account, "again", 60, unsplit={3}, two=set(range(60)) - {3}, unlisted={7}
+    )
+    with atomic_writes():
+        first = collect(
+            plan, execution=EXECUTION, splits=splits, s3=account.s3, table=account.table
+        )
     written = {key: account.get(f"s3://{BUCKET}/{key}") for key in account.keys("")}
     items = account.table.shards("again")
     assert stored_shard_items(account.table.table, "again") == items  # as the scale test reads
-    second = collect(plan, execution=EXECUTION, s3=account.s3, table=account.table)
+    with atomic_writes():
+        second = collect(
+            plan, execution=EXECUTION, splits=splits, s3=account.s3, table=account.table
+        )
     assert second == first and first.shards == 119
     assert {key: account.get(f"s3://{BUCKET}/{key}") for key in account.keys("")} == written
     strip = [{k: v for k, v in item.items() if k != "expires_at"} for item in items]
     again = account.table.shards("again")
     assert [{k: v for k, v in item.items() if k != "expires_at"} for item in again] == strip
+
+
+def test_collect_of_an_execution_started_before_the_splits_were_passed_reads_every_index(
+    account,
+):
+    """An execution keeps the definition it started under, while a deploy updates the
+    Lambdas: its Collect event has no ``splits``, and every shard index is read instead, to
+    the same shard list."""
+    plan, splits = split_run(account, "older", 30, unsplit={3}, two={4, 29})
+    indexes = index_reads(account.s3)
+    older = collect(plan, execution=EXECUTION, splits=None, s3=account.s3, table=account.table)
+    assert len(indexes) == 30
+    shard_list = account.get(f"s3://{BUCKET}/runs/older/shards.jsonl")
+    assert (
+        collect(plan, execution=EXECUTION, splits=splits, s3=account.s3, table=account.table)
+        == older
+    )
+    assert account.get(f"s3://{BUCKET}/runs/older/shards.jsonl") == shard_list
+    assert len(indexes) == 30, "read from the Map's results the second time"
 
 
 def test_shard_items_come_back_in_shard_order_past_five_digits(account):
@@ -127,6 +184,7 @@ def test_a_run_s_shard_items_spread_over_16_partition_keys_written_from_threads(
         write_items(table, items)
 
     with (
+        atomic_writes(),
         mock.patch.object(StatusTable, "_write_items", recorded),
         account.table.shard_writer("spread") as put,
     ):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from batchinfer.errors import ValidationError
+from batchinfer.pipeline.steps import split_object
 from batchinfer.sharding import ShardIndex
 from tests.support.lambdas import load_handler as load_lambda
 
@@ -58,20 +59,35 @@ def test_cli_needs_exactly_one_of_shards_and_shard_size(tmp_path):
     assert "--shard-size: 'lots' is not a size" in result.stderr
 
 
-def test_lambda_returns_the_index_location_not_the_shard_list(s3, bucket, csv_lines):
+def test_lambda_returns_the_index_location_and_a_short_shard_list(s3, bucket, csv_lines):
+    """Collect reads the shard list from the split Map's results; the index stays the whole
+    record (its spans, the header, the ETag)."""
     data = csv_lines(5000)
     source = bucket.put("in/data.csv", data)
     result = load_handler()(
         {"input": source, "output": f"s3://{bucket.name}/shards/", "shard_size": "20KiB"}, None
     )
+    assert result["input"] == source
     assert result["index"] == f"s3://{bucket.name}/shards/data.csv.index.json"
     assert result["manifest"] == f"s3://{bucket.name}/shards/data.csv.manifest"
-    assert all(not isinstance(value, list | dict) for value in result.values())
-    assert len(json.dumps(result)) < 1024
     index = ShardIndex.load(result["index"], s3_client=s3)
     assert result["shards"] == len(index.shards) > 1
+    assert result["shard_list"] == [[shard.name, shard.size] for shard in index.shards]
     assert result["copied"] is True
     assert b"".join(bucket.get(uri) for uri in index.uris) == data
+
+
+def test_lambda_lists_no_shards_above_the_listed_count(s3, bucket, csv_lines, monkeypatch):
+    """Above LISTED_SHARDS the answer holds scalars only (a state holds at most 256 KB):
+    Collect reads that object's index."""
+    monkeypatch.setattr(split_object, "LISTED_SHARDS", 2)
+    source = bucket.put("in/data.csv", csv_lines(5000))
+    result = load_handler()(
+        {"input": source, "output": f"s3://{bucket.name}/shards/", "shard_size": "20KiB"}, None
+    )
+    assert result["shards"] > 2 and result["shard_list"] is None
+    assert all(not isinstance(value, list | dict) for value in result.values())
+    assert len(json.dumps(result)) < 1024
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from batchinfer.pipeline.contract.state import (
     RunPlan,
     ShardCount,
     ShardEntry,
+    SplitResult,
 )
 from batchinfer.pipeline.storage.status_table import (
     MISSING,
@@ -401,13 +402,46 @@ def collect_run(objects: int, trace: bool = True, shards_each: int = 1) -> Outco
         aws.status.create_run("scale", EXECUTION, objects=objects)
         tasks = (seed_split(aws, plan, n, shards_each, 1000) for n in range(objects))
         aws.s3.seed_lines_of(BUCKET, plan.inputs_key, tasks)
+        seeded = aws.s3.body(BUCKET, plan.inputs_key).splitlines()
+        splits = seed_split_results(aws, (json.loads(task) for task in seeded))
         return run_step(
             aws,
             registry.COLLECT,
             f"{objects:,} objects, {objects * shards_each:,} shards",
-            lambda: collect(plan, execution=EXECUTION, s3=aws.s3, table=aws.status),
+            lambda: collect(plan, execution=EXECUTION, splits=splits, s3=aws.s3, table=aws.status),
             trace,
         )
+
+
+def seed_split_results(aws: Account, tasks: Iterator[dict[str, Any]]) -> str:
+    """The SplitInputs Map's result files for ``tasks``, each child's answer listing the shards
+    its index holds, in one JSON Lines file; the key of their manifest."""
+    folder = f"{MAP_RESULTS_PREFIX}SplitInputs/"
+
+    def answers() -> Iterator[str]:
+        for task in tasks:
+            location = parse_s3_uri(task["output"]).child(
+                index_name(parse_s3_uri(task["input"]).key.rsplit("/", 1)[-1])
+            )
+            index = ShardIndex.from_json(aws.s3.body(BUCKET, location.key))
+            answer = SplitResult(
+                input=task["input"],
+                index=location.uri,
+                manifest="",
+                shards=len(index.shards),
+                source=index.source,
+                etag=index.etag,
+                compression_type=index.compression,
+                copied=True,
+                shard_list=[[shard.name, shard.size] for shard in index.shards],
+            )
+            yield json.dumps(answer.to_state()) + "\n"
+
+    aws.s3.seed_lines_of(BUCKET, folder + "SUCCEEDED_0.json", answers())
+    files = {"SUCCEEDED": [{"Key": folder + "SUCCEEDED_0.json"}], "FAILED": [], "PENDING": []}
+    manifest = {"DestinationBucket": BUCKET, "MapRunArn": "scale", "ResultFiles": files}
+    aws.s3.seed(BUCKET, folder + "manifest.json", json.dumps(manifest).encode())
+    return folder + "manifest.json"
 
 
 def merge_object_run(megabytes: int, trace: bool = True) -> Outcome:
