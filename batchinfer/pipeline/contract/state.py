@@ -449,7 +449,10 @@ class ShardEntry:
         )
 
     def to_line(self) -> dict[str, Any]:
-        return asdict(self)
+        """The line's JSON object, its fields in order: a copy of the instance's own (scalar)
+        fields, which Collect and Verify write once a shard (``asdict`` copies each value
+        recursively, about 15 µs a shard)."""
+        return dict(vars(self))
 
     @property
     def gzip(self) -> bool:
