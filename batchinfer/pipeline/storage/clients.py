@@ -19,10 +19,10 @@ from batchinfer.endpoints.scoring import REALTIME_TIMEOUT_SECONDS
 from batchinfer.pipeline.contract.environment import PipelineEnvironment
 from batchinfer.pipeline.storage.status_table import StatusTable
 
-# Connections of the S3 client's pool: as many as the threads of one step that share it (Collect
-# reads up to 64 shard indexes at once, Plan 64 Parquet footers; a merge and a split send 8 parts
-# side by side). boto3's default of 10 would keep the others waiting for a connection.
-S3_CONNECTIONS = 64
+# Connections of the S3 client's pool: as many as the threads of one step that share it (Plan
+# reads 128 Parquet footers at once, Collect up to 64 shard indexes; a merge and a split send 8
+# parts side by side). boto3's default of 10 would keep the others waiting for a connection.
+S3_CONNECTIONS = 128
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from batchinfer.errors import InputError
 from batchinfer.pipeline.contract.state import CAUSE_LIMIT, JobOutcome
 from batchinfer.pipeline.jobs.job_requests import TRANSFORM_FIELDS
 from batchinfer.pipeline.steps.collect import PARALLEL_INDEXES
+from batchinfer.pipeline.steps.plan import FOOTER_READS
 from batchinfer.pipeline.storage.merge import WORKERS
 from batchinfer.pipeline.storage.status_table import FAILED, MISSING, RUNNING, SUCCEEDED
 from batchinfer.sharding.s3 import S3Source
@@ -284,12 +285,13 @@ def test_an_unsplit_object_replaced_after_its_split_measured_it_fails_naming_it(
 
 
 def test_the_s3_client_has_a_connection_for_each_thread_that_shares_it(handlers):
-    """Collect reads PARALLEL_INDEXES shard indexes at once and a merge or a split sends 8
-    parts side by side, each through the Lambda's one S3 client: its pool holds a connection
-    for each thread (boto3's default of 10 would keep the others waiting)."""
+    """Plan reads FOOTER_READS Parquet footers at once, Collect PARALLEL_INDEXES shard
+    indexes, and a merge or a split sends 8 parts side by side, each through the Lambda's one
+    S3 client: its pool holds a connection for each thread (boto3's default of 10 would keep
+    the others waiting)."""
     from batchinfer.pipeline.storage.clients import services
 
-    threads = max(PARALLEL_INDEXES, WORKERS, S3Source.copy_workers)
+    threads = max(FOOTER_READS, PARALLEL_INDEXES, WORKERS, S3Source.copy_workers)
     assert services().s3.meta.config.max_pool_connections >= threads
 
 
