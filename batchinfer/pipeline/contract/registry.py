@@ -61,7 +61,10 @@ PLAN = Step(
     name="plan",
     state="Plan",
     description="Validate a run request, list its inputs, claim the run id",
-    memory_mb=512,
+    # One vCPU: a Parquet run reads a footer an object, and botocore's CPU for 100,000 such
+    # requests (about 1.4 ms each on one core) would take most of the 900 s at 512 MB's
+    # share of a core (docs/scaling.md).
+    memory_mb=1769,
     # Listing takes one request per 1,000 objects: minutes only for millions of objects.
     timeout_seconds=900,
     payload={

@@ -38,7 +38,8 @@ from batchinfer.uris import S3Location
 
 # Shard indexes read at once, for the objects whose split answered no shard list: one small
 # GET each, about 0.2 s of latency, so 100,000 such objects would take about 310 s
-# (docs/scaling.md); the S3 client's pool holds as many connections (clients.S3_CONNECTIONS).
+# (docs/scaling.md); the S3 client's pool holds at least as many connections
+# (clients.S3_CONNECTIONS).
 PARALLEL_INDEXES = 64
 
 

@@ -64,10 +64,10 @@ from batchinfer.transform.settings import TransformSettings
 from batchinfer.units import parse_size
 from batchinfer.uris import S3Location, parse_s3_uri
 
-# Parquet footers read at once: each is one small ranged GET, whose latency (0.2 s, as the
-# scale harness charges it) bounds Plan's time at 100,000 objects, not its CPU; 128 at a time
-# took the modelled run from 437-458 s to 293-314 s of its 900 (docs/scaling.md). The S3
-# client's pool holds as many connections (clients.S3_CONNECTIONS).
+# Parquet footers read at once: each is one small ranged GET of 0.2 s (as the scale harness
+# charges it) and about 1.4 ms of botocore's CPU; at 128 at a time and one vCPU (Plan's
+# 1,769 MB) the modelled run of 100,000 objects takes 320-341 s of its 900 (docs/scaling.md).
+# The S3 client's pool holds as many connections (clients.S3_CONNECTIONS).
 FOOTER_READS = 128
 
 

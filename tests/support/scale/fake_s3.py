@@ -22,7 +22,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 from botocore.response import StreamingBody
 from botocore.validate import ParamValidator
 
-from tests.support.scale.costs import S3_REQUEST_SECONDS, s3_seconds
+from tests.support.scale.costs import S3_CLIENT_CPU_SECONDS, S3_REQUEST_SECONDS, s3_seconds
 from tests.support.scale.meter import Meter
 
 _MODEL = botocore.session.get_session().get_service_model("s3")
@@ -122,6 +122,10 @@ class FakeS3:
         self._lock = threading.Lock()
         self._files = itertools.count()
 
+    def _charge(self, operation: str, seconds: float) -> None:
+        """One request: its AWS time, and the CPU boto3 would have spent on it."""
+        self._meter.charge(operation, seconds, S3_CLIENT_CPU_SECONDS)
+
     # Seeding, outside the meter
     def seed(self, bucket: str, key: str, body: bytes) -> None:
         self._store(bucket, key, self._file_segments(body))
@@ -164,20 +168,20 @@ class FakeS3:
             start, end = _range(params["Range"], stored.size)
             segments = stored.cut(start, end + 1)
         length = sum(s.length for s in segments)
-        self._meter.charge("s3:GetObject", s3_seconds(length))
+        self._charge("s3:GetObject", s3_seconds(length))
         raw = io.BufferedReader(_Chain(segments), 1024 * 1024)
         return {"Body": StreamingBody(raw, length), "ContentLength": length, "ETag": stored.etag}
 
     def head_object(self, **params: Any) -> dict[str, Any]:
         stored = self._read("head_object", params)
-        self._meter.charge("s3:HeadObject", S3_REQUEST_SECONDS)
+        self._charge("s3:HeadObject", S3_REQUEST_SECONDS)
         return {"ContentLength": stored.size, "ETag": stored.etag}
 
     def put_object(self, **params: Any) -> dict[str, Any]:
         self._check("put_object", params)
         body = params.get("Body", b"")
         data = body.read() if hasattr(body, "read") else bytes(body)
-        self._meter.charge("s3:PutObject", s3_seconds(len(data)))
+        self._charge("s3:PutObject", s3_seconds(len(data)))
         stored = self._store(params["Bucket"], params["Key"], self._file_segments(data))
         return {"ETag": stored.etag}
 
@@ -191,7 +195,7 @@ class FakeS3:
             for chunk in iter(lambda: Fileobj.read(PART), b""):
                 file.write(chunk)
                 size += len(chunk)
-                self._meter.charge("s3:UploadPart", s3_seconds(len(chunk)))
+                self._charge("s3:UploadPart", s3_seconds(len(chunk)))
         self._store(Bucket, Key, (Segment(size, path),) if size else ())
 
     def copy_object(self, **params: Any) -> dict[str, Any]:
@@ -199,7 +203,7 @@ class FakeS3:
         source = self._source(params, "CopyObject")
         if source.size > 5 * 1024**3:
             raise _error("InvalidRequest", "copy source larger than 5 GB", "CopyObject")
-        self._meter.charge("s3:CopyObject", s3_seconds(source.size))
+        self._charge("s3:CopyObject", s3_seconds(source.size))
         stored = self._store(params["Bucket"], params["Key"], source.segments)
         return {"CopyObjectResult": {"ETag": stored.etag}}
 
@@ -210,12 +214,12 @@ class FakeS3:
         seconds = (parts * S3_REQUEST_SECONDS + s3_seconds(source.size)) / min(
             parts, TRANSFER_THREADS
         )
-        self._meter.charge("s3:UploadPartCopy", seconds)
+        self._charge("s3:UploadPartCopy", seconds)
         self._store(Bucket, Key, source.segments)
 
     def create_multipart_upload(self, **params: Any) -> dict[str, Any]:
         self._check("create_multipart_upload", params)
-        self._meter.charge("s3:CreateMultipartUpload", S3_REQUEST_SECONDS)
+        self._charge("s3:CreateMultipartUpload", S3_REQUEST_SECONDS)
         upload = f"upload-{next(self._files)}"
         self._uploads[upload] = {}
         return {"UploadId": upload, "Bucket": params["Bucket"], "Key": params["Key"]}
@@ -224,7 +228,7 @@ class FakeS3:
         self._check("upload_part", params)
         body = params["Body"]
         data = body.read() if hasattr(body, "read") else bytes(body)
-        self._meter.charge("s3:UploadPart", s3_seconds(len(data)))
+        self._charge("s3:UploadPart", s3_seconds(len(data)))
         part = Stored(self._file_segments(data), _etag(data))
         self._uploads[params["UploadId"]][params["PartNumber"]] = part
         return {"ETag": part.etag}
@@ -237,14 +241,14 @@ class FakeS3:
             start, end = _range(params["CopySourceRange"], source.size)
             segments = source.cut(start, end + 1)
         length = sum(s.length for s in segments)
-        self._meter.charge("s3:UploadPartCopy", s3_seconds(length))
+        self._charge("s3:UploadPartCopy", s3_seconds(length))
         part = Stored(segments, _etag(f"{source.etag}{params.get('CopySourceRange')}".encode()))
         self._uploads[params["UploadId"]][params["PartNumber"]] = part
         return {"CopyPartResult": {"ETag": part.etag}}
 
     def complete_multipart_upload(self, **params: Any) -> dict[str, Any]:
         self._check("complete_multipart_upload", params)
-        self._meter.charge("s3:CompleteMultipartUpload", S3_REQUEST_SECONDS)
+        self._charge("s3:CompleteMultipartUpload", S3_REQUEST_SECONDS)
         parts = self._uploads.pop(params["UploadId"])
         listed = [p["PartNumber"] for p in params["MultipartUpload"]["Parts"]]
         segments = tuple(s for number in listed for s in parts[number].segments)
@@ -253,13 +257,13 @@ class FakeS3:
 
     def abort_multipart_upload(self, **params: Any) -> dict[str, Any]:
         self._check("abort_multipart_upload", params)
-        self._meter.charge("s3:AbortMultipartUpload", S3_REQUEST_SECONDS)
+        self._charge("s3:AbortMultipartUpload", S3_REQUEST_SECONDS)
         self._uploads.pop(params["UploadId"], None)
         return {}
 
     def list_objects_v2(self, **params: Any) -> dict[str, Any]:
         self._check("list_objects_v2", params)
-        self._meter.charge("s3:ListObjectsV2", S3_REQUEST_SECONDS)
+        self._charge("s3:ListObjectsV2", S3_REQUEST_SECONDS)
         listing = self._listing(params["Bucket"])
         prefix = params.get("Prefix", "")
         after = params.get("ContinuationToken") or params.get("StartAfter") or ""
@@ -301,7 +305,7 @@ class FakeS3:
         self._check(method, params)
         stored = self._objects.get((params["Bucket"], params["Key"]))
         if stored is None:
-            self._meter.charge(f"s3:{_OPERATIONS[method]}", S3_REQUEST_SECONDS)
+            self._charge(f"s3:{_OPERATIONS[method]}", S3_REQUEST_SECONDS)
             code = "NoSuchKey" if method == "get_object" else "404"
             raise _error(code, "The specified key does not exist.", _OPERATIONS[method], 404)
         if "IfMatch" in params and params["IfMatch"] != stored.etag:

@@ -24,9 +24,11 @@ from tests.support.scale.costs import (
     DYNAMODB_PAGE_BYTES,
     DYNAMODB_PARTITION_READS_PER_SECOND,
     DYNAMODB_PARTITION_WRITES_PER_SECOND,
+    DYNAMODB_READ_CLIENT_CPU_SECONDS,
     DYNAMODB_READ_UNIT_BYTES,
     DYNAMODB_REQUEST_SECONDS,
     DYNAMODB_TABLE_WRITES_PER_SECOND,
+    DYNAMODB_WRITE_CLIENT_CPU_SECONDS,
 )
 from tests.support.scale.meter import Meter
 
@@ -55,8 +57,8 @@ class FakeTable:
         self.shards_written = 0
         self.name = table.name
 
-    def _charge(self, operation: str) -> None:
-        self._meter.charge(f"dynamodb:{operation}", DYNAMODB_REQUEST_SECONDS)
+    def _charge(self, operation: str, client_cpu: float = 0.0) -> None:
+        self._meter.charge(f"dynamodb:{operation}", DYNAMODB_REQUEST_SECONDS, client_cpu)
 
     def wrote_shards(self, partition_keys: list[str]) -> None:
         """Count SHARD items written under ``partition_keys`` against the table's write rate
@@ -147,6 +149,7 @@ class FakeTable:
             scanned * self._item_bytes / DYNAMODB_READ_UNIT_BYTES,
             DYNAMODB_PARTITION_READS_PER_SECOND,
         )
+        self._meter.client_cpu(len(items) * DYNAMODB_READ_CLIENT_CPU_SECONDS)
         page: dict[str, Any] = {"Items": items, "Count": len(items), "ScannedCount": scanned}
         if scanned == limit and last is not None:
             page["LastEvaluatedKey"] = {key: last[key] for key in (PARTITION_KEY, SORT_KEY)}
@@ -180,6 +183,7 @@ class _BatchWriter:
 
     def flush(self) -> None:
         if self._pending:
-            self._table._charge("BatchWriteItem")
+            cpu = len(self._pending) * DYNAMODB_WRITE_CLIENT_CPU_SECONDS
+            self._table._charge("BatchWriteItem", cpu)
             self._table.wrote_shards(self._pending)
             self._pending = []

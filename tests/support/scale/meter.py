@@ -42,13 +42,22 @@ class Meter:
         self.calls: Counter[str] = Counter()
         self._main = threading.get_ident()
         self._cpu = time.process_time()
+        self._client_cpu = 0.0
 
-    def charge(self, operation: str, seconds: float) -> None:
+    def charge(self, operation: str, seconds: float, client_cpu: float = 0.0) -> None:
+        """One call of ``seconds`` of AWS time; ``client_cpu``: the CPU seconds boto3 would
+        have spent on it where a fake took its place (costs.py)."""
         thread = threading.current_thread()
         pool = "" if thread.ident == self._main else thread.name.rsplit("_", 1)[0]
         with self._lock:
             self._seconds[pool, thread.ident or 0] += seconds
+            self._client_cpu += client_cpu
             self.calls[operation] += 1
+
+    def client_cpu(self, seconds: float) -> None:
+        """CPU seconds boto3 would have spent where a fake took its place, beyond a call's."""
+        with self._lock:
+            self._client_cpu += seconds
 
     def consume(self, limit: str, units: float, per_second: float) -> None:
         """Count ``units`` against a rate limit of ``per_second``: the step takes at least
@@ -68,7 +77,8 @@ class Meter:
     def elapsed(self, memory_mb: int) -> float:
         """The modelled seconds so far of the step running: what a Lambda context's
         remaining time counts down from."""
-        return self.aws_seconds() + (time.process_time() - self._cpu) * cpu_scale(memory_mb)
+        cpu = time.process_time() - self._cpu + self._client_cpu
+        return self.aws_seconds() + cpu * cpu_scale(memory_mb)
 
     def aws_seconds(self, *, overlapped: bool = False) -> float:
         with self._lock:
@@ -97,6 +107,7 @@ class Meter:
             self._seconds.clear()
             self._floors.clear()
             self.calls.clear()
+            self._client_cpu = 0.0
         if trace:
             tracemalloc.start()
         cpu = self._cpu = time.process_time()
@@ -109,7 +120,7 @@ class Meter:
                 peak = tracemalloc.get_traced_memory()[1] / MIB
                 tracemalloc.stop()
         aws = self.aws_seconds()
-        cpu_seconds = cpu * cpu_scale(memory_mb)
+        cpu_seconds = (cpu + self._client_cpu) * cpu_scale(memory_mb)
         return result, StepFigures(
             seconds=aws + cpu_seconds,
             overlapped_seconds=self.aws_seconds(overlapped=True) + cpu_seconds,
