@@ -128,7 +128,9 @@ COLLECT = Step(
     name="collect",
     state="Collect",
     description="Gather the shards of a run into the first job manifest",
-    memory_mb=1024,  # its CPU share: a million SHARD items written in time (docs/scaling.md)
+    # One vCPU: boto3's CPU for a million SHARD items (0.17 ms an item) is most of its time
+    # (docs/scaling.md).
+    memory_mb=1769,
     timeout_seconds=900,
     payload={"plan": "$.plan", "splits": "$.splits.manifest", **EXECUTION},
     result_path="$.round",
@@ -233,7 +235,7 @@ VERIFY = Step(
     name="verify",
     state="Verify",
     description="Gather the round's shard checks; record them, resubmit missing shards",
-    memory_mb=1024,
+    memory_mb=1769,  # one vCPU, as Collect: it writes a SHARD item a shard too
     timeout_seconds=900,
     payload={
         "plan": "$.plan",
