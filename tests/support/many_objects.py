@@ -6,13 +6,15 @@ bench/pipeline/objects.py share them."""
 
 import json
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.s3.models import s3_backends
 
-from batchinfer.pipeline.contract.state import RunPlan, SplitResult
+from batchinfer.pipeline.contract.state import RunPlan
+from batchinfer.pipeline.steps.split_object import split_result
 from batchinfer.pipeline.storage.status_table import (
     SHARD_PARTITIONS,
     SHARD_SK_PREFIX,
@@ -92,18 +94,9 @@ def split_state(
         index = ShardIndex(source.uri, "etag", 4, "None", None, shards + folder, parts)
         key = plan.layout.shards.key + folder + index_name(name)
         put_directly(bucket, key, index.to_json().encode())
-        listing = None if number in unlisted else [[part.name, part.size] for part in parts]
-        answer = SplitResult(
-            source.uri,
-            f"s3://{bucket}/{key}",
-            "",
-            len(parts),
-            source.uri,
-            "etag",
-            "None",
-            number not in unsplit,
-            listing,
-        )
+        answer = split_result(source.uri, replace(index, location=f"s3://{bucket}/{key}"))
+        if number in unlisted:
+            answer = replace(answer, shard_list=None)
         answers.append(Child(task, answer.to_state()))
     put_directly(bucket, plan.inputs_key, "".join(line + "\n" for line in lines).encode())
     return map_run(s3, bucket, "SplitInputs", reversed(answers))

@@ -35,9 +35,15 @@ def split_object(task: SplitTask, *, s3: Any) -> SplitResult:
         rows=task.rows,
     )
     copy_unsplit(s3, index, task.output)
+    return split_result(task.input, index)
+
+
+def split_result(input_uri: str, index: ShardIndex) -> SplitResult:
+    """What the split of ``input_uri`` answers for its ``index``: scalars, and the shard list
+    when it has at most LISTED_SHARDS shards."""
     listed = len(index.shards) <= LISTED_SHARDS
     return SplitResult(
-        input=task.input,
+        input=input_uri,
         index=index.location,
         manifest=index.manifest,
         shards=len(index.shards),

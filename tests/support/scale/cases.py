@@ -36,8 +36,9 @@ from batchinfer.pipeline.contract.state import (
     RunPlan,
     ShardCount,
     ShardEntry,
-    SplitResult,
 )
+from batchinfer.pipeline.steps.split_object import split_result
+from batchinfer.pipeline.storage.shard_indexes import split_index
 from batchinfer.pipeline.storage.status_table import (
     MISSING,
     PARTITION_KEY,
@@ -420,22 +421,8 @@ def seed_split_results(aws: Account, tasks: Iterator[dict[str, Any]]) -> str:
 
     def answers() -> Iterator[str]:
         for task in tasks:
-            location = parse_s3_uri(task["output"]).child(
-                index_name(parse_s3_uri(task["input"]).key.rsplit("/", 1)[-1])
-            )
-            index = ShardIndex.from_json(aws.s3.body(BUCKET, location.key))
-            answer = SplitResult(
-                input=task["input"],
-                index=location.uri,
-                manifest="",
-                shards=len(index.shards),
-                source=index.source,
-                etag=index.etag,
-                compression_type=index.compression,
-                copied=True,
-                shard_list=[[shard.name, shard.size] for shard in index.shards],
-            )
-            yield json.dumps(answer.to_state()) + "\n"
+            index = split_index(aws.s3, task["input"], task["output"])  # seeding: not metered
+            yield json.dumps(split_result(task["input"], index).to_state()) + "\n"
 
     aws.s3.seed_lines_of(BUCKET, folder + "SUCCEEDED_0.json", answers())
     files = {"SUCCEEDED": [{"Key": folder + "SUCCEEDED_0.json"}], "FAILED": [], "PENDING": []}
