@@ -38,12 +38,12 @@ def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
         os.kill(os.getpid(), signum)
 
 
-def die_with_starter(env: Mapping[str, str]) -> None:
-    """SIGTERM once the engine that started this process (``env`` names it) is gone; nothing
-    when no engine started it (a container's entrypoint, a command a user runs)."""
+def die_with_starter(env: Mapping[str, str], signum: int = signal.SIGTERM) -> None:
+    """``signum`` once the engine that started this process (``env`` names it) is gone;
+    nothing when no engine started it (a container's entrypoint, a command a user runs)."""
     starter = env.get(PARENT_PID_VAR)
     if starter:
-        die_with_parent(int(starter))
+        die_with_parent(int(starter), signum)
 
 
 def die_with(process: int, signum: int = signal.SIGTERM) -> None:

@@ -17,6 +17,9 @@ from batchinfer.parent_death import die_with_starter
 from batchinfer.serving.server import GRACEFUL_TIMEOUT
 from batchinfer.transform.settings import TransformSettings
 
+# How long an instance whose engine is gone has to remove its unfinished outputs.
+ORPHAN_CLEANUP_SECONDS = 1
+
 
 def process(
     settings_json: Annotated[
@@ -62,7 +65,8 @@ def process(
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    die_with_starter(os.environ)  # SIGTERM once the local engine that started it is gone
+    signal.signal(signal.SIGQUIT, _exit_orphaned)
+    die_with_starter(os.environ, signal.SIGQUIT)  # once the local engine that started it is gone
     try:
         try:
             request = json.loads(settings_json)
@@ -115,6 +119,14 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
     container gets SIGTERM, then SIGKILL 30 s later); then SIGALRM ends the job, and its
     workers with it."""
     signal.alarm(GRACEFUL_TIMEOUT)
+    raise SystemExit(128 + signum)
+
+
+def _exit_orphaned(signum: int, _frame: object) -> None:
+    """The local engine that started this instance is gone (even killed with ``kill -9``),
+    and with it the reader of every answer: exit through the same cleanup, but give requests
+    in flight no time (the alarm only bounds the cleanup)."""
+    signal.alarm(ORPHAN_CLEANUP_SECONDS)
     raise SystemExit(128 + signum)
 
 

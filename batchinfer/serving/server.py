@@ -10,7 +10,8 @@ model's code/requirements.txt is installed (or checked) by the master before it 
 A model that fails to load stops the server with exit code 4 after
 logging why (it never reports healthy). SIGTERM stops the server gracefully: requests in
 flight finish within ``GRACEFUL_TIMEOUT`` seconds, under the platform's 30 s before SIGKILL.
-A server the local engine started gets SIGTERM once that engine is gone, and each worker
+A server the local engine started gets SIGQUIT (a stop that does not wait for requests in
+flight, whose answers nobody would read) once that engine is gone, and each worker SIGTERM
 once its master is, even after ``kill -9`` (:mod:`batchinfer.parent_death`).
 
 Environment read here: SAGEMAKER_MAX_PAYLOAD_IN_MB (default 6; 0 = no limit) and
@@ -284,7 +285,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
 
 def run_server(settings: ServeSettings) -> NoReturn:
     """Serve until SIGTERM/SIGINT; exit 0 after a clean stop, 4 when the model cannot load."""
-    die_with_starter(os.environ)  # no server outlives the engine that started it
+    # No server outlives the engine that started it, nor waits out its requests in flight
+    # then: their answers have no reader. SIGQUIT is gunicorn's quick stop.
+    die_with_starter(os.environ, signal.SIGQUIT)
     share_cores(settings.workers, os.environ)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S %z"))

@@ -272,9 +272,10 @@ def test_an_engine_killed_with_sigkill_leaves_nothing_running_or_listening_and_i
 ):
     """SIGKILL gives the engine no chance, yet every process it started and every process those
     started (gunicorn's masters and workers; a processing instance, its forkserver and pool
-    workers) stops once it is gone, one in the middle of a request too (C10: a clean stop on
-    SIGTERM, 25 s for a request in flight); no model server's port accepts a connection any
-    more; and the next run into the same output removes the working folder the killed one left."""
+    workers) stops once it is gone, one in the middle of a ten-minute request too, without
+    the 25 s a request in flight gets from a stop the engine makes (C10): its answer has no
+    reader; no model server's port accepts a connection any more; and the next run into the
+    same output removes the working folder the killed one left."""
     command, out = _slow_run(tmp_path, row_sum_model, engine, stall=True)
     mark = f"{os.getpid()}-{tmp_path.name}"
     stalled = tmp_path / "stalled"
@@ -293,7 +294,7 @@ def test_an_engine_killed_with_sigkill_leaves_nothing_running_or_listening_and_i
         assert len(ports) == (2 if engine == "transform" else 0), ports
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=60)
-        deadline = time.monotonic() + 120  # the stalled request gets 25 s to finish
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if not _processes_of(mark, groups) and not any(map(_accepts, ports)):
                 break
