@@ -29,11 +29,33 @@ def model_fn(model_dir):
     return None
 
 
+def _meet():
+    # Hold the request until REPORTER_WORKERS workers have each taken one (each leaves its
+    # pid in the folder REPORTER_MEET names), so that requests sent at once reach different
+    # workers; after REPORTER_SECONDS without them, stop waiting, for every request after too.
+    folder = os.environ.get("REPORTER_MEET")
+    if not folder:
+        return
+    open(os.path.join(folder, f"pid-{os.getpid()}"), "w").close()
+    deadline = time.monotonic() + float(os.environ["REPORTER_SECONDS"])
+    while time.monotonic() < deadline:
+        met = os.listdir(folder)
+        if "gave-up" in met or len(met) >= int(os.environ["REPORTER_WORKERS"]):
+            return
+        time.sleep(0.02)
+    open(os.path.join(folder, "gave-up"), "w").close()
+
+
 def predict_fn(data, model):
     seen = [str(os.getpid()), *(os.environ.get(v, "-") for v in VARIABLES)]
-    time.sleep(0.3)  # long enough for requests sent at once to reach different workers
+    _meet()
     return [[*seen, str(torch.get_num_threads())] for _ in data]
 """
+# The most a request waits for the workers it should meet (a test that meets them waits none).
+MEET_SECONDS = 60.0
+# How long a second worker, were there one, has to take a request beside the first: longer
+# than a worker takes to import torch and load the model, which it does as the run starts.
+SECOND_WORKER_SECONDS = 5.0
 SETTINGS = ("--content-type", "text/csv", "--accept", "text/csv", "--split-type", "Line")
 
 
@@ -58,12 +80,27 @@ def test_a_workers_setting_out_of_range_is_refused_naming_it(value):
         configured_workers({"SAGEMAKER_MODEL_SERVER_WORKERS": value})
 
 
-def _seen(capsys, tmp_path, engine: str, *env: str, instances: int = 1) -> list[list[str]]:
+def _meeting(tmp_path, workers: int, seconds: float = MEET_SECONDS) -> dict[str, str]:
+    """The environment that has the first request held until ``workers`` workers have taken
+    one, or ``seconds`` have passed (``REPORTER._meet``)."""
+    folder = tmp_path / "met"
+    folder.mkdir()
+    return {
+        "REPORTER_MEET": str(folder),
+        "REPORTER_WORKERS": str(workers),
+        "REPORTER_SECONDS": str(seconds),
+    }
+
+
+def _seen(
+    capsys, tmp_path, engine: str, *env: str, instances: int = 1, meet: dict[str, str] | None = None
+) -> list[list[str]]:
     """What each record's model process reported: pid, OMP, MKL, OpenBLAS, CUDA devices,
-    torch threads."""
+    torch threads; ``meet``: a :func:`_meeting` the workers have first."""
     model = tmp_path / "model"
     (model / "code").mkdir(parents=True)
     (model / "code" / "inference.py").write_text(REPORTER)
+    env = (*env, *(f"{name}={value}" for name, value in (meet or {}).items()))
     data = tmp_path / "in" / "rows.csv"
     data.parent.mkdir()
     data.write_text("".join(f"{n},{n}\n" for n in range(40)))
@@ -98,7 +135,8 @@ def test_a_users_omp_num_threads_sets_every_pool_and_torch(capsys, tmp_path, eng
 
 @pytest.mark.parametrize("engine", ["transform", "processing"])
 def test_model_server_workers_from_the_environment_are_honoured(capsys, tmp_path, engine):
-    seen = _seen(capsys, tmp_path, engine, "SAGEMAKER_MODEL_SERVER_WORKERS=1")
+    meet = _meeting(tmp_path, 2, SECOND_WORKER_SECONDS)  # a second worker would take one
+    seen = _seen(capsys, tmp_path, engine, "SAGEMAKER_MODEL_SERVER_WORKERS=1", meet=meet)
     assert len({row[0] for row in seen}) == 1  # one worker process answered every record
 
 
@@ -122,7 +160,7 @@ def test_a_server_on_three_gpus_runs_one_worker_pinned_to_each(tmp_path, monkeyp
     (model / "code").mkdir(parents=True)
     (model / "code" / "inference.py").write_text(REPORTER)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
-    server = start_server(model, workers=None, env={})
+    server = start_server(model, workers=None, env=_meeting(tmp_path, 3))
     try:
         server.wait_healthy(START_TIMEOUT)
         client = Client(server.port)
@@ -154,7 +192,7 @@ def test_one_instance_on_two_gpus_runs_a_worker_pinned_to_each(
     capsys, tmp_path, monkeypatch, engine
 ):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    seen = _seen(capsys, tmp_path, engine, "OMP_NUM_THREADS=1")
+    seen = _seen(capsys, tmp_path, engine, "OMP_NUM_THREADS=1", meet=_meeting(tmp_path, 2))
     by_worker = {row[0]: row[4] for row in seen}
     assert sorted(by_worker.values()) == ["0", "1"]
 
@@ -165,6 +203,6 @@ def test_the_one_gpu_worker_gets_every_core_for_its_threads(capsys, tmp_path, mo
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    seen = _seen(capsys, tmp_path, engine)
+    seen = _seen(capsys, tmp_path, engine, meet=_meeting(tmp_path, 2, SECOND_WORKER_SECONDS))
     assert len({row[0] for row in seen}) == 1
     assert {(*row[1:4], row[5]) for row in seen} == {("-", "-", "-", str(cpu_count()))}
