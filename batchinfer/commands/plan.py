@@ -249,13 +249,15 @@ def _show_tuning(line: Any, points: list[TunePoint]) -> None:
         f"{first}, then by records per forward pass, then by workers x threads",
         style="bold",
     )
-    for point in points:
+    labels = [_point_label(point) for point in points]
+    width = max(map(len, labels))  # the bars start in one column, after the longest label
+    for point, label in zip(points, labels, strict=True):
         bar = ""
         if point.rows_per_second is not None:
             filled = round(BAR_WIDTH * point.rows_per_second / fastest)
             bar = "█" * filled + "·" * (BAR_WIDTH - filled) + " "
         mark = "  <- recommended" if point == best else ""
-        line(f"  {_point_label(point):<48} {bar}{_point_value(point)}{mark}")
+        line(f"  {label:<{width}} {bar}{_point_value(point)}{mark}")
     if best is None:
         line("tune: no pair fits the payload rule and was measured", style="yellow")
         return

@@ -5,8 +5,6 @@ sweep stops and the forward batches it tries, a sweep on the real model server, 
 curves drawn as a PNG."""
 
 import json
-import os
-import re
 import sys
 from dataclasses import dataclass
 
@@ -95,15 +93,22 @@ def test_the_sweep_stops_a_dimension_once_throughput_clearly_falls(monkeypatch):
     assert recommend(points).max_batch_records == 128
 
 
-def _layouts_measured(monkeypatch, speeds):
-    """Calibration by workers x threads (``speeds`` keyed by workers), flat otherwise."""
+def _layouts_measured(monkeypatch, speeds, batches=None, concurrencies=None):
+    """Calibration from fixed speeds, by the last stage a point belongs to: workers x threads
+    (``speeds`` keyed by workers), else forward batch (``batches``), else requests in flight
+    (``concurrencies``); 1,000 rows/s where none is given; passes 5 rows/s either side."""
 
     def measured(model, engine, settings, *, records, passes):
         variables = settings.environment
         workers = variables.get("SAGEMAKER_MODEL_SERVER_WORKERS")
-        rows = 1000.0 if workers is None else speeds[int(workers)]
+        batch = variables.get("BATCHINFER_MAX_BATCH_RECORDS")
         if workers is not None:
             assert int(variables["OMP_NUM_THREADS"]) * int(workers) == 4  # the 4 cores shared
+            rows = speeds[int(workers)]
+        elif batch is not None:
+            rows = (batches or {}).get(int(batch), 1000.0)
+        else:
+            rows = (concurrencies or {}).get(settings.max_concurrent_transforms, 1000.0)
         return FakeCalibration((0.0, rows - 5, rows, rows + 5))
 
     monkeypatch.setattr(tune, "calibrate", measured)
@@ -232,23 +237,45 @@ def test_tune_sweeps_the_sample_on_the_real_server_and_recommends_the_fastest_fi
 def test_tune_prints_the_curve_and_the_options_to_use_and_draws_it_as_a_png(
     capsys, example_dir, monkeypatch, tmp_path
 ):
+    """The printed curve and the PNG of a sweep whose measurements are fixed (the real
+    server's sweep is the test above): each stage's points, its bars in one column, where
+    each stage stopped and the options that set the recommended point."""
     monkeypatch.setenv("COLUMNS", "200")
+    _layouts_measured(
+        monkeypatch,
+        {4: 1300.0, 2: 1500.0, 1: 1100.0},
+        batches={64: 900.0, 128: 1300.0, 256: 1250.0, 512: 1000.0},
+        concurrencies={1: 600.0, 2: 1000.0, 4: 1200.0},
+    )
+    monkeypatch.setattr(job_plan, "sweep", _four_cores(tune.sweep))  # as on 4 cores
     png = tmp_path / "curve.png"
     printed = _tune(capsys, example_dir, 500, "--plot", str(png))
     assert "tune: rows/s on the sample (median of 3 passes, slowest-fastest) by" in printed
-    assert "█" in printed and "<- recommended" in printed
-    # which pair wins is a measurement, which a loaded machine can move: the forward batches
-    # are swept at that pair, so only their form is asserted here, as is the recommendation's
-    # (the choice itself is tested on fixed points)
-    assert re.search(r"\d+ MB \(~\d+ rec\) x \d+, 64 per pass", printed)  # forward batches
-    assert re.search(r"recommended: --max-payload-mb \d+ --max-concurrent-transforms \d+", printed)
+    bars = [line for line in printed.splitlines() if "█" in line]
+    labels = [line[: line.index("█")].strip() for line in bars]
+    assert labels == [
+        "1 MB (~500 rec) x 1",
+        "1 MB (~500 rec) x 2",
+        "1 MB (~500 rec) x 4",
+        "1 MB (~500 rec) x 4, 64 per pass",
+        "1 MB (~500 rec) x 4, 128 per pass",
+        "1 MB (~500 rec) x 4, 256 per pass",  # clearly slower than 128: 512 is not tried
+        "1 MB (~500 rec) x 4, 128 per pass, 4 workers x 1 thread",
+        "1 MB (~500 rec) x 4, 128 per pass, 2 workers x 2 threads",
+        "1 MB (~500 rec) x 4, 128 per pass, 1 worker x 4 threads",
+    ]
+    assert len({line.index("█") for line in bars}) == 1  # every bar starts in one column
+    assert bars[7].endswith("1,500 rows/s (1,495-1,505)  <- recommended")
+    assert (
+        "recommended: --max-payload-mb 1 --max-concurrent-transforms 4 --max-batch-records 128 "
+        "--env SAGEMAKER_MODEL_SERVER_WORKERS=2 --env OMP_NUM_THREADS=2 (1,500 rows/s"
+    ) in printed
     assert f"tune: curve drawn in {png}" in printed
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from matplotlib.image import imread
 
     pixels = imread(png)
-    # pairs and forward batches, and on more than one core workers x threads: 350 px a panel
-    assert pixels.shape[:2] == (450, 1050 if (os.cpu_count() or 1) > 1 else 700)
+    assert pixels.shape[:2] == (450, 1050)  # pairs, forward batches, workers x threads
     assert pixels.std() > 0.05, "the image is not blank"
 
 
