@@ -17,8 +17,8 @@ from batchinfer.parent_death import die_with_starter
 from batchinfer.serving.server import GRACEFUL_TIMEOUT
 from batchinfer.transform.settings import TransformSettings
 
-# How long an instance whose engine is gone has to remove its unfinished outputs.
-ORPHAN_CLEANUP_SECONDS = 1
+# How long an instance whose engine is gone has before SIGALRM ends it.
+ORPHAN_EXIT_SECONDS = 1
 
 
 def process(
@@ -124,9 +124,10 @@ def _exit_on_sigterm(signum: int, _frame: object) -> None:
 
 def _exit_orphaned(signum: int, _frame: object) -> None:
     """The local engine that started this instance is gone (even killed with ``kill -9``),
-    and with it the reader of every answer: exit through the same cleanup, but give requests
-    in flight no time (the alarm only bounds the cleanup)."""
-    signal.alarm(ORPHAN_CLEANUP_SECONDS)
+    and with it the reader of every answer: exit as on SIGTERM, but SIGALRM ends the job
+    a second later, a request in flight or not. What it leaves is in the run's working
+    folder, which the next run into that output removes."""
+    signal.alarm(ORPHAN_EXIT_SECONDS)
     raise SystemExit(128 + signum)
 
 

@@ -51,6 +51,8 @@ LOG = logging.getLogger(__name__)
 DEFAULT_PORT = 8080
 DEFAULT_MODEL_DIR = Path("/opt/ml/model")
 GRACEFUL_TIMEOUT = 25
+# How long a quick stop (SIGINT, SIGQUIT) waits for its workers before it kills them.
+QUICK_STOP_SECONDS = 2.0
 # What gunicorn (and a container's runtime) sends a worker to stop it.
 WORKER_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
@@ -133,6 +135,10 @@ def least_used_gpu(gpus: list[str], held: list[str | None]) -> str:
     return min(gpus, key=lambda gpu: (held.count(gpu), gpus.index(gpu)))
 
 
+def _exit_on_signal(signum: int, _frame: object) -> NoReturn:
+    raise SystemExit(128 + signum)
+
+
 def _exit_without_teardown(code: object) -> NoReturn:
     """Leave this process as ``sys.exit(code)`` would, its exit handlers run (a user module's
     too; logging's own flushes the log) and stdout and stderr flushed, but without tearing
@@ -206,7 +212,11 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
 
     class PromptArbiter(Arbiter):
         """gunicorn's master, whose stop ends as soon as its workers are gone: gunicorn's
-        own checks every 0.1 s, so a stop took 0.2 s of workers that leave in 10 ms (C10)."""
+        own checks every 0.1 s, so a stop took 0.2 s of workers that leave in 10 ms (C10).
+        A quick stop (SIGINT, SIGQUIT) gives its workers ``QUICK_STOP_SECONDS``, as gunicorn
+        gives them when a quick stop interrupts a graceful one, then kills those still busy
+        in native code (where a signal's handler waits for the call to return), instead of
+        the graceful timeout."""
 
         reaping = False
 
@@ -215,11 +225,15 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
             if self.LISTENERS or sig not in (signal.SIGTERM, signal.SIGQUIT) or self.reaping:
                 return  # not the stop's first signal (the master closes its sockets first)
             self.reaping = True
-            deadline = time.monotonic() + self.cfg.graceful_timeout  # the stop's own bound
+            quick = sig == signal.SIGQUIT
+            bound = QUICK_STOP_SECONDS if quick else self.cfg.graceful_timeout
+            deadline = time.monotonic() + bound  # the stop's own bound
             while self.WORKERS and time.monotonic() < deadline and not self._quick_stop():
                 with contextlib.suppress(HaltServer):  # another worker that could not load:
                     self.reap_workers()  # the master halts already, with the first's code
                 time.sleep(_REAP_INTERVAL)
+            if quick and self.WORKERS:
+                super().kill_workers(signal.SIGKILL)  # gunicorn's stop then reaps them
 
         def _quick_stop(self) -> bool:
             """Whether SIGINT or SIGQUIT came meanwhile: left queued for gunicorn's stop,
@@ -284,9 +298,12 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
 
 
 def run_server(settings: ServeSettings) -> NoReturn:
-    """Serve until SIGTERM/SIGINT; exit 0 after a clean stop, 4 when the model cannot load."""
+    """Serve until SIGTERM, SIGINT or SIGQUIT; exit 0 after a clean stop, 4 when the model
+    cannot load."""
     # No server outlives the engine that started it, nor waits out its requests in flight
-    # then: their answers have no reader. SIGQUIT is gunicorn's quick stop.
+    # then: their answers have no reader. SIGQUIT is gunicorn's quick stop; until gunicorn
+    # handles it, it ends the server as SIGTERM would, without SIGQUIT's core dump.
+    signal.signal(signal.SIGQUIT, _exit_on_signal)
     die_with_starter(os.environ, signal.SIGQUIT)
     share_cores(settings.workers, os.environ)
     handler = logging.StreamHandler(sys.stderr)

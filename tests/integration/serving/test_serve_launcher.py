@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from batchinfer.engine.http_client import ModelServerClient
+from batchinfer.parent_death import PARENT_PID_VAR
 from batchinfer.serving.launcher import start_server
 from batchinfer.serving.server_errors import ServerStartError
 from batchinfer.transform.record_errors import InvocationError
@@ -51,19 +52,36 @@ def test_sigint_during_a_graceful_stop_stops_the_workers_at_once_c10(
     assert cut_short, f"the request in flight is not scored: {answers[0]}"
 
 
+def test_a_quick_stop_kills_a_worker_that_its_signal_cannot_reach_c10(
+    model_dir, user_module, tmp_path
+):
+    """SIGQUIT (what a server gets once the local engine that started it is gone) gives a
+    worker 2 s: one busy where no signal handler runs (native code; here the stop signals
+    are blocked) is killed then, not after the 25 s of a graceful stop."""
+    with _scoring(model_dir, user_module, tmp_path, seconds=120, deaf=True) as (server, answers):
+        server.process.send_signal(signal.SIGQUIT)
+        assert server.process.wait(20) == 0  # long before the 25 s a graceful stop gives
+    cut_short = isinstance(answers[0], InvocationError) or answers[0][0] == 500
+    assert cut_short, f"the request in flight is not scored: {answers[0]}"
+
+
 @contextmanager
-def _scoring(model_dir, user_module, tmp_path, *, seconds: float):
-    """A server of ``model_dir`` and one worker whose predict_fn takes ``seconds``, scoring a
-    request of two records sent from a thread; ``(server, answers)`` once the worker is in
-    the predict_fn, where ``answers`` gets the request's ``(status, body)``, or the
-    InvocationError that cut it short."""
+def _scoring(model_dir, user_module, tmp_path, *, seconds: float, deaf: bool = False):
+    """A server of ``model_dir`` and one worker whose predict_fn takes ``seconds`` (``deaf``:
+    with the stop signals blocked), scoring a request of two records sent from a thread;
+    ``(server, answers)`` once the worker is in the predict_fn, where ``answers`` gets the
+    request's ``(status, body)``, or the InvocationError that cut it short."""
     started = tmp_path / "started"
     user_module(
         model_dir,
         f"""
-        import pathlib, time
+        import pathlib, signal, time
 
         def predict_fn(data, model):
+            if {deaf}:
+                signal.pthread_sigmask(
+                    signal.SIG_BLOCK, {{signal.SIGINT, signal.SIGQUIT, signal.SIGTERM}}
+                )
             pathlib.Path({str(started)!r}).touch()
             time.sleep({seconds})
             return [len(data)] * len(data)
@@ -219,3 +237,23 @@ def test_sagemaker_bind_to_port_and_bad_settings_exit_2(example_model_dir, tmp_p
         )
         assert result.returncode == 2, result.stderr
         assert message in result.stderr
+
+
+def test_a_server_whose_engine_is_gone_before_it_serves_exits_without_a_core_dump(
+    example_model_dir, tmp_path
+):
+    """A server the local engine started quits once that engine is gone (SIGQUIT, from the
+    kernel or at once when it is gone already), even before gunicorn handles the signal:
+    exit 128 + SIGQUIT, not SIGQUIT's default action, which dumps core."""
+    engine = subprocess.Popen(["true"])
+    engine.wait()  # a process id that is no longer the server's parent
+    serve = [sys.executable, "-m", "batchinfer", "serve", "--model-dir", str(example_model_dir)]
+    server = subprocess.run(
+        [*serve, "--port", "0", "--host", "127.0.0.1"],
+        env={**os.environ, PARENT_PID_VAR: str(engine.pid)},
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+    )
+    assert server.returncode == 128 + signal.SIGQUIT, server.stderr
+    assert list(tmp_path.iterdir()) == []  # no core file
