@@ -10,9 +10,10 @@ model's code/requirements.txt is installed (or checked) by the master before it 
 A model that fails to load stops the server with exit code 4 after
 logging why (it never reports healthy). SIGTERM stops the server gracefully: requests in
 flight finish within ``GRACEFUL_TIMEOUT`` seconds, under the platform's 30 s before SIGKILL.
-A server the local engine started gets SIGQUIT (a stop that does not wait for requests in
-flight, whose answers nobody would read) once that engine is gone, and each worker SIGTERM
-once its master is, even after ``kill -9`` (:mod:`batchinfer.parent_death`).
+SIGINT and SIGQUIT stop it quickly: its workers get ``QUICK_STOP_SECONDS``, then SIGKILL.
+A server the local engine started gets SIGQUIT (its requests' answers have no reader any
+more) once that engine is gone, and each worker SIGTERM once its master is, even after
+``kill -9`` (:mod:`batchinfer.parent_death`).
 
 Environment read here: SAGEMAKER_MAX_PAYLOAD_IN_MB (default 6; 0 = no limit) and
 SAGEMAKER_MODEL_SERVER_TIMEOUT (seconds one request may take, default 3600, spec C8).
