@@ -14,11 +14,15 @@ import os
 import select
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import FrameType
+from typing import Any
 
 # Set for a child the local engine starts: the engine's process id. The child dies with it.
 PARENT_PID_VAR = "BATCHINFER_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
+# A signal handler, as signal.signal takes one.
+OrphanHandler = Callable[[int, FrameType | None], Any]
 
 
 def child_of_this_process(env: Mapping[str, str]) -> dict[str, str]:
@@ -38,12 +42,17 @@ def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
         os.kill(os.getpid(), signum)
 
 
-def die_with_starter(env: Mapping[str, str], signum: int = signal.SIGTERM) -> None:
-    """``signum`` once the engine that started this process (``env`` names it) is gone;
-    nothing when no engine started it (a container's entrypoint, a command a user runs)."""
+def die_with_starter(env: Mapping[str, str], on_gone: OrphanHandler) -> None:
+    """SIGQUIT, handled by ``on_gone``, once the engine that started this process (``env``
+    names it) is gone; nothing when no engine started it (a container's entrypoint, a
+    command a user runs). With the engine gone, no answer of this process has a reader left,
+    so it stops without waiting for its requests in flight: SIGQUIT is a model server's quick
+    stop (gunicorn's, once it runs). ``on_gone`` handles SIGQUIT from now on, before the
+    signal can come: its default action dumps core."""
+    signal.signal(signal.SIGQUIT, on_gone)
     starter = env.get(PARENT_PID_VAR)
     if starter:
-        die_with_parent(int(starter), signum)
+        die_with_parent(int(starter), signal.SIGQUIT)
 
 
 def die_with(process: int, signum: int = signal.SIGTERM) -> None:

@@ -65,8 +65,7 @@ def process(
 ) -> None:
     """Transform every input file in-process with all cores, as a transform job would."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    signal.signal(signal.SIGQUIT, _exit_orphaned)
-    die_with_starter(os.environ, signal.SIGQUIT)  # once the local engine that started it is gone
+    die_with_starter(os.environ, _exit_orphaned)
     try:
         try:
             request = json.loads(settings_json)

@@ -301,11 +301,9 @@ def _gunicorn_application(settings: ServeSettings) -> Any:
 def run_server(settings: ServeSettings) -> NoReturn:
     """Serve until SIGTERM, SIGINT or SIGQUIT; exit 0 after a clean stop, 4 when the model
     cannot load."""
-    # No server outlives the engine that started it, nor waits out its requests in flight
-    # then: their answers have no reader. SIGQUIT is gunicorn's quick stop; until gunicorn
-    # handles it, it ends the server as SIGTERM would, without SIGQUIT's core dump.
-    signal.signal(signal.SIGQUIT, _exit_on_signal)
-    die_with_starter(os.environ, signal.SIGQUIT)
+    # No server outlives the engine that started it: until gunicorn handles its SIGQUIT (a
+    # quick stop), it ends the server as SIGTERM would.
+    die_with_starter(os.environ, _exit_on_signal)
     share_cores(settings.workers, os.environ)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S %z"))

@@ -23,8 +23,9 @@ PARENT = textwrap.dedent(
     """
 )
 STARTED = (
-    "import os, time; from batchinfer.parent_death import die_with_starter; "
-    "die_with_starter(os.environ); print('ran on')"
+    "import os, sys; from batchinfer.parent_death import die_with_starter; "
+    "die_with_starter(os.environ, lambda signum, _frame: sys.exit(128 + signum)); "
+    "print('ran on')"
 )
 
 
@@ -85,7 +86,7 @@ def test_a_child_whose_starter_is_gone_already_stops_at_once():
     )
     env = {**os.environ, PARENT_PID_VAR: gone.stdout.strip()}
     late = subprocess.run([sys.executable, "-c", STARTED], env=env, capture_output=True, text=True)
-    assert late.returncode == -signal.SIGTERM and late.stdout == ""
+    assert late.returncode == 128 + signal.SIGQUIT and late.stdout == ""  # its handler ran
 
 
 def test_a_child_of_a_live_starter_or_of_none_runs():
