@@ -74,7 +74,7 @@ def process(
         settings = TransformSettings.from_request(request)
         workers = workers or default_workers()
         # Its workers' imports start now, beside this process's own below.
-        start_worker_server(workers)
+        start_worker_server(workers, model_dir)
         from batchinfer.engine.inputs import load_ranges
         from batchinfer.engine.processing_job import (  # the model libraries: only to process
             JsonLinesProgress,

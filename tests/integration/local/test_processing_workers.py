@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from batchinfer.engine import processing_job
 
@@ -62,3 +63,45 @@ def test_p8_a_worker_whose_model_did_not_load_answers_why(monkeypatch):
 
     assert status == 500
     assert body == b"ModelLoadError: the model cannot be loaded: model.joblib: unpickling failed"
+
+
+# An instance's forkserver started for argv[2] workers of the model directory argv[1], and
+# one worker forked
+# from it: whether the worker has scikit-learn loaded before any model, and what it sees of
+# the variable that named the directory to its forkserver.
+FORKED_WORKER = """
+import json, os, sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from batchinfer.engine.worker_server import MODEL_DIR_VAR, start_worker_server
+
+start_worker_server(int(sys.argv[2]), Path(sys.argv[1]))
+with ProcessPoolExecutor(1, get_context("forkserver")) as pool:
+    pid, variable = pool.submit(os.getpid).result(), pool.submit(os.getenv, MODEL_DIR_VAR).result()
+    loaded = "/sklearn/" in Path(f"/proc/{pid}/maps").read_text()
+print(json.dumps([loaded, variable, os.environ.get(MODEL_DIR_VAR)]))
+"""
+
+
+def _forked_worker(model: Path, workers: int = 2) -> list[object]:
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_WORKER, str(model), str(workers)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def test_workers_fork_with_the_default_loaders_library_imported_once(tmp_path):
+    """A scikit-learn model file without a user module: the forkserver imports the library
+    as it starts, each worker forked from it has it; the directory's variable reaches none.
+    One worker has nothing to share: it imports the library itself."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.joblib").write_bytes(b"")
+    assert _forked_worker(model) == [True, None, None]
+    assert _forked_worker(model, workers=1) == [False, None, None]
+    (model / "code").mkdir()
+    (model / "code" / "inference.py").write_text(COUNTING_MODULE)
+    assert _forked_worker(model) == [False, None, None], "a user module makes its own imports"

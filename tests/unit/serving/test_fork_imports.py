@@ -1,0 +1,49 @@
+"""Which model library a model's workers share, imported once before they fork: the default
+loader's library for a model with no user module and no requirements (C1: the user module
+and code/requirements.txt are the model's own, loaded in each worker)."""
+
+from pathlib import Path
+
+import pytest
+
+from batchinfer.serving.fork_imports import shared_libraries
+
+
+def _model(folder: Path, *files: str) -> Path:
+    for name in files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("files", "shared"),
+    [
+        (("model.joblib",), ("sklearn",)),
+        (("pipeline.pkl",), ("sklearn",)),
+        (("model.json",), ("xgboost",)),
+        (("model.ubj",), ("xgboost",)),
+        (("model.txt",), ("lightgbm",)),
+        (("model.joblib", "other.pkl"), ("sklearn",)),  # one kind, whichever file loads
+        (("model.pt",), ()),  # PyTorch and ONNX Runtime: each worker, on its own GPU
+        (("model.onnx",), ()),
+        (("model.joblib", "model.json"), ()),  # two kinds: the load decides
+        ((), ()),
+        (("model.joblib", "code/inference.py"), ()),  # the user module imports its own
+        (("model.joblib", "inference.py"), ()),
+        (("model.joblib", "code/requirements.txt"), ()),  # may install another version
+    ],
+)
+def test_the_default_loaders_library_is_shared_only_for_a_model_of_its_own(tmp_path, files, shared):
+    assert shared_libraries(_model(tmp_path, *files), {}) == shared
+
+
+def test_a_program_named_by_the_environment_is_a_user_module(tmp_path):
+    model = _model(tmp_path, "model.joblib", "code/serve.py")
+    assert shared_libraries(model, {}) == ("sklearn",)
+    assert shared_libraries(model, {"SAGEMAKER_PROGRAM": "serve.py"}) == ()
+    assert shared_libraries(model, {"SAGEMAKER_PROGRAM": "missing.py"}) == ()  # said on load
+
+
+def test_a_missing_directory_shares_nothing(tmp_path):
+    assert shared_libraries(tmp_path / "gone", {}) == ()
