@@ -31,6 +31,23 @@ def model_file_kinds() -> str:
     return ", ".join(f"{' / '.join(suffixes)} ({kind})" for kind, suffixes in by_kind.items())
 
 
+def model_files(model_dir: Path) -> list[Path]:
+    """The files of ``model_dir`` the default model_fn could load, by name."""
+    return sorted(p for p in model_dir.iterdir() if p.is_file() and p.suffix in MODEL_FILE_KINDS)
+
+
+def default_model_file(model_dir: Path) -> Path | None:
+    """The model file the default model_fn loads from ``model_dir``: ``model.<ext>`` first
+    (in the order of :data:`MODEL_FILE_KINDS`), else its only model file; None when it holds
+    none, or several and no ``model.<ext>``."""
+    for suffix in MODEL_FILE_KINDS:
+        preferred = model_dir / f"model{suffix}"
+        if preferred.is_file():
+            return preferred
+    candidates = model_files(model_dir)
+    return candidates[0] if len(candidates) == 1 else None
+
+
 def prepare_model_dir(model: Path, workdir: Path) -> Path:
     """Return a directory holding the model: ``model`` itself, ``model.tar.gz`` extracted, or a
     single model file (``model.joblib``, ...) placed alone in a directory under ``workdir``.

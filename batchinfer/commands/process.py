@@ -73,22 +73,23 @@ def process(
             raise ValidationError(f"--settings-json: not JSON: {exc}") from None
         settings = TransformSettings.from_request(request)
         workers = workers or default_workers()
-        # Its workers' imports start now, beside this process's own below.
-        start_worker_server(workers, model_dir)
-        from batchinfer.engine.inputs import load_ranges
-        from batchinfer.engine.processing_job import (  # the model libraries: only to process
-            JsonLinesProgress,
-            current_host,
-            failure_message,
-            run_processing_job,
-            write_message,
-        )
-
         with tempfile.TemporaryDirectory(prefix="batchinfer-model-") as scratch:
+            model = prepare_model_dir(model_dir, Path(scratch))  # a job's is a model.tar.gz
+            # Its workers' imports start now, beside this process's own below.
+            start_worker_server(workers, model, settings.job_environment)
+            from batchinfer.engine.inputs import load_ranges
+            from batchinfer.engine.processing_job import (  # model libraries: only to process
+                JsonLinesProgress,
+                current_host,
+                failure_message,
+                run_processing_job,
+                write_message,
+            )
+
             results = run_processing_job(
                 input_dir,
                 output_dir,
-                model_dir=prepare_model_dir(model_dir, Path(scratch)),
+                model_dir=model,
                 settings=settings,
                 workers=workers,
                 progress=JsonLinesProgress() if progress else None,

@@ -109,10 +109,9 @@ def run_processing_job(
     files = job_inputs(input_dir, ranges)
     _check_writable(output_dir)
     effective = settings.resolve(execution_parameters(workers))
-    start_worker_server(
-        workers, model_dir
-    )  # where the pool's workers come from (started already by
-    # ``batchinfer process``), its share of the cores in the environment they inherit
+    # Where the pool's workers come from (started already by ``batchinfer process``), its
+    # share of the cores in the environment they inherit.
+    start_worker_server(workers, model_dir, settings.job_environment)
     context = get_context("forkserver")
     with ProcessPoolExecutor(
         workers,

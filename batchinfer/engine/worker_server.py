@@ -5,16 +5,18 @@ NumPy, Arrow, and the model's library where it can be shared:
 its own; each worker forked from it has them already."""
 
 import os
+from collections.abc import Mapping
 from multiprocessing import forkserver, get_context
 from pathlib import Path
 
+from batchinfer.serving.fork_imports import shared_libraries
 from batchinfer.serving.server import default_workers as serving_workers
 from batchinfer.serving.server import share_cores
 from batchinfer.transform.server_limits import configured_workers
 
 WORKER_MODULES = ("batchinfer.engine.processing_job", "batchinfer.engine.forkserver_imports")
-# The model directory whose library the forkserver imports (forkserver_imports), while it starts.
-MODEL_DIR_VAR = "BATCHINFER_FORKSERVER_MODEL_DIR"
+# The libraries the forkserver imports as it starts (forkserver_imports), comma-separated.
+LIBRARIES_VAR = "BATCHINFER_FORKSERVER_IMPORTS"
 
 
 def default_workers() -> int:
@@ -23,16 +25,21 @@ def default_workers() -> int:
     return configured_workers(os.environ) or serving_workers(os.environ)
 
 
-def start_worker_server(workers: int, model_dir: Path) -> None:
+def start_worker_server(
+    workers: int, model_dir: Path, job_environment: Mapping[str, str] | None = None
+) -> None:
     """Set this instance's share of the cores for ``workers`` workers in its environment,
     which the forkserver and so every worker inherits, and start the forkserver now (once:
-    a second call finds it running), with the library the workers of the model in
-    ``model_dir`` share, if several (a directory; an archive not yet extracted names none)."""
+    a second call finds it running), with the library that the workers share when there
+    are several (:func:`~batchinfer.serving.fork_imports.shared_libraries` of the model
+    directory ``model_dir``, the workers loading it with ``job_environment`` added to
+    this process's)."""
     share_cores(workers, os.environ)
     get_context("forkserver").set_forkserver_preload(list(WORKER_MODULES))
-    if workers > 1 and model_dir.is_dir():
-        os.environ[MODEL_DIR_VAR] = str(model_dir)
+    if workers > 1:
+        env = {**os.environ, **(job_environment or {})}
+        os.environ[LIBRARIES_VAR] = ",".join(shared_libraries(model_dir, env))
     try:
         forkserver.ensure_running()
     finally:
-        os.environ.pop(MODEL_DIR_VAR, None)
+        os.environ.pop(LIBRARIES_VAR, None)

@@ -19,10 +19,10 @@ reported here: the worker's own load fails the same way and says why.
 
 import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from batchinfer.model_artifact import MODEL_FILE_KINDS
+from batchinfer.model_artifact import MODEL_FILE_KINDS, default_model_file
 from batchinfer.serving.model_requirements import REQUIREMENTS
 from batchinfer.serving.readable import find_user_module
 from batchinfer.serving.server_errors import ModelLoadError
@@ -32,23 +32,24 @@ LIBRARY_OF_KIND = {"scikit-learn": "sklearn", "XGBoost": "xgboost", "LightGBM": 
 
 
 def shared_libraries(model_dir: Path, env: Mapping[str, str]) -> tuple[str, ...]:
-    """The model library to import before ``model_dir``'s workers fork (see above): none when
-    the model has a user module or requirements, or no one model file of a kind named in
-    :data:`LIBRARY_OF_KIND`."""
+    """The model library to import before ``model_dir``'s workers fork (see above), ``env``
+    being what the workers load the model with: none when the model has a user module or
+    requirements, or its model file (the one the default loader picks) is of no kind named
+    in :data:`LIBRARY_OF_KIND`."""
     try:
         if find_user_module(model_dir, env) or (model_dir / REQUIREMENTS).exists():
             return ()
-        files = [p for p in model_dir.iterdir() if p.suffix in MODEL_FILE_KINDS and p.is_file()]
+        model_file = default_model_file(model_dir)
     except (ModelLoadError, OSError):
         return ()  # the workers' own load says what is wrong
-    kinds = {MODEL_FILE_KINDS[path.suffix] for path in files}
-    library = LIBRARY_OF_KIND.get(kinds.pop()) if len(kinds) == 1 else None
+    library = model_file and LIBRARY_OF_KIND.get(MODEL_FILE_KINDS[model_file.suffix])
     return (library,) if library else ()
 
 
-def import_shared(model_dir: Path, env: Mapping[str, str]) -> None:
-    """Import what :func:`shared_libraries` names, in the process the workers fork from."""
-    for module in shared_libraries(model_dir, env):
+def import_libraries(modules: Iterable[str]) -> None:
+    """Import ``modules`` (named by :func:`shared_libraries`) in the process the workers fork
+    from; one that fails to import is left to the workers."""
+    for module in modules:
         try:
             importlib.import_module(module)
         except Exception as exc:  # any failure: each worker's load reports it

@@ -25,7 +25,12 @@ from typing import Any
 import numpy as np
 
 from batchinfer.extras import import_extra
-from batchinfer.model_artifact import MODEL_FILE_KINDS, model_file_kinds
+from batchinfer.model_artifact import (
+    MODEL_FILE_KINDS,
+    default_model_file,
+    model_file_kinds,
+    model_files,
+)
 from batchinfer.serving.server_errors import ModelLoadError
 from batchinfer.serving.tensor_models import load_onnx, load_torchscript
 
@@ -104,18 +109,12 @@ LOADERS = {suffix: _LOADERS_BY_KIND[kind] for suffix, kind in MODEL_FILE_KINDS.i
 
 def find_model_file(model_dir: Path) -> Path:
     """The model file of ``model_dir``: ``model.<ext>`` first, else its only model file."""
-    for suffix in LOADERS:
-        preferred = model_dir / f"model{suffix}"
-        if preferred.is_file():
-            return preferred
-    candidates = sorted(
-        path for path in model_dir.iterdir() if path.is_file() and path.suffix in LOADERS
-    )
-    if len(candidates) == 1:
-        return candidates[0]
-    found = ", ".join(path.name for path in candidates) or "no such file"
+    found = default_model_file(model_dir)
+    if found is not None:
+        return found
+    found_names = ", ".join(path.name for path in model_files(model_dir)) or "no such file"
     raise ModelLoadError(
-        f"{model_dir}: expected one model file ({model_file_kinds()}), found {found}; "
+        f"{model_dir}: expected one model file ({model_file_kinds()}), found {found_names}; "
         "or define model_fn in inference.py"
     )
 

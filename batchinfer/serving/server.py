@@ -42,7 +42,7 @@ from typing import Any, NoReturn
 
 from batchinfer.errors import ValidationError
 from batchinfer.parent_death import die_with_parent, die_with_starter
-from batchinfer.serving.fork_imports import import_shared
+from batchinfer.serving.fork_imports import import_libraries, shared_libraries
 from batchinfer.serving.loaded_workers import LoadedWorkers
 from batchinfer.serving.model_requirements import ensure_requirements
 from batchinfer.serving.server_errors import MODEL_LOAD_FAILED, ModelLoadError
@@ -327,7 +327,7 @@ def run_server(settings: ServeSettings) -> NoReturn:
         LOG.error("%s: %s", MODEL_LOAD_FAILED, exc)
         sys.exit(Arbiter.APP_LOAD_ERROR)
     if settings.workers > 1:  # once, for every worker forked after it
-        import_shared(settings.model_dir, os.environ)
+        import_libraries(shared_libraries(settings.model_dir, os.environ))
     try:  # the master's stop, and each worker's (forked in here): both leave through this
         _gunicorn_application(settings).run()
     except SystemExit as leaving:

@@ -6,10 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import textwrap
 from pathlib import Path
 
+import joblib
+
 from batchinfer.engine import processing_job
+from tests.support.fork_probe import LoadProbe
 
 # Notes each load of the model (the worker's process id) in the file LOADS_FILE names.
 COUNTING_MODULE = textwrap.dedent(
@@ -65,43 +69,89 @@ def test_p8_a_worker_whose_model_did_not_load_answers_why(monkeypatch):
     assert body == b"ModelLoadError: the model cannot be loaded: model.joblib: unpickling failed"
 
 
-# An instance's forkserver started for argv[2] workers of the model directory argv[1], and
-# one worker forked
-# from it: whether the worker has scikit-learn loaded before any model, and what it sees of
-# the variable that named the directory to its forkserver.
+# An instance's forkserver started for argv[2] workers of the model directory argv[1], the
+# job's environment argv[3], and one worker forked from it: whether the worker has
+# scikit-learn loaded before any model, and what it sees of the variable that named the
+# library to its forkserver.
 FORKED_WORKER = """
 import json, os, sys
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from batchinfer.engine.worker_server import MODEL_DIR_VAR, start_worker_server
+from batchinfer.engine.worker_server import LIBRARIES_VAR, start_worker_server
 
-start_worker_server(int(sys.argv[2]), Path(sys.argv[1]))
+start_worker_server(int(sys.argv[2]), Path(sys.argv[1]), json.loads(sys.argv[3]))
 with ProcessPoolExecutor(1, get_context("forkserver")) as pool:
-    pid, variable = pool.submit(os.getpid).result(), pool.submit(os.getenv, MODEL_DIR_VAR).result()
+    pid, variable = pool.submit(os.getpid).result(), pool.submit(os.getenv, LIBRARIES_VAR).result()
     loaded = "/sklearn/" in Path(f"/proc/{pid}/maps").read_text()
-print(json.dumps([loaded, variable, os.environ.get(MODEL_DIR_VAR)]))
+print(json.dumps([loaded, variable, os.environ.get(LIBRARIES_VAR)]))
 """
 
 
-def _forked_worker(model: Path, workers: int = 2) -> list[object]:
+def _forked_worker(
+    model: Path, workers: int = 2, job_environment: dict[str, str] | None = None, **env: str
+) -> list[object]:
     done = subprocess.run(
-        [sys.executable, "-c", FORKED_WORKER, str(model), str(workers)],
-        capture_output=True, text=True, timeout=120, check=True,
+        [sys.executable, "-c", FORKED_WORKER, str(model), str(workers),
+         json.dumps(job_environment or {})],
+        capture_output=True, text=True, timeout=120, check=True, env=os.environ | env,
     )  # fmt: skip
     return json.loads(done.stdout)
 
 
 def test_workers_fork_with_the_default_loaders_library_imported_once(tmp_path):
     """A scikit-learn model file without a user module: the forkserver imports the library
-    as it starts, each worker forked from it has it; the directory's variable reaches none.
-    One worker has nothing to share: it imports the library itself."""
+    as it starts, each worker forked from it has it; the variable that named it reaches
+    none. One worker has nothing to share: it imports the library itself."""
     model = tmp_path / "model"
     model.mkdir()
     (model / "model.joblib").write_bytes(b"")
     assert _forked_worker(model) == [True, None, None]
     assert _forked_worker(model, workers=1) == [False, None, None]
     (model / "code").mkdir()
-    (model / "code" / "inference.py").write_text(COUNTING_MODULE)
-    assert _forked_worker(model) == [False, None, None], "a user module makes its own imports"
+    (model / "code" / "serve.py").write_text(COUNTING_MODULE)
+    program = {"SAGEMAKER_PROGRAM": "serve.py"}  # the job's own environment names it
+    assert _forked_worker(model, job_environment=program) == [False, None, None]
+
+
+def test_a_library_that_fails_to_import_is_left_to_the_workers(tmp_path):
+    """multiprocessing's forkserver skips only an ImportError among its modules: any other
+    failure is caught, and the forkserver still forks the workers (their own load reports
+    it)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.joblib").write_bytes(b"")
+    broken = tmp_path / "site" / "sklearn"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise RuntimeError('a broken install')\n")
+    path = os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
+    assert _forked_worker(model, PYTHONPATH=path) == [False, None, None]
+
+
+def test_p1_a_jobs_model_archive_is_extracted_before_its_workers_share_the_library(tmp_path):
+    """A Processing job gets its model as a folder holding model.tar.gz: the instance
+    extracts it before it starts its forkserver, so its workers load the model with
+    scikit-learn imported already (the model answers 1 when they do)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    joblib.dump(LoadProbe(False), tmp_path / "model.joblib")
+    with tarfile.open(model / "model.tar.gz", "w:gz") as archive:
+        archive.add(tmp_path / "model.joblib", "model.joblib")
+    data = tmp_path / "input"
+    data.mkdir()
+    (data / "two.csv").write_text("1,2\n3,4\n")
+    settings = {"content_type": "text/csv", "accept": "text/csv", "split_type": "Line"}
+    root = str(Path(__file__).resolve().parents[3])  # where the probe's module is
+    for workers, imported in ((2, "1"), (1, "0")):
+        out = tmp_path / f"out-{workers}"
+        command = [
+            sys.executable, "-m", "batchinfer", "process",
+            f"--settings-json={json.dumps(settings)}", f"--input-dir={data}",
+            f"--model-dir={model}", f"--output-dir={out}", f"--workers={workers}",
+            f"--message-file={tmp_path / 'message'}",
+        ]  # fmt: skip
+        env = os.environ | {"PYTHONPATH": root}
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert (out / "two.csv.out").read_text().split() == [imported, imported], workers

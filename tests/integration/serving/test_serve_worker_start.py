@@ -9,11 +9,15 @@ import sys
 import time
 from pathlib import Path
 
+import joblib
 import pytest
 
 from batchinfer.serving.launcher import ServerStartError, start_server
 from tests.integration.serving.conftest import write_module
 from tests.integration.serving.helpers import START_TIMEOUT, Client, Reply, csv_body
+from tests.support.fork_probe import LoadProbe
+
+ROOT = Path(__file__).resolve().parents[3]  # where the probe's module is
 
 # The server as `batchinfer serve` builds it, its worker's start slowed down just after the
 # fork: a SIGTERM the master forwards then reaches the worker before its own handlers.
@@ -110,22 +114,22 @@ def _maps_scikit_learn(pid: int) -> bool:
     return "/sklearn/" in Path(f"/proc/{pid}/maps").read_text()
 
 
-def test_the_master_imports_the_default_loaders_library_once_for_its_workers(
-    model_dir, example_model, example_rows
-):
+def _probe_answers(model_dir: Path, workers: int) -> set[str]:
+    """What a server of ``workers`` workers answers for the load probe (1: scikit-learn
+    was imported in the worker before the model was loaded), asked once each worker."""
+    joblib.dump(LoadProbe(False), model_dir / "model.joblib")
+    with start_server(model_dir, workers=workers, env={"PYTHONPATH": str(ROOT)}) as server:
+        server.wait_healthy(START_TIMEOUT)
+        client = Client(server.port)
+        return {client.invoke(b"1\n2\n").text.split()[0] for _ in range(4 * workers)}
+
+
+def test_the_master_imports_the_default_loaders_library_once_for_its_workers(tmp_path):
     """A model file of scikit-learn with no user module: its workers are forked with the
-    library imported (about 0.9 s of CPU each, W times for W workers before), and score.
-    One worker has nothing to share: it imports the library itself."""
-    with start_server(model_dir, workers=2) as server:
-        server.wait_healthy(START_TIMEOUT)
-        assert _maps_scikit_learn(server.process.pid), "imported in the master"
-        for worker in _children(server.process.pid):
-            assert _maps_scikit_learn(int(worker))
-        scored = Client(server.port).invoke(csv_body(example_rows))
-        assert scored.body.decode().split() == [str(v) for v in example_model.predict(example_rows)]
-    with start_server(model_dir, workers=1) as server:
-        server.wait_healthy(START_TIMEOUT)
-        assert not _maps_scikit_learn(server.process.pid)
+    library imported (about 0.9 s of CPU each, W times for W workers before). One worker
+    has nothing to share: it imports the library itself, as it loads the model."""
+    assert _probe_answers(tmp_path, workers=2) == {"1"}
+    assert _probe_answers(tmp_path, workers=1) == {"0"}
 
 
 def test_a_user_module_makes_its_own_imports_in_each_worker_c1(model_dir, example_rows):

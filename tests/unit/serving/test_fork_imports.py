@@ -24,17 +24,22 @@ def _model(folder: Path, *files: str) -> Path:
         (("model.json",), ("xgboost",)),
         (("model.ubj",), ("xgboost",)),
         (("model.txt",), ("lightgbm",)),
-        (("model.joblib", "other.pkl"), ("sklearn",)),  # one kind, whichever file loads
+        (("model.joblib", "other.pkl"), ("sklearn",)),
+        (("only.txt",), ("lightgbm",)),  # a directory's only model file
         (("model.pt",), ()),  # PyTorch and ONNX Runtime: each worker, on its own GPU
         (("model.onnx",), ()),
-        (("model.joblib", "model.json"), ()),  # two kinds: the load decides
+        (("model.joblib", "model.json"), ("sklearn",)),  # model.<ext>: the loader's order
+        (("model.joblib", "notes.txt"), ("sklearn",)),  # a stray *.txt is not the model
+        (("a.joblib", "b.json"), ()),  # two files, neither model.<ext>: the load refuses
         ((), ()),
         (("model.joblib", "code/inference.py"), ()),  # the user module imports its own
         (("model.joblib", "inference.py"), ()),
         (("model.joblib", "code/requirements.txt"), ()),  # may install another version
     ],
 )
-def test_the_default_loaders_library_is_shared_only_for_a_model_of_its_own(tmp_path, files, shared):
+def test_the_library_of_the_file_the_default_loader_picks_is_shared_by_a_model_alone(
+    tmp_path, files, shared
+):
     assert shared_libraries(_model(tmp_path, *files), {}) == shared
 
 
