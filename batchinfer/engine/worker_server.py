@@ -36,9 +36,8 @@ def start_worker_server(
     this process's)."""
     share_cores(workers, os.environ)
     get_context("forkserver").set_forkserver_preload(list(WORKER_MODULES))
-    if workers > 1:
-        env = {**os.environ, **(job_environment or {})}
-        os.environ[LIBRARIES_VAR] = ",".join(shared_libraries(model_dir, env))
+    env = {**os.environ, **(job_environment or {})}
+    os.environ[LIBRARIES_VAR] = ",".join(shared_libraries(model_dir, env, workers))
     try:
         forkserver.ensure_running()
     finally:

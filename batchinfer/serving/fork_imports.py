@@ -31,11 +31,13 @@ LOG = logging.getLogger(__name__)
 LIBRARY_OF_KIND = {"scikit-learn": "sklearn", "XGBoost": "xgboost", "LightGBM": "lightgbm"}
 
 
-def shared_libraries(model_dir: Path, env: Mapping[str, str]) -> tuple[str, ...]:
-    """The model library to import before ``model_dir``'s workers fork (see above), ``env``
-    being what the workers load the model with: none when the model has a user module or
-    requirements, or its model file (the one the default loader picks) is of no kind named
-    in :data:`LIBRARY_OF_KIND`."""
+def shared_libraries(model_dir: Path, env: Mapping[str, str], workers: int) -> tuple[str, ...]:
+    """The model library to import before ``workers`` workers of ``model_dir`` fork (see
+    above), ``env`` being what they load the model with: none for one worker, for a model
+    with a user module or requirements, or whose model file (the one the default loader
+    picks) is of no kind named in :data:`LIBRARY_OF_KIND`."""
+    if workers < 2:
+        return ()
     try:
         if find_user_module(model_dir, env) or (model_dir / REQUIREMENTS).exists():
             return ()

@@ -326,8 +326,8 @@ def run_server(settings: ServeSettings) -> NoReturn:
     except ModelLoadError as exc:
         LOG.error("%s: %s", MODEL_LOAD_FAILED, exc)
         sys.exit(Arbiter.APP_LOAD_ERROR)
-    if settings.workers > 1:  # once, for every worker forked after it
-        import_libraries(shared_libraries(settings.model_dir, os.environ))
+    # Once, for every worker forked after it.
+    import_libraries(shared_libraries(settings.model_dir, os.environ, settings.workers))
     try:  # the master's stop, and each worker's (forked in here): both leave through this
         _gunicorn_application(settings).run()
     except SystemExit as leaving:

@@ -40,15 +40,19 @@ def _model(folder: Path, *files: str) -> Path:
 def test_the_library_of_the_file_the_default_loader_picks_is_shared_by_a_model_alone(
     tmp_path, files, shared
 ):
-    assert shared_libraries(_model(tmp_path, *files), {}) == shared
+    assert shared_libraries(_model(tmp_path, *files), {}, 2) == shared
 
 
 def test_a_program_named_by_the_environment_is_a_user_module(tmp_path):
     model = _model(tmp_path, "model.joblib", "code/serve.py")
-    assert shared_libraries(model, {}) == ("sklearn",)
-    assert shared_libraries(model, {"SAGEMAKER_PROGRAM": "serve.py"}) == ()
-    assert shared_libraries(model, {"SAGEMAKER_PROGRAM": "missing.py"}) == ()  # said on load
+    assert shared_libraries(model, {}, 2) == ("sklearn",)
+    assert shared_libraries(model, {"SAGEMAKER_PROGRAM": "serve.py"}, 2) == ()
+    assert shared_libraries(model, {"SAGEMAKER_PROGRAM": "missing.py"}, 2) == ()  # said on load
 
 
 def test_a_missing_directory_shares_nothing(tmp_path):
-    assert shared_libraries(tmp_path / "gone", {}) == ()
+    assert shared_libraries(tmp_path / "gone", {}, 2) == ()
+
+
+def test_one_worker_shares_nothing(tmp_path):
+    assert shared_libraries(_model(tmp_path, "model.joblib"), {}, 1) == ()
