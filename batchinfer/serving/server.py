@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from batchinfer.errors import ValidationError
+from batchinfer.heap_reuse import reuse_freed_memory
 from batchinfer.parent_death import die_with_parent, die_with_starter
 from batchinfer.serving.fork_imports import import_libraries, shared_libraries
 from batchinfer.serving.loaded_workers import LoadedWorkers
@@ -306,6 +307,7 @@ def run_server(settings: ServeSettings) -> NoReturn:
     # quick stop), it ends the server as SIGTERM would.
     die_with_starter(os.environ, _exit_on_signal)
     share_cores(settings.workers, os.environ)
+    reuse_freed_memory()  # in every worker forked from here
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%d %H:%M:%S %z"))
     package_log = logging.getLogger("batchinfer")

@@ -4,6 +4,7 @@ start, and a worker whose model did not load says why rather than failing blind.
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import tarfile
@@ -11,9 +12,13 @@ import textwrap
 from pathlib import Path
 
 import joblib
+import pytest
 
 from batchinfer.engine import processing_job
 from tests.support.fork_probe import LoadProbe
+from tests.support.heap_probe import PAGES, without_malloc_settings
+
+ROOT = Path(__file__).resolve().parents[3]  # where the probes' modules are
 
 # Notes each load of the model (the worker's process id) in the file LOADS_FILE names.
 COUNTING_MODULE = textwrap.dedent(
@@ -113,6 +118,37 @@ def test_workers_fork_with_the_default_loaders_library_imported_once(tmp_path):
     (model / "code" / "serve.py").write_text(COUNTING_MODULE)
     program = {"SAGEMAKER_PROGRAM": "serve.py"}  # the job's own environment names it
     assert _forked_worker(model, job_environment=program) == [False, None, None]
+
+
+# A worker forked from the forkserver of an instance of one worker (model directory argv[1]):
+# the fresh pages of each round of request-sized buffers it writes and frees.
+FORKED_HEAP = """
+import json, sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from batchinfer.engine.worker_server import start_worker_server
+from tests.support.heap_probe import faults_per_round
+
+start_worker_server(1, Path(sys.argv[1]))
+with ProcessPoolExecutor(1, get_context("forkserver")) as pool:
+    print(json.dumps(pool.submit(faults_per_round).result()))
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the thresholds are glibc's")
+def test_a_worker_keeps_the_memory_of_one_batchs_buffers_for_the_next(tmp_path):
+    """The forkserver sets the heap's thresholds (batchinfer.heap_reuse) in every worker:
+    after the first round, a round of a batch's buffers takes few fresh pages."""
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_HEAP, str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
+        env=without_malloc_settings(),
+    )  # fmt: skip
+    faults = json.loads(done.stdout)
+    assert faults[0] == pytest.approx(PAGES, rel=0.1)
+    assert max(faults[1:]) < PAGES // 20, faults
 
 
 def test_a_library_that_fails_to_import_is_left_to_the_workers(tmp_path):
