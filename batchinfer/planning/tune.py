@@ -28,10 +28,14 @@ server up, and the median kept with the spread:
    worker with every core. More threads per worker trade the parallelism of requests for
    that of each forward pass, and every worker holds its own copy of the model.
 
-The recommendation is the fastest point by median, except that a point whose spread
-overlaps it and that needs less memory (a smaller payload, then a smaller forward batch,
-then fewer workers, then fewer requests in flight) is recommended in its place: the sample
-cannot tell them apart, and memory is what a larger batch costs (on a GPU, what runs out).
+The recommendation is the fastest point by median, except that a point whose median lies
+within its spread (its slowest to its fastest pass) and that needs less memory (a smaller
+payload, then a smaller forward batch, then fewer workers, then fewer requests in flight)
+is recommended in its place: the sample cannot tell them apart, and memory is what a
+larger batch costs (on a GPU, what runs out). A point whose passes merely overlap the
+fastest's, its median below the fastest's slowest pass, is usually slower: with three
+passes on a busy machine most spreads overlap, and that test alone would hand the
+recommendation to the smallest batch tried.
 """
 
 import math
@@ -142,9 +146,14 @@ def _fastest(measured: list[TunePoint]) -> TunePoint:
 
 
 def tied(point: TunePoint, best: TunePoint) -> bool:
-    """Whether the passes of ``point`` and ``best`` overlap: the sample cannot tell them
-    apart."""
-    return point.fastest >= best.slowest and best.fastest >= point.slowest
+    """Whether the median of ``point`` lies within the passes of ``best`` (its slowest to
+    its fastest): the sample cannot tell them apart."""
+    return best.slowest <= (point.rows_per_second or 0.0) <= best.fastest
+
+
+def clearly_slower(point: TunePoint, best: TunePoint) -> bool:
+    """Whether even the fastest pass of ``point`` is slower than the slowest of ``best``."""
+    return point.fastest < best.slowest
 
 
 def _memory(point: TunePoint) -> tuple[float, ...]:
@@ -154,8 +163,8 @@ def _memory(point: TunePoint) -> tuple[float, ...]:
 
 def recommend(points: list[TunePoint]) -> TunePoint | None:
     """The fastest measured point that fits the payload rule (by median), or in its place
-    the one needing least memory among those the sample cannot tell from it; of equal memory,
-    the faster."""
+    the one needing least memory among those the sample cannot tell from it (:func:`tied`);
+    of equal memory, the faster."""
     measured = _measured(points)
     if not measured:
         return None
@@ -171,7 +180,7 @@ def indistinct(points: list[TunePoint]) -> bool:
     if len(measured) < 2:
         return False
     best = _fastest(measured)
-    return all(tied(p, best) for p in measured)
+    return not any(clearly_slower(p, best) for p in measured)
 
 
 def _falls(point: TunePoint, line: list[TunePoint]) -> bool:
@@ -179,8 +188,7 @@ def _falls(point: TunePoint, line: list[TunePoint]) -> bool:
     earlier = _measured(line)
     if not earlier or point.rows_per_second is None:
         return False
-    best = _fastest(earlier)
-    return point.fastest < best.slowest
+    return clearly_slower(point, _fastest(earlier))
 
 
 Measure = Callable[[TunePoint], TunePoint]
