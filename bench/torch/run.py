@@ -4,10 +4,12 @@ The model is a multilayer perceptron, 30 -> 256 -> 256 -> 1 with random weights 
 saved as TorchScript (``model.pt``) and exported to ONNX (``model.onnx``); the input is CSV of
 30 float features a row. In one run it measures:
 
-1. the in-process forward loop on the decoded array, per forward batch size (64 .. 65,536):
-   rows/s with all this machine's cores to PyTorch, and the loop's peak RSS growth once the
-   runtime and model are loaded, each batch size in a process of its own (the limit:
-   decoding, HTTP and encoding are overhead on top);
+1. the in-process forward loop on the decoded array, per forward batch size (every power of
+   two from 64 to 65,536): rows/s with all this machine's cores to PyTorch, and the loop's
+   peak RSS growth once the runtime and model are loaded, each batch size in a process of
+   its own, in 3 rounds over the sizes (the median kept: a slow spell of this machine
+   falls on one round of a few sizes, not on every pass of one) (the limit: decoding, HTTP
+   and encoding are overhead on top);
    the same for ONNX Runtime at each size;
 2. ``batchinfer run`` (transform engine, one instance, one worker per core) on the same rows
    with ``--max-batch-records`` at the loop's best size (the smallest within 5 % of the
@@ -15,14 +17,16 @@ saved as TorchScript (``model.pt``) and exported to ONNX (``model.onnx``); the i
    HTTP and encoding included, the servers' start-up not), in pairs alternating with the loop
    at that size; the median ratio run / loop (target >= 0.8), outputs checked against the
    loop;
-3. the model server workers' peak RSS (VmHWM, polled) at MaxPayloadInMB 1 and 32 with that
+3. the model server workers' peak RSS (VmHWM, polled in runs of their own, which are not
+   timed) at MaxPayloadInMB 1 and 32 with that
    forward batch, or with the rows of a 1 MB request where the batch is larger (a 1 MB
    request never fills it): flat within 20 % is the target, whatever the request size;
 4. the same run on the same rows as ``.npy`` requests (``--content-type application/x-npy
    --split-type None``, files of at most 4 MiB), the array the loop reads: the served path
    with no CSV to decode; at the loop's best batch, and as ``batchinfer plan --tune``
    recommends for those requests (requests in flight, forward batch, workers x threads),
-   the tuned run of the target;
+   the tuned run of the target, and the forward batch the tune chose against the loop's
+   best (the target: within 2x);
 5. the ceiling of that ratio on this machine: one core's cost a row of what every served row
    needs, decoding the CSV (the server's decoder), the forward pass at the best batch with one
    thread, and encoding the answer, timed in one process on 6 MB bodies; the cores doing only
@@ -52,7 +56,9 @@ from batchinfer.planning.tune import TunePoint, point_environment
 
 DATA = Path(__file__).resolve().parents[1] / ".data" / "torch"
 FEATURES = 30
-BATCHES = tuple(4**n for n in range(3, 9))  # 64, 256, ..., 65,536
+BATCHES = tuple(2**n for n in range(6, 17))  # 64, 128, ..., 65,536
+LOOP_ROUNDS = 3  # rounds over the batch sizes, the median of each size kept
+LOOP_PASSES = 3  # timed passes over the rows of a loop beside a run, the median kept
 QUICK_BATCHES = (64, 512, 4096)
 WORKER_MARK = "batchinfer.commands.serve"
 NPY_FILE_BYTES = 4 * 1024 * 1024
@@ -94,7 +100,7 @@ def prepare(rows: int) -> tuple[Path, Path, Path]:
 LOOP = """
 import resource, sys, time
 import numpy as np
-runtime, model, data, batch, device = sys.argv[1:6]
+runtime, model, data, batch, device, saved, passes = sys.argv[1:8]
 batch = int(batch)
 rows = np.load(data)
 if runtime == "torch":
@@ -113,12 +119,14 @@ forward(rows[:2])
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # the runtime and model loaded
 for _ in range(3):  # warm up (TorchScript optimises a graph after its first runs)
     forward(rows[:batch])
-started = time.perf_counter()
-out = np.concatenate([forward(rows[i:i + batch]) for i in range(0, len(rows), batch)])
-seconds = time.perf_counter() - started
+rates = []
+for _ in range(int(passes)):
+    started = time.perf_counter()
+    out = np.concatenate([forward(rows[i:i + batch]) for i in range(0, len(rows), batch)])
+    rates.append(len(rows) / (time.perf_counter() - started))
 grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-np.save(sys.argv[6], out)
-print(len(rows) / seconds, grown)
+np.save(saved, out)
+print(sorted(rates)[len(rates) // 2], grown)
 """
 
 
@@ -159,9 +167,11 @@ def ceiling(model_dir: Path, data: Path, batch: int) -> tuple[float, float, floa
     return decode, forward, encode
 
 
-def loop(runtime: str, model: Path, batch: int, device: str) -> tuple[float, float]:
-    """rows/s of the in-process forward loop at ``batch`` on the decoded rows, and its peak
-    RSS growth in MiB."""
+def loop(
+    runtime: str, model: Path, batch: int, device: str, passes: int = LOOP_PASSES
+) -> tuple[float, float]:
+    """rows/s of the in-process forward loop at ``batch`` on the decoded rows (the median of
+    its passes), and its peak RSS growth in MiB."""
     saved = DATA / f"loop-{runtime}.npy"
     done = subprocess.run(
         [
@@ -174,6 +184,7 @@ def loop(runtime: str, model: Path, batch: int, device: str) -> tuple[float, flo
             str(batch),
             device,
             saved,
+            str(passes),
         ],
         capture_output=True,
         text=True,
@@ -238,11 +249,11 @@ def run(
     payload_mb: int,
     device: str,
     options: tuple[str, ...] = (),
-) -> tuple[float, float]:
+) -> float:
     """rows/s of `batchinfer run` over its transform time (its manifest's: from the servers
-    answering /ping to the last output, decoding, HTTP and encoding included) and its
-    workers' peak RSS in MiB. ``data``: the CSV file, or a folder of ``.npy`` requests;
-    ``batch``: the forward batch (None: as ``options`` say)."""
+    answering /ping to the last output, decoding, HTTP and encoding included). ``data``: the
+    CSV file, or a folder of ``.npy`` requests; ``batch``: the forward batch (None: as
+    ``options`` say)."""
     out = DATA / "out"
     shutil.rmtree(out, ignore_errors=True)
     shape = ["--content-type", "text/csv", "--split-type", "Line"]
@@ -255,18 +266,25 @@ def run(
         "--assemble-with", "Line", "--max-payload-mb", str(payload_mb), "--quiet", "--json",
         *(() if batch is None else ("--max-batch-records", str(batch))), *options,
     ]  # fmt: skip
-    with WorkerPeak() as peak:
-        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"batchinfer run failed:\n{done.stderr}")
     manifest = json.loads(done.stdout)
     rows = len(np.load(DATA / "rows.npy", mmap_mode="r"))
-    return rows / manifest["transform_seconds"], peak.mib
+    return rows / manifest["transform_seconds"]
 
 
-def tuned(model_dir: Path, data: Path, device: str) -> tuple[tuple[str, ...], str]:
+def worker_peak(model_dir: Path, data: Path, batch: int, payload_mb: int, device: str) -> float:
+    """The model server workers' peak RSS in MiB over a run (polled: that run is not timed)."""
+    with WorkerPeak() as peak:
+        run(model_dir, data, batch, payload_mb, device)
+    return peak.mib
+
+
+def tuned(model_dir: Path, data: Path, device: str) -> tuple[tuple[str, ...], str, TunePoint]:
     """The options `batchinfer plan --tune` recommends for the ``.npy`` requests in ``data``
-    (requests in flight, forward batch, workers x threads), and how it put them."""
+    (requests in flight, forward batch, workers x threads), how it put them, and the
+    recommended point."""
     env = device_env(device)
     command = [
         sys.executable, "-m", "batchinfer", "plan", str(data), "--model", str(model_dir),
@@ -279,10 +297,11 @@ def tuned(model_dir: Path, data: Path, device: str) -> tuple[tuple[str, ...], st
     best = json.loads(done.stdout)["tune"]["recommended"]
     if best is None:
         raise SystemExit(f"batchinfer plan --tune measured nothing:\n{done.stdout}")
-    options = ["--max-concurrent-transforms", str(best["max_concurrent_transforms"])]
-    for name, value in point_environment(TunePoint(**best)).items():  # batch, workers, threads
+    point = TunePoint(**best)
+    options = ["--max-concurrent-transforms", str(point.max_concurrent_transforms)]
+    for name, value in point_environment(point).items():  # batch, workers, threads
         options += ["--env", f"{name}={value}"]
-    return tuple(options), " ".join(options)
+    return tuple(options), " ".join(options), point
 
 
 def check_outputs(runtime: str) -> None:
@@ -320,15 +339,22 @@ def main() -> None:
     print("in-process forward loop (decoded array), by forward batch:")
     header = ("batch", "torch rows/s", "RSS +MiB", "onnx rows/s", "RSS +MiB")
     print("  " + " ".join(f"{h:>{w}}" for h, w in zip(header, (7, 14, 9, 13, 9), strict=True)))
+    models = {"torch": pt_dir / "model.pt", "onnx": onnx_dir / "model.onnx"}
+    sizes = [b for b in batches if b <= rows]
+    measured: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for _ in range(1 if args.quick else LOOP_ROUNDS):
+        for batch in sizes:
+            for runtime, model in models.items():
+                point = loop(runtime, model, batch, args.device, passes=1)
+                measured.setdefault((runtime, batch), []).append(point)
     curve: dict[str, dict[int, float]] = {"torch": {}, "onnx": {}}
-    for batch in (b for b in batches if b <= rows):
-        torch_rate, torch_rss = loop("torch", pt_dir / "model.pt", batch, args.device)
-        onnx_rate, onnx_rss = loop("onnx", onnx_dir / "model.onnx", batch, args.device)
-        curve["torch"][batch], curve["onnx"][batch] = torch_rate, onnx_rate
-        print(
-            f"  {batch:>7,} {torch_rate:>14,.0f} {torch_rss:>9.0f} "
-            f"{onnx_rate:>13,.0f} {onnx_rss:>9.0f}"
-        )
+    for batch in sizes:
+        line = []
+        for runtime in models:
+            rates, grown = zip(*measured[runtime, batch], strict=True)
+            curve[runtime][batch] = statistics.median(rates)
+            line.append(f"{curve[runtime][batch]:>13,.0f} {max(grown):>9.0f}")
+        print(f"  {batch:>7,}  {' '.join(line)}")
     for runtime, model_dir, model_file in (
         ("torch", pt_dir, "model.pt"),
         ("onnx", onnx_dir, "model.onnx"),
@@ -337,7 +363,7 @@ def main() -> None:
         loops, runs, ratios = [], [], []
         for _ in range(repeat):  # alternating pairs
             loops.append(loop(runtime, model_dir / model_file, best, args.device)[0])
-            rate, _peak = run(model_dir, data, best, 6, args.device)
+            rate = run(model_dir, data, best, 6, args.device)
             check_outputs(runtime)
             runs.append(rate)
             ratios.append(rate / loops[-1])
@@ -347,12 +373,12 @@ def main() -> None:
             f"{statistics.median(ratios):.2f} (pairs {', '.join(f'{r:.2f}' for r in ratios)}; "
             "target >= 0.8, outputs checked)"
         )
-        options, said = tuned(model_dir, npy_data, args.device)
+        options, said, point = tuned(model_dir, npy_data, args.device)
         npy_ratios, tuned_ratios = [], []
         for loop_rate in loops:  # the same loop rates, each beside runs on .npy requests
-            npy_ratios.append(run(model_dir, npy_data, best, 6, args.device)[0] / loop_rate)
+            npy_ratios.append(run(model_dir, npy_data, best, 6, args.device) / loop_rate)
             check_outputs(runtime)
-            rate = run(model_dir, npy_data, None, 6, args.device, options)[0]
+            rate = run(model_dir, npy_data, None, 6, args.device, options)
             tuned_ratios.append(rate / loop_rate)
             check_outputs(runtime)
         print(
@@ -361,6 +387,11 @@ def main() -> None:
             f"{', '.join(f'{r:.2f}' for r in npy_ratios)}; outputs checked); as plan --tune "
             f"recommends ({said}): {statistics.median(tuned_ratios):.2f} (pairs "
             f"{', '.join(f'{r:.2f}' for r in tuned_ratios)}; target >= 0.8)"
+        )
+        chosen = point.forward_records
+        print(
+            f"{runtime}: plan --tune's forward batch {chosen:,}, the loop's best {best:,}: "
+            f"{max(chosen, best) / min(chosen, best):g}x apart (target within 2x)"
         )
         if args.device == "cpu":
             decode, forward, encode = ceiling(model_dir, data, best)
@@ -374,8 +405,8 @@ def main() -> None:
         # a larger batch would never fill at MaxPayloadInMB 1.
         with open(data, "rb") as source:
             fitting = min(best, source.read(1024 * 1024).count(b"\n"))
-        small = run(model_dir, data, fitting, 1, args.device)[1]
-        large = run(model_dir, data, fitting, 32, args.device)[1]
+        small = worker_peak(model_dir, data, fitting, 1, args.device)
+        large = worker_peak(model_dir, data, fitting, 32, args.device)
         print(
             f"{runtime}: worker peak RSS with forward batch {fitting:,}: {small:.0f} MiB at "
             f"MaxPayloadInMB 1, {large:.0f} MiB at 32: {large / small:.2f}x (target within 1.2x)"
