@@ -163,9 +163,10 @@ def small_tune_sample(sample_bytes: int, payload_mb: int) -> Advice:
 def indistinct_tune_points(sample: str, remedy: str) -> Advice:
     return Advice(
         "indistinct-tune-points",
-        f"--tune: every point measured is within the spread of the fastest: the sample "
-        f"({sample}) is too small, or this machine too busy, to tell them apart; the one "
-        f"recommended needs least memory among them; {remedy}",
+        f"--tune: no point measured is clearly slower than the fastest (its fastest pass "
+        f"below the fastest's slowest): the sample ({sample}) is too small, or this machine "
+        f"too busy, to tell them apart; the one recommended needs least memory among those "
+        f"whose median lies within the fastest's passes; {remedy}",
     )
 
 

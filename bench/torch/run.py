@@ -315,8 +315,8 @@ def check_outputs(runtime: str) -> None:
 
 
 def knee(rates: dict[int, float]) -> int:
-    """The smallest forward batch within 5 % of the fastest: one loop pass per size is noisy,
-    and a larger batch only costs memory."""
+    """The smallest forward batch within 5 % of the fastest: the loop's rates move between
+    rounds even as medians, and a larger batch only costs memory."""
     fastest = max(rates.values())
     return min(batch for batch, rate in rates.items() if rate >= 0.95 * fastest)
 

@@ -3,17 +3,21 @@ a user's own glibc malloc settings win. Each case runs in a fresh interpreter: t
 thresholds are a process's own, and this one's may be set already."""
 
 import json
-import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.support.heap_probe import PAGES, without_malloc_settings
-
-pytestmark = pytest.mark.skipif(
-    platform.libc_ver()[0] != "glibc", reason="the thresholds are glibc's"
+from tests.support.heap_probe import (
+    COUNTS_FRESH_PAGES,
+    NOT_COUNTED,
+    PAGES,
+    without_malloc_settings,
 )
+
+pytestmark = pytest.mark.skipif(not COUNTS_FRESH_PAGES, reason=NOT_COUNTED)
+ROOT = Path(__file__).resolve().parents[2]  # where the probe's module is
 
 PROBE = """
 import json, sys
@@ -28,7 +32,8 @@ print(json.dumps([set_here, faults_per_round()]))
 def _probe(step: str, **env: str) -> tuple[bool | None, list[int]]:
     done = subprocess.run(
         [sys.executable, "-c", PROBE, step],
-        capture_output=True, text=True, timeout=60, check=True, env=without_malloc_settings() | env,
+        capture_output=True, text=True, timeout=60, check=True, cwd=ROOT,
+        env=without_malloc_settings() | env,
     )  # fmt: skip
     set_here, faults = json.loads(done.stdout)
     return set_here, faults

@@ -4,7 +4,6 @@ start, and a worker whose model did not load says why rather than failing blind.
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import tarfile
@@ -16,7 +15,12 @@ import pytest
 
 from batchinfer.engine import processing_job
 from tests.support.fork_probe import LoadProbe
-from tests.support.heap_probe import PAGES, without_malloc_settings
+from tests.support.heap_probe import (
+    COUNTS_FRESH_PAGES,
+    NOT_COUNTED,
+    PAGES,
+    without_malloc_settings,
+)
 
 ROOT = Path(__file__).resolve().parents[3]  # where the probes' modules are
 
@@ -137,7 +141,7 @@ with ProcessPoolExecutor(1, get_context("forkserver")) as pool:
 """
 
 
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the thresholds are glibc's")
+@pytest.mark.skipif(not COUNTS_FRESH_PAGES, reason=NOT_COUNTED)
 def test_a_worker_keeps_the_memory_of_one_batchs_buffers_for_the_next(tmp_path):
     """The forkserver sets the heap's thresholds (batchinfer.heap_reuse) in every worker:
     after the first round, a round of a batch's buffers takes few fresh pages."""

@@ -38,7 +38,7 @@ def point(
 
 def test_a_point_the_sample_cannot_tell_from_the_fastest_wins_when_it_needs_less_memory():
     fastest = point(4, 1, 1100.0, spread=100.0)
-    smaller = point(1, 1, 1000.0, spread=50.0)  # 1,050 overlaps 1,000: tied, a smaller payload
+    smaller = point(1, 1, 1000.0, spread=50.0)  # its median within 1,000-1,200: a smaller payload
     slower = point(2, 1, 550.0, spread=50.0)  # clearly slower
     assert recommend([fastest, smaller, slower]) == smaller
     assert recommend([fastest, slower]) == fastest
@@ -186,6 +186,28 @@ def _four_cores(sweep):
     return on_four
 
 
+def test_a_sweep_where_no_point_is_clearly_slower_warns_and_says_what_is_recommended(
+    capsys, example_dir, monkeypatch
+):
+    """Every point at 999-1,008 rows/s, passes 5 either side: none is clearly slower
+    than the fastest (one worker, 1,008), so the plan warns. The 64-record batch needs less
+    memory, but its median (999) is below the fastest's passes (1,003-1,013): not the pick."""
+    _layouts_measured(monkeypatch, {4: 1003.0, 2: 1000.0, 1: 1008.0}, batches={64: 999.0})
+    monkeypatch.setattr(job_plan, "sweep", _four_cores(tune.sweep))
+    plan = json.loads(_tune(capsys, example_dir, 500, "--json"))
+    (warning,) = [w for w in plan["warnings"] if w["code"] == "indistinct-tune-points"]
+    assert warning["message"].startswith(
+        "--tune: no point measured is clearly slower than the fastest (its fastest pass below "
+        "the fastest's slowest)"
+    )
+    assert (
+        "least memory among those whose median lies within the fastest's passes"
+        in (warning["message"])
+    )
+    best = plan["tune"]["recommended"]
+    assert (best["workers"], best["rows_per_second"]) == (1, 1008.0)
+
+
 def test_the_fastest_measured_pair_that_fits_is_recommended_not_a_faster_one_that_does_not():
     points = [
         point(1, 1, 100.0),
@@ -247,7 +269,7 @@ def test_tune_sweeps_the_sample_on_the_real_server_and_recommends_the_fastest_fi
     fastest = max(points, key=lambda p: p["rows_per_second"])
     chosen = plan["tune"]["recommended"]
     if chosen != fastest:  # only a point the sample cannot tell from it, needing less memory
-        assert max(chosen["passes"]) >= min(fastest["passes"])
+        assert min(fastest["passes"]) <= chosen["rows_per_second"]  # its median within them
         forward = chosen["max_batch_records"] or chosen["records_per_request"]
         assert (chosen["max_payload_mb"], forward) <= (
             fastest["max_payload_mb"],

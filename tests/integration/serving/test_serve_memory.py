@@ -3,7 +3,7 @@
 takes few fresh pages, where it took each page of its body, array and answer again."""
 
 import io
-import platform
+import resource
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +12,7 @@ import pytest
 from batchinfer.serving.launcher import start_server
 from tests.integration.serving.conftest import write_module
 from tests.integration.serving.helpers import START_TIMEOUT, Client
+from tests.support.heap_probe import COUNTS_FRESH_PAGES, NOT_COUNTED, USER_SETTINGS
 
 FIRST_COLUMN = """
 def model_fn(model_dir):
@@ -21,18 +22,21 @@ def model_fn(model_dir):
 def predict_fn(data, model):
     return data[:, 0]
 """
-BODY_PAGES = 1024  # 4 MiB
+BODY_BYTES = 4 * 1024 * 1024
+BODY_PAGES = BODY_BYTES // resource.getpagesize()
 
 
 def _minor_faults(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
 
 
-@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the thresholds are glibc's")
-def test_a_workers_requests_take_few_fresh_pages_once_it_has_answered_a_few(tmp_path):
+@pytest.mark.skipif(not COUNTS_FRESH_PAGES, reason=NOT_COUNTED)
+def test_a_workers_requests_take_few_fresh_pages_once_it_has_answered_a_few(tmp_path, monkeypatch):
+    for name in USER_SETTINGS:  # the server's environment is this one: the user's would win
+        monkeypatch.delenv(name, raising=False)
     model_dir = tmp_path / "model"
     write_module(model_dir, FIRST_COLUMN)
-    rows = np.random.default_rng(0).normal(size=(BODY_PAGES * 4096 // 128, 32))
+    rows = np.random.default_rng(0).normal(size=(BODY_BYTES // 128, 32))  # float32: 128 B
     buffer = io.BytesIO()
     np.save(buffer, rows.astype(np.float32))
     body = buffer.getvalue()
