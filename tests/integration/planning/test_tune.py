@@ -189,10 +189,13 @@ def _four_cores(sweep):
 def test_a_sweep_where_no_point_is_clearly_slower_warns_and_says_what_is_recommended(
     capsys, example_dir, monkeypatch
 ):
-    """Every point at 999-1,008 rows/s, passes 5 either side: none is clearly slower
-    than the fastest (one worker, 1,008), so the plan warns. The 64-record batch needs less
-    memory, but its median (999) is below the fastest's passes (1,003-1,013): not the pick."""
-    _layouts_measured(monkeypatch, {4: 1003.0, 2: 1000.0, 1: 1008.0}, batches={64: 999.0})
+    """Every point at 998-1,004 rows/s, passes 5 either side: none is clearly slower than
+    the fastest (128 records a pass, 999-1,009), so the plan warns. 64 records a pass need
+    less memory and their passes overlap the fastest's, but their median (998) is below
+    them: the pick is 128 a pass, with the fewest workers measured at it."""
+    _layouts_measured(
+        monkeypatch, {4: 1000.0, 2: 1001.0, 1: 1002.0}, batches={64: 998.0, 128: 1004.0}
+    )
     monkeypatch.setattr(job_plan, "sweep", _four_cores(tune.sweep))
     plan = json.loads(_tune(capsys, example_dir, 500, "--json"))
     (warning,) = [w for w in plan["warnings"] if w["code"] == "indistinct-tune-points"]
@@ -205,7 +208,7 @@ def test_a_sweep_where_no_point_is_clearly_slower_warns_and_says_what_is_recomme
         in (warning["message"])
     )
     best = plan["tune"]["recommended"]
-    assert (best["workers"], best["rows_per_second"]) == (1, 1008.0)
+    assert (best["max_batch_records"], best["workers"]) == (128, 1)
 
 
 def test_the_fastest_measured_pair_that_fits_is_recommended_not_a_faster_one_that_does_not():
