@@ -25,13 +25,14 @@ MMAP_THRESHOLD = 32 * 1024 * 1024  # a block this large or larger is still mappe
 TRIM_THRESHOLD = 64 * 1024 * 1024  # the most free memory kept at the top of each heap
 _M_TRIM_THRESHOLD = -1  # mallopt's parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
-_USER_SETTINGS = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+# The user's own settings, any of which leaves the thresholds as they are.
+USER_SETTINGS = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
 
 def reuse_freed_memory(env: Mapping[str, str] = os.environ) -> bool:
     """Set this process's glibc thresholds (processes it forks keep them); whether they
     were set: False with another C library, or where ``env`` holds the user's own."""
-    if not _glibc() or any(name in env for name in _USER_SETTINGS):
+    if not _glibc() or any(name in env for name in USER_SETTINGS):
         return False
     try:
         import ctypes

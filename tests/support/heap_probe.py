@@ -5,11 +5,12 @@ import platform
 import resource
 from pathlib import Path
 
+from batchinfer.heap_reuse import USER_SETTINGS
+
 # Three buffers live at once, as a request's body, its decoded array and its answer are.
 BUFFERS_MIB = (4, 6, 8)
 # What every round takes where nothing is reused, in pages of this system's size.
 PAGES = sum(BUFFERS_MIB) * 1024 * 1024 // resource.getpagesize()
-USER_SETTINGS = ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 
 
 def _pages_faulted_one_at_a_time() -> bool:

@@ -182,7 +182,6 @@ def test_p1_a_jobs_model_archive_is_extracted_before_its_workers_share_the_libra
     data.mkdir()
     (data / "two.csv").write_text("1,2\n3,4\n")
     settings = {"content_type": "text/csv", "accept": "text/csv", "split_type": "Line"}
-    root = str(Path(__file__).resolve().parents[3])  # where the probe's module is
     for workers, imported in ((2, "1"), (1, "0")):
         out = tmp_path / f"out-{workers}"
         command = [
@@ -191,7 +190,7 @@ def test_p1_a_jobs_model_archive_is_extracted_before_its_workers_share_the_libra
             f"--model-dir={model}", f"--output-dir={out}", f"--workers={workers}",
             f"--message-file={tmp_path / 'message'}",
         ]  # fmt: skip
-        env = os.environ | {"PYTHONPATH": root}
+        env = os.environ | {"PYTHONPATH": str(ROOT)}
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert (out / "two.csv.out").read_text().split() == [imported, imported], workers

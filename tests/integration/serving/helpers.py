@@ -4,6 +4,7 @@ import http.client
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -63,3 +64,13 @@ def npy_bytes(array: np.ndarray) -> bytes:
     stream = io.BytesIO()
     np.save(stream, array, allow_pickle=False)
     return stream.getvalue()
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` has forked and not yet reaped (a gunicorn master's workers);
+    none once it is gone."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in children.split()]

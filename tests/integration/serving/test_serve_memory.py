@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from batchinfer.heap_reuse import USER_SETTINGS
 from batchinfer.serving.launcher import start_server
 from tests.integration.serving.conftest import write_module
-from tests.integration.serving.helpers import START_TIMEOUT, Client
-from tests.support.heap_probe import COUNTS_FRESH_PAGES, NOT_COUNTED, USER_SETTINGS
+from tests.integration.serving.helpers import START_TIMEOUT, Client, child_pids
+from tests.support.heap_probe import COUNTS_FRESH_PAGES, NOT_COUNTED
 
 FIRST_COLUMN = """
 def model_fn(model_dir):
@@ -43,12 +44,7 @@ def test_a_workers_requests_take_few_fresh_pages_once_it_has_answered_a_few(tmp_
     with start_server(model_dir, workers=1) as server:
         server.wait_healthy(START_TIMEOUT)
         client = Client(server.port)
-        (worker,) = map(
-            int,
-            Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
-            .read_text()
-            .split(),
-        )
+        (worker,) = child_pids(server.process.pid)
 
         def answer() -> None:
             reply = client.invoke(body, "application/x-npy", "application/x-npy")

@@ -14,7 +14,7 @@ import pytest
 
 from batchinfer.serving.launcher import ServerStartError, start_server
 from tests.integration.serving.conftest import write_module
-from tests.integration.serving.helpers import START_TIMEOUT, Client, Reply, csv_body
+from tests.integration.serving.helpers import START_TIMEOUT, Client, Reply, child_pids, csv_body
 from tests.support.fork_probe import LoadProbe
 
 ROOT = Path(__file__).resolve().parents[3]  # where the probe's module is
@@ -42,13 +42,6 @@ app.run()
 """
 
 
-def _children(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return []
-
-
 def test_a_worker_told_to_stop_as_it_starts_exits_on_its_own_not_killed_by_its_master_c10(
     example_model_dir,
 ):
@@ -60,9 +53,9 @@ def test_a_worker_told_to_stop_as_it_starts_exits_on_its_own_not_killed_by_its_m
         text=True,
     )
     deadline = time.monotonic() + 60
-    while not _children(master.pid) and time.monotonic() < deadline:
+    while not child_pids(master.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _children(master.pid), "the master forked no worker"
+    assert child_pids(master.pid), "the master forked no worker"
     master.send_signal(signal.SIGTERM)
     _, log = master.communicate(timeout=60)
     assert master.returncode == 0, log
