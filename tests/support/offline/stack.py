@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from unittest import mock
 
 import boto3
 import moto
+from moto.kms import models as kms_models
+from moto.kms.models import kms_backends
 from moto.stepfunctions.parser.asl.component.program.program import Program
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
     lambda_eval_utils,
@@ -47,6 +50,17 @@ from tests.support.permissions.recorder import CallRecorder
 GRANT_USAGE: list[tuple[str, dict[str, set[str]]]] = []
 
 MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
+
+
+@contextmanager
+def _key_id_of(stack_name: str) -> Iterator[None]:
+    """moto names the KMS key created inside this block after ``stack_name`` and the keys its
+    account already holds, not at random: the definition names the key, so each test of an
+    environment gets the same definition text, whose parse ``quick_moto`` keeps."""
+    held = len(kms_backends[ACCOUNT][REGION].keys)
+    key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{stack_name}/{held}"))
+    with mock.patch.object(kms_models, "generate_key_id", lambda multi_region=False: key_id):
+        yield
 
 
 @dataclass
@@ -143,7 +157,8 @@ class OfflineStack:
             physical = self.refs.setdefault(logical_id, f"{self.name}-{logical_id.lower()}")
             self.attributes[(logical_id, "Arn")] = resource_arn(resource, logical_id, physical)
         key_id, _ = self._only("AWS::KMS::Key")
-        key = session.client("kms").create_key(Description=f"{self.name} data key")
+        with _key_id_of(self.name):
+            key = session.client("kms").create_key(Description=f"{self.name} data key")
         self.attributes[(key_id, "Arn")] = key["KeyMetadata"]["Arn"]
         self.refs[key_id] = key["KeyMetadata"]["KeyId"]
         bucket_id, bucket = next(

@@ -70,12 +70,13 @@ class Audit:
         self.recorder.record(self._role_ids[role_arn], service, operation, params)
 
     def decisions(self) -> Iterator[tuple[Call, Need, Decision]]:
+        keys = self.keys.remembered()
         for call in self.recorder.calls:
             owner = self.cli_policy if call.runtime == CLI else call.runtime
             if owner is None:
                 raise AssertionError("the template has no CLI policy to check CLI calls against")
             role_arn = self.role_arns.get(call.runtime, "")
-            for need in needs(call, self.keys):
+            for need in needs(call, keys):
                 yield call, need, self.policies.decide(owner, role_arn, need)
 
     def denied(self) -> list[Denial]:

@@ -23,6 +23,7 @@ AWS documentation that says so (docs/permissions.md lists them):
   (Service Authorization Reference, "Actions defined by Amazon SageMaker").
 """
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -57,6 +58,15 @@ class Keys:
     of_bucket: Callable[[str], str | None]
     of_table: Callable[[str], str | None]
     of_topic: Callable[[str], str | None]
+
+    def remembered(self) -> "Keys":
+        """These lookups, each answer kept: for one pass over calls already made, in which
+        no bucket, table or topic changes (each lookup is an API call to moto)."""
+        return Keys(
+            functools.cache(self.of_bucket),
+            functools.cache(self.of_table),
+            functools.cache(self.of_topic),
+        )
 
 
 def needs(call: Call, keys: Keys) -> list[Need]:
