@@ -9,7 +9,7 @@ import boto3
 import moto.core.serialize
 import pytest
 from botocore.utils import parse_to_aware_datetime
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -21,7 +21,10 @@ from tests.support.quick_s3 import MOTOS_LIST_OBJECTS_V2, aware_datetime
 REGION = "eu-west-1"
 _BUCKETS = itertools.count()
 
-names = st.text(alphabet="ab/-é.0", min_size=1, max_size=6)
+# A few names often (stored again: newer versions), any other now and then.
+names = st.sampled_from(["a", "a/b", "a/c", "b-", "é"]) | st.text(
+    alphabet="ab/-é.0", min_size=1, max_size=6
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,34 +39,41 @@ def test_the_suite_runs_on_the_quick_paths():
 
 
 def pages(backend: S3Backend, list_objects: Any, bucket: Any, **listing: Any) -> list[Any]:
-    """Each page of a listing as ``list_objects`` answers it: its key names and whether it is
-    truncated, followed to the last page (a listing of more pages than keys never ends)."""
+    """Each page of a listing as ``list_objects`` answers it: its keys (name and version)
+    and whether it is truncated, followed to the last page (a listing of more pages than keys
+    never ends)."""
     answered = []
     token = None
     for _ in range(len(bucket.keys) + 2):
         keys, truncated, token = list_objects(backend, bucket, continuation_token=token, **listing)
-        answered.append(([key if isinstance(key, str) else key.name for key in keys], truncated))
+        answered.append(([(key.name, key.version_id) for key in keys], truncated))
         if not truncated:
             return answered
     raise AssertionError(f"more pages than keys: {answered[:3]}...")
 
 
 @settings(max_examples=60)
+@example(["a", "a", "a/b"], [], None, None, 1, "Enabled").via("a newer version is listed")
+@example(["a", "a/b", "a"], ["a/b"], "a", "a", 2, "Suspended").via("deleted after a start")
 @given(
     stored=st.lists(names, max_size=25),
     deleted=st.lists(names, max_size=6),
     prefix=st.sampled_from([None, "", "a", "a/", "b-", "é"]),
     start_after=st.one_of(st.none(), names),
     max_keys=st.integers(0, 7),
+    versioning=st.sampled_from([None, "Enabled", "Suspended"]),
 )
-def test_every_page_of_a_listing_is_motos_own(s3, stored, deleted, prefix, start_after, max_keys):
+def test_every_page_of_a_listing_is_motos_own(
+    s3, stored, deleted, prefix, start_after, max_keys, versioning
+):
     bucket_name = f"quick-listing-{next(_BUCKETS)}"
     s3.create_bucket(Bucket=bucket_name, CreateBucketConfiguration={"LocationConstraint": REGION})
-    s3.put_bucket_versioning(Bucket=bucket_name, VersioningConfiguration={"Status": "Enabled"})
+    if versioning:
+        s3.put_bucket_versioning(Bucket=bucket_name, VersioningConfiguration={"Status": versioning})
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
-    for name in stored:
+    for name in stored:  # a name stored again is a newer version of its object
         backend.put_object(bucket_name, name, b"x")
-    for name in deleted:  # a delete marker over an object, or over no object
+    for name in deleted:  # a delete marker (versioned), or the object gone
         backend.delete_object(bucket_name, name)
     bucket = backend.get_bucket(bucket_name)
     listing = {"prefix": prefix, "delimiter": None, "start_after": start_after}
@@ -79,7 +89,7 @@ def test_every_page_of_a_listing_is_motos_own(s3, stored, deleted, prefix, start
     assert quick == pages(backend, MOTOS_LIST_OBJECTS_V2, bucket, max_keys=max_keys, **listing)
     visible = set(stored) - set(deleted)
     expected = sorted(n for n in visible if n.startswith(prefix or "") and n > (start_after or ""))
-    assert [name for page, _ in quick for name in page] == expected
+    assert [name for page, _ in quick for name, _ in page] == expected
 
 
 def test_a_listing_with_a_delimiter_pages_through_the_client_as_moto_lists_it(s3):

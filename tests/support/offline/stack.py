@@ -55,7 +55,7 @@ MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 @contextmanager
 def _key_id_of(stack_name: str) -> Iterator[None]:
     """moto names the KMS key created inside this block after ``stack_name`` and the keys its
-    account already holds, not at random: the definition names the key, so each test of an
+    region already holds, not at random: the definition names the key, so each test of an
     environment gets the same definition text, whose parse ``quick_moto`` keeps."""
     held = len(kms_backends[ACCOUNT][REGION].keys)
     key_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{stack_name}/{held}"))
