@@ -1,12 +1,21 @@
 """Which model library a model's workers share, imported once before they fork: the default
 loader's library for a model with no user module and no requirements (C1: the user module
-and code/requirements.txt are the model's own, loaded in each worker)."""
+and code/requirements.txt are the model's own, loaded in each worker), and the modules of it
+that a pickled model names for its classes."""
 
+import pickle
+import sys
 from pathlib import Path
+from typing import Any
 
+import joblib
 import pytest
+from sklearn.datasets import make_classification
+from sklearn.ensemble import GradientBoostingClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-from batchinfer.serving.fork_imports import shared_libraries
+from batchinfer.serving.fork_imports import pickled_modules, shared_libraries
 
 
 def _model(folder: Path, *files: str) -> Path:
@@ -56,3 +65,50 @@ def test_a_missing_directory_shares_nothing(tmp_path):
 
 def test_one_worker_shares_nothing(tmp_path):
     assert shared_libraries(_model(tmp_path, "model.joblib"), {}, 1) == ()
+
+
+def _gradient_boosting() -> Any:
+    features, labels = make_classification(n_samples=60, n_features=4, random_state=0)
+    return GradientBoostingClassifier(n_estimators=3, random_state=0).fit(features, labels)
+
+
+def test_a_joblib_model_shares_the_modules_of_its_classes_read_before_its_first_array(tmp_path):
+    joblib.dump(_gradient_boosting(), tmp_path / "model.joblib")
+    assert shared_libraries(tmp_path, {}, 2) == ("sklearn", "sklearn.ensemble._gb")
+
+
+def test_a_pickled_pipeline_names_every_step_s_module_and_no_other_package_s(tmp_path):
+    pipeline = make_pipeline(StandardScaler(), _gradient_boosting())
+    (tmp_path / "model.pkl").write_bytes(pickle.dumps(pipeline, protocol=4))
+    shared = shared_libraries(tmp_path, {}, 2)
+    assert shared[:3] == ("sklearn", "sklearn.pipeline", "sklearn.preprocessing._data")
+    assert "sklearn.ensemble._gb" in shared and "sklearn.tree._classes" in shared
+    assert all(module.startswith("sklearn") for module in shared), "numpy is not the model's"
+    assert set(shared[1:]) <= set(sys.modules), "each one a module its load imports"
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_pickles_of_every_protocol_from_2_name_their_classes_modules(tmp_path, protocol):
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(_gradient_boosting(), protocol=protocol))
+    assert "sklearn.ensemble._gb" in pickled_modules(path, ["sklearn"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not a pickle",
+        pickle.dumps(GradientBoostingClassifier(), protocol=0),  # text: GLOBAL, not read
+        pickle.dumps(GradientBoostingClassifier(), protocol=4)[:40],  # cut short
+    ],
+)
+def test_a_file_whose_pickle_cannot_be_read_names_what_was_read_or_nothing(tmp_path, body):
+    path = tmp_path / "model.pkl"
+    path.write_bytes(body)
+    assert pickled_modules(path, ["sklearn"]) in [(), ("sklearn.ensemble._gb",)]
+
+
+def test_a_compressed_joblib_file_names_no_module(tmp_path):
+    joblib.dump(_gradient_boosting(), tmp_path / "model.joblib", compress=3)
+    assert shared_libraries(tmp_path, {}, 2) == ("sklearn",)
