@@ -28,6 +28,7 @@ import importlib
 import io
 import logging
 import pickletools
+import re
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
@@ -41,13 +42,17 @@ LIBRARY_OF_KIND = {"scikit-learn": "sklearn", "XGBoost": "xgboost", "LightGBM": 
 _PICKLE_HEAD = 1 << 20  # the bytes of a model file read for the modules its pickle names
 _PICKLE_PROTOCOL_2_ON = b"\x80"  # the opcode a pickle of protocol 2 or later starts with
 _STRING_OPCODES = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"})
+_PUT_OPCODES = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+_GET_OPCODES = frozenset({"GET", "BINGET", "LONG_BINGET"})
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 
 
 def shared_libraries(model_dir: Path, env: Mapping[str, str], workers: int) -> tuple[str, ...]:
-    """The model library to import before ``workers`` workers of ``model_dir`` fork (see
-    above), ``env`` being what they load the model with: none for one worker, for a model
-    with a user module or requirements, or whose model file (the one the default loader
-    picks) is of no kind named in :data:`LIBRARY_OF_KIND`."""
+    """The model library to import before ``workers`` workers of ``model_dir`` fork, and the
+    modules of it its pickle names (see above), ``env`` being what they load the model
+    with: none for one worker, for a model with a user module or requirements, or whose
+    model file (the one the default loader picks) is of no kind named in
+    :data:`LIBRARY_OF_KIND`."""
     if workers < 2:
         return ()
     try:
@@ -64,8 +69,11 @@ def shared_libraries(model_dir: Path, env: Mapping[str, str], workers: int) -> t
 
 def pickled_modules(path: Path, packages: Collection[str]) -> tuple[str, ...]:
     """The modules of ``packages`` that the pickle in ``path`` names for its objects'
-    classes, in the order named, read from its first opcodes without loading it; none for a
-    file that is not a pickle of protocol 2 or later (compressed, text)."""
+    classes, in the order named, read from its first opcodes without loading it: as far as
+    its first :data:`_PICKLE_HEAD` bytes go, or a joblib file's first array; none for a file
+    that is not a pickle of protocol 2 or later (compressed, text). A class whose module and
+    name are not both strings the pickle pushed (or fetched from its memo) just before is
+    passed over, and so is a name that is not a dotted Python identifier."""
     try:
         with path.open("rb") as file:
             head = file.read(_PICKLE_HEAD)
@@ -74,18 +82,36 @@ def pickled_modules(path: Path, packages: Collection[str]) -> tuple[str, ...]:
     if not head.startswith(_PICKLE_PROTOCOL_2_ON):
         return ()
     named: dict[str, None] = {}
-    strings: list[str] = []  # STACK_GLOBAL's module is the last string but one pushed
+    pushed: list[str | None] = [None, None]  # the strings pushed last; None: something else
+    memo: dict[object, str | None] = {}  # by index
     try:
         for opcode, argument, _ in pickletools.genops(io.BytesIO(head)):
             if opcode.name in _STRING_OPCODES:
-                strings.append(str(argument))
+                pushed.append(str(argument))
+            elif opcode.name == "MEMOIZE":
+                memo[len(memo)] = pushed[-1]
+            elif opcode.name in _PUT_OPCODES:
+                memo[argument] = pushed[-1]
+            elif opcode.name in _GET_OPCODES:
+                pushed.append(memo.get(argument))
             elif opcode.name == "GLOBAL":
                 named[str(argument).split(" ")[0]] = None
-            elif opcode.name == "STACK_GLOBAL" and len(strings) > 1:
-                named[strings[-2]] = None
+                pushed.append(None)
+            elif opcode.name == "STACK_GLOBAL":
+                module, name = pushed[-2:]
+                if module is not None and name is not None:
+                    named[module] = None
+                pushed.append(None)
+            elif opcode.stack_after:
+                pushed.append(None)
+            del pushed[:-2]
     except ValueError:  # a joblib array's raw bytes, or the end of the bytes read
         pass
-    return tuple(m for m in named if m.partition(".")[0] in packages)
+    return tuple(
+        module
+        for module in named
+        if _MODULE_NAME.fullmatch(module) and module.partition(".")[0] in packages
+    )
 
 
 def import_libraries(modules: Iterable[str]) -> None:

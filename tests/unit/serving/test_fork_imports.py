@@ -5,6 +5,7 @@ that a pickled model names for its classes."""
 
 import pickle
 import sys
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,25 @@ def test_a_file_whose_pickle_cannot_be_read_names_what_was_read_or_nothing(tmp_p
 def test_a_compressed_joblib_file_names_no_module(tmp_path):
     joblib.dump(_gradient_boosting(), tmp_path / "model.joblib", compress=3)
     assert shared_libraries(tmp_path, {}, 2) == ("sklearn",)
+
+
+def test_a_class_of_a_module_named_before_takes_its_module_from_the_memo_not_a_string(tmp_path):
+    """Protocol 4 names a module once and fetches it from the memo after: the string pushed
+    before (here a value of the model's) is no module."""
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps((OrderedDict, "sklearn.not_a_module", Counter), protocol=4))
+    assert pickled_modules(path, ["sklearn", "collections"]) == ("collections",)
+
+
+@pytest.mark.parametrize("name", ["sklearn.x,os", "sklearn.x\x00y", "sklearn.\udc80", "sklearn..x"])
+def test_a_module_name_that_is_no_dotted_identifier_is_passed_over(tmp_path, name):
+    """Such a name would split in a list of modules, or not fit in the environment."""
+    path = tmp_path / "model.pkl"
+    path.write_bytes(b"\x80\x04" + _short_string(name) + _short_string("C") + b"\x93.")
+    assert pickled_modules(path, ["sklearn"]) == ()  # (PROTO 4, module, name, STACK_GLOBAL)
+
+
+def _short_string(text: str) -> bytes:
+    """A SHORT_BINUNICODE opcode pushing ``text`` (as pickle writes a lone surrogate)."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    return b"\x8c" + bytes([len(encoded)]) + encoded
