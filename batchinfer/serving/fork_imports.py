@@ -61,8 +61,10 @@ def shared_libraries(model_dir: Path, env: Mapping[str, str], workers: int) -> t
         model_file = default_model_file(model_dir)
     except (ModelLoadError, OSError):
         return ()  # the workers' own load says what is wrong
-    library = model_file and LIBRARY_OF_KIND.get(MODEL_FILE_KINDS[model_file.suffix])
-    if not model_file or not library:
+    if model_file is None:
+        return ()
+    library = LIBRARY_OF_KIND.get(MODEL_FILE_KINDS[model_file.suffix])
+    if library is None:
         return ()
     return (library, *pickled_modules(model_file, LIBRARY_OF_KIND.values()))
 
