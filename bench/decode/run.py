@@ -9,15 +9,17 @@ times on the same request, in rounds that each start one step later:
 - the model's ``predict`` on the parsed array;
 - the hand script's steps (``bench/run/hand_script.py``): ``pandas.read_csv`` and
   ``to_csv``;
-- other CSV readers, for what a faster decoder could give: Arrow's parse alone,
+- other CSV readers, each into a row-major array as ``decode_csv`` gives, for what a
+  faster decoder could give: Arrow's parse alone (``decode_csv``'s, without its checks),
   ``numpy.loadtxt``, and polars and DuckDB where they are installed (they are not
   batchinfer's dependencies).
 
 It prints each one's median, and what these steps alone leave a run:
 
-- predict / (predict + decode + encode): the most of the predict limit a run can reach
-  (``bench/run/run.py``'s "/ limit"), and a server of in-process predict, as if it started
-  in no time and moved no bytes: a ceiling, whatever else the run does;
+- predict / (predict + decode + encode): about the most of the predict limit a run can
+  reach (``bench/run/run.py``'s "/ limit"), and a server of in-process predict, as if it
+  started in no time and moved no bytes (an estimate: each step runs here alone, and every
+  step is slower with all cores busy);
 - (read_csv + predict + to_csv) / (decode + predict + encode): how far a run is ahead of
   the hand script (its "/ script") at a size where both starts are negligible, counting
   only these steps on both sides (the script's own pool and files come on top).
@@ -67,10 +69,10 @@ def readers(body: bytes) -> dict[str, Callable[[], np.ndarray]]:
     """Each CSV reader, returning the request's (records, fields) float64 array."""
     names = [f"f{i}" for i in range(FIELDS)]
 
-    def arrow_parse() -> np.ndarray:
+    def arrow_parse() -> np.ndarray:  # decode_csv's reader and options, without its checks
         table = pacsv.read_csv(
             pa.BufferReader(body),
-            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+            read_options=pacsv.ReadOptions(column_names=names),
             convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.float64())),
         )
         return np.column_stack([column.to_numpy() for column in table.columns])
@@ -78,9 +80,9 @@ def readers(body: bytes) -> dict[str, Callable[[], np.ndarray]]:
     found = {
         "batchinfer decode_csv": lambda: decode_csv(body),
         "Arrow read_csv alone": arrow_parse,
-        "pandas read_csv (the script)": lambda: pd.read_csv(
-            io.BytesIO(body), header=None
-        ).to_numpy(),
+        "pandas read_csv (the script)": lambda: np.ascontiguousarray(
+            pd.read_csv(io.BytesIO(body), header=None).to_numpy()
+        ),
         "numpy loadtxt": lambda: np.loadtxt(io.BytesIO(body), delimiter=","),
     }
     os.environ.setdefault("POLARS_MAX_THREADS", "1")  # read before polars is imported
@@ -88,9 +90,9 @@ def readers(body: bytes) -> dict[str, Callable[[], np.ndarray]]:
         import polars as pl
 
         schema = dict.fromkeys(names, pl.Float64)
-        found[f"polars {pl.__version__}"] = lambda: pl.read_csv(
-            body, has_header=False, schema=schema
-        ).to_numpy()
+        found[f"polars {pl.__version__}"] = lambda: np.ascontiguousarray(
+            pl.read_csv(body, has_header=False, schema=schema).to_numpy()
+        )
     except ImportError:
         print("polars: not installed, not timed")
     try:
@@ -143,7 +145,7 @@ def main() -> None:
             times[name].append(time.perf_counter() - started)
     median = {name: statistics.median(values) for name, values in times.items()}
     print(f"one request: {len(body):,} bytes, {len(matrix):,} records of {FIELDS} numbers")
-    print(f"{'step':32s} {'median':>9s}  / decode_csv")
+    print(f"{'step':32s} {'median':>10s}  / decode_csv")
     for name, value in median.items():
         ratio = value / median["batchinfer decode_csv"]
         print(f"{name:32s} {value * 1e3:7.1f} ms  {ratio:6.2f}")
@@ -151,15 +153,15 @@ def main() -> None:
     script = median["pandas read_csv (the script)"] + median["pandas to_csv (the script)"]
     limit = median["predict"] / (median["predict"] + ours)
     ahead = (script + median["predict"]) / (ours + median["predict"])
-    print(f"ceiling of run / predict limit:  {limit:.2f}")
+    print(f"most of run / predict limit:     {limit:.2f}")
     print(f"run / hand script, these steps:  {ahead:.2f}")
     for name in decoders:
         if name == "batchinfer decode_csv":
             continue
-        decode = median[name] + median["batchinfer encode_csv"]
+        codecs = median[name] + median["batchinfer encode_csv"]
         print(
-            f"  with {name} as the decoder: {median['predict'] / (median['predict'] + decode):.2f}"
-            f" of the limit, {(script + median['predict']) / (decode + median['predict']):.2f}"
+            f"  with {name} as the decoder: {median['predict'] / (median['predict'] + codecs):.2f}"
+            f" of the limit, {(script + median['predict']) / (codecs + median['predict']):.2f}"
             " of the script"
         )
 
