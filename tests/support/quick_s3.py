@@ -1,5 +1,5 @@
 """moto's S3 made quicker for the whole suite, with nothing it answers changed but how long it
-takes (internals of moto 5.2.5, pinned in requirements-dev.txt; another version fails at
+takes (internals of the moto release ``tests/support/moto_version.py`` names; another fails at
 import, as ``tests/support/offline/moto_fixes.py`` does).
 
 - ``ListObjectsV2`` without a delimiter: moto gathers, filters and sorts every object of the
@@ -27,12 +27,9 @@ import moto.core.serialize
 from botocore.utils import parse_to_aware_datetime
 from moto.s3.models import FakeDeleteMarker, FakeTableStorageBucket, S3Backend
 
-MOTO_VERSION = "5.2.5"
-if moto.__version__ != MOTO_VERSION:
-    raise ImportError(
-        f"tests/support/quick_s3.py replaces internals of moto {MOTO_VERSION}; moto "
-        f"{moto.__version__} is installed (see requirements-dev.txt)"
-    )
+from tests.support.moto_version import require_moto
+
+require_moto("tests/support/quick_s3.py", "S3's listing and the serialiser's timestamps")
 
 MOTOS_LIST_OBJECTS_V2 = S3Backend.list_objects_v2
 # A date, a time to the second, at most six digits of its fraction, and an offset or none.

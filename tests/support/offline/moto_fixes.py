@@ -21,7 +21,6 @@ from typing import Any
 from unittest import mock
 from urllib.parse import parse_qs, unquote, urlparse
 
-import moto
 from jsonpath_ng.ext import parse as parse_json_path
 from moto.s3.exceptions import PreconditionFailed
 from moto.s3.responses import S3Response
@@ -83,13 +82,9 @@ from moto.stepfunctions.parser.asl.utils.json_path import extract_json
 from moto.stepfunctions.parser.utils import long_uid
 
 from tests.support.map_results import Child, write_map_results
+from tests.support.moto_version import require_moto
 
-MOTO_VERSION = "5.2.5"
-if moto.__version__ != MOTO_VERSION:
-    raise ImportError(
-        f"tests/support/offline corrects internals of moto {MOTO_VERSION}'s Step Functions "
-        f"parser; moto {moto.__version__} is installed (see requirements-dev.txt)"
-    )
+require_moto("tests/support/offline", "the Step Functions parser's internals")
 
 # A path that can select more than one node: a wildcard, deep scan, filter, slice or union.
 _INDEFINITE_PATH = re.compile(r"\*|\.\.|\?\(|\[[^\]]*[:,][^\]]*\]")
